@@ -1,0 +1,52 @@
+// swift-tools-version:6.0
+// MentorMate: a peer-to-peer sync daemon. No outside Swift packages: C libraries come from
+// Debian packages through systemLibrary targets (see README for the apt line).
+import PackageDescription
+
+let package = Package(
+    name: "MentorMate",
+    products: [
+        .executable(name: "mentormated", targets: ["mentormated"]),
+        .executable(name: "mentormate", targets: ["mentormate"]),
+        .executable(name: "mentormate-bench", targets: ["mentormate-bench"]),
+    ],
+    targets: [
+        // C libraries (module.modulemap + shim.h only).
+        .systemLibrary(name: "CSQLite", path: "Sources/CSQLite", pkgConfig: "sqlite3",
+                       providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CSodium", path: "Sources/CSodium", pkgConfig: "libsodium",
+                       providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CDNSSD", path: "Sources/CDNSSD", pkgConfig: "avahi-compat-libdns_sd",
+                       providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
+
+        // Pure core: records, clocks, merge rules. Foundation only, no I/O.
+        .target(name: "MentorCore", path: "Sources/MentorCore"),
+        // Keys, signing, sealing, key files over libsodium.
+        .target(name: "MentorCrypto", dependencies: ["CSodium", "MentorCore"], path: "Sources/MentorCrypto"),
+        // SQLite wrapper, migrations, the replica.
+        .target(name: "MentorStore", dependencies: ["CSQLite", "MentorCore", "MentorCrypto"],
+                path: "Sources/MentorStore"),
+        // JSON-RPC types and line framing shared by daemon and client.
+        .target(name: "MentorAPI", path: "Sources/MentorAPI"),
+
+        .executableTarget(name: "mentormated",
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI"],
+                          path: "Daemon"),
+        .executableTarget(name: "mentormate", dependencies: ["MentorAPI"], path: "Client"),
+
+        // Benchmarks and test helper programs.
+        .executableTarget(name: "mentormate-bench",
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
+                          path: "Tests/Tools/mentormate-bench"),
+        .executableTarget(name: "mentormate-crashchild",
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
+                          path: "Tests/Tools/mentormate-crashchild"),
+
+        .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore"], path: "Tests/MentorCoreTests"),
+        .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
+                    path: "Tests/MentorCryptoTests"),
+        .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
+                    path: "Tests/MentorStoreTests"),
+    ],
+    swiftLanguageModes: [.v6]
+)

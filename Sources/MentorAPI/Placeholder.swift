@@ -1,0 +1,1 @@
+// Placeholder; JSON-RPC types arrive with the daemon issue.

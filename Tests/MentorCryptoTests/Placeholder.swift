@@ -1,0 +1,2 @@
+import Testing
+@Test func placeholderMentorCryptoTests() { #expect(Bool(true)) }
