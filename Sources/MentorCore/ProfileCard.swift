@@ -1,0 +1,112 @@
+/// A profile card edit (public). Only the fields present change; each is a register write.
+public struct ProfileCard: RecordSchema, Equatable {
+    public static let type = RecordType.profile
+    public static let name = "profile"
+    /// A card has one writer, its owner, whose position is the record's own seq.
+    public static let maxClockEntries = 0
+    public static let publicMerge = PublicMerge.fieldRegisters
+
+    public enum Role: String, Sendable, CaseIterable { case student, tutor }
+
+    /// Field tags; each is one register of the card.
+    public enum Field: UInt8, Sendable, CaseIterable, CustomStringConvertible {
+        case name = 1, role = 2, bio = 3, courses = 4, wage = 5, budget = 6, availability = 7, photo = 8
+        public var description: String {
+            switch self {
+            case .name: "name"; case .role: "role"; case .bio: "bio"; case .courses: "courses"
+            case .wage: "wage"; case .budget: "budget"; case .availability: "availability"; case .photo: "photo"
+            }
+        }
+    }
+
+    public static let maxNameBytes = 100
+    public static let maxBioBytes = 2000
+    public static let maxAvailabilityBytes = 500
+    public static let maxCourses = 32
+    public static let maxCourseBytes = 32
+
+    public var name: String?
+    public var role: Role?
+    public var bio: String?
+    public var courses: [String]?
+    /// Hourly wage asked by a tutor, in whole currency units.
+    public var wage: UInt64?
+    /// Hourly budget offered by a student, in whole currency units.
+    public var budget: UInt64?
+    public var availability: String?
+    /// `.some(nil)` removes the photo.
+    public var photo: PhotoRef??
+
+    public init(name: String? = nil, role: Role? = nil, bio: String? = nil, courses: [String]? = nil,
+                wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photo: PhotoRef?? = nil) {
+        self.name = name; self.role = role; self.bio = bio; self.courses = courses
+        self.wage = wage; self.budget = budget; self.availability = availability; self.photo = photo
+    }
+
+    /// Canonical course spelling: trimmed, inner whitespace collapsed, upper case ("cs  490" → "CS 490").
+    public static func normalizeCourse(_ c: String) -> String {
+        c.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ").uppercased()
+    }
+
+    public init(body: [UInt8]) throws(RecordError) {
+        let f = try FieldList.decode(body, known: Set(Field.allCases.map(\.rawValue)), what: "profile")
+        guard !f.fields.isEmpty else { throw RecordError(.invalidBody, "profile edit changes no field") }
+        try self.init(fieldValues: f.fields.map { ($0.tag, $0.value) })
+    }
+
+    /// Builds a card from (field tag, value bytes) pairs — a body, or the winning register values.
+    public init(fieldValues: [(UInt8, [UInt8])]) throws(RecordError) {
+        var f = FieldList()
+        for (tag, value) in fieldValues { f.set(tag, value) }
+        let what = "profile"
+        name = try f.text(Field.name.rawValue, "name", maxBytes: Self.maxNameBytes, what: what)
+        if let r = try f.text(Field.role.rawValue, "role", maxBytes: 16, what: what) {
+            guard let role = Role(rawValue: r) else { throw RecordError(.invalidBody, "profile role '\(r)' is neither student nor tutor") }
+            self.role = role
+        }
+        bio = try f.text(Field.bio.rawValue, "bio", maxBytes: Self.maxBioBytes, what: what)
+        if let v = f[Field.courses.rawValue] { courses = try Self.decodeCourses(v) }
+        wage = try f.u64(Field.wage.rawValue, "wage", what: what)
+        budget = try f.u64(Field.budget.rawValue, "budget", what: what)
+        availability = try f.text(Field.availability.rawValue, "availability", maxBytes: Self.maxAvailabilityBytes, what: what)
+        if let v = f[Field.photo.rawValue] { photo = v.isEmpty ? .some(nil) : .some(try PhotoRef.decode(v)) }
+    }
+
+    /// The fields this edit sets, as register writes.
+    public var fieldList: FieldList {
+        var f = FieldList()
+        if let name { f.set(Field.name.rawValue, text: name) }
+        if let role { f.set(Field.role.rawValue, text: role.rawValue) }
+        if let bio { f.set(Field.bio.rawValue, text: bio) }
+        if let courses {
+            var w = ByteWriter()
+            for c in courses { let u = Array(c.utf8); w.u8(UInt8(truncatingIfNeeded: u.count)); w.raw(u) }
+            f.set(Field.courses.rawValue, w.bytes)
+        }
+        if let wage { f.set(Field.wage.rawValue, u64: wage) }
+        if let budget { f.set(Field.budget.rawValue, u64: budget) }
+        if let availability { f.set(Field.availability.rawValue, text: availability) }
+        if let photo { f.set(Field.photo.rawValue, photo?.encoded ?? []) }
+        return f
+    }
+
+    public var body: [UInt8] { fieldList.encoded }
+
+    static func decodeCourses(_ v: [UInt8]) throws(RecordError) -> [String] {
+        var r = ByteReader(v)
+        var out: [String] = []
+        while !r.isAtEnd {
+            let n = Int(try r.u8("course length"))
+            let raw = try r.raw(n, "course")
+            guard let c = String(validating: raw, as: UTF8.self) else { throw RecordError(.malformed, "a course name is not valid UTF-8") }
+            guard !c.isEmpty, n <= maxCourseBytes else { throw RecordError(.invalidBody, "course names are 1 to \(maxCourseBytes) bytes") }
+            guard c == normalizeCourse(c), !c.contains(",") else {
+                throw RecordError(.invalidBody, "course '\(c)' is not in canonical form (trimmed, upper case, no commas)")
+            }
+            guard !out.contains(c) else { throw RecordError(.invalidBody, "course '\(c)' is listed twice") }
+            out.append(c)
+        }
+        guard out.count <= maxCourses else { throw RecordError(.invalidBody, "at most \(maxCourses) courses allowed") }
+        return out
+    }
+}

@@ -1,0 +1,41 @@
+/// Why a record (or a body, or a batch) was refused. Each refusal has its own code so callers
+/// and tests can match by name; the message says what was wrong.
+public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public var description: String { name }
+
+        /// The signature does not verify against the author's key.
+        public static let badSignature = Code(name: "bad-signature")
+        /// The type byte names no known record type.
+        public static let unknownType = Code(name: "unknown-type")
+        /// The format version is not one this build reads.
+        public static let unsupportedVersion = Code(name: "unsupported-version")
+        /// The bytes do not follow the canonical encoding.
+        public static let malformed = Code(name: "malformed")
+        /// The body is larger than `Limits.maxBodyBytes`.
+        public static let bodyTooLarge = Code(name: "body-too-large")
+        /// The clock names more writers than the object has.
+        public static let clockTooLarge = Code(name: "clock-too-large")
+        /// The sequence number is further ahead of what we hold than we are willing to hold back.
+        public static let sequenceGapTooLarge = Code(name: "sequence-gap-too-large")
+        /// The hold-back area for out-of-order records is full.
+        public static let pendingFull = Code(name: "pending-full")
+        /// A second, different record with an author and sequence number we already hold.
+        public static let equivocation = Code(name: "equivocation")
+        /// A valid record whose meaning is refused (for example a chat before a match).
+        public static let invalidBody = Code(name: "invalid-body")
+        /// The record's timestamp is too far in the future.
+        public static let timestampInFuture = Code(name: "timestamp-in-future")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}

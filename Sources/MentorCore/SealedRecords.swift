@@ -1,0 +1,161 @@
+/// Likes, chat messages and unmatches are end-to-end encrypted between two accounts. On the
+/// wire and in every replica they are opaque: a pair tag that only the two accounts can
+/// compute, a box only they can open, and a box only the author can open (so the author's
+/// other replicas know whom it was for). Their clocks are empty: naming the other writer in
+/// clear would tell everyone who likes or talks to whom. The causal dependency on the other
+/// side travels inside the box (`peerSeq`).
+public struct SealedBody: Equatable, Sendable {
+    public enum Tag: UInt8, CaseIterable { case pairTag = 1, box = 2, selfBox = 3 }
+    public static let tagLength = 32
+    /// nonce 24 ‖ ciphertext ‖ tag 16
+    public static let boxOverhead = 24 + 16
+    public static let selfBoxLength = boxOverhead + PublicKey.length
+
+    /// BLAKE2b keyed by the pair's shared key over (type, author): lets the recipient recognize
+    /// a record meant for it without trying to decrypt every record.
+    public var pairTag: [UInt8]
+    public var box: [UInt8]
+    public var selfBox: [UInt8]
+
+    public init(pairTag: [UInt8], box: [UInt8], selfBox: [UInt8]) {
+        self.pairTag = pairTag; self.box = box; self.selfBox = selfBox
+    }
+
+    public init(body: [UInt8], what: String, maxPlaintext: Int) throws(RecordError) {
+        let f = try FieldList.decode(body, known: Set(Tag.allCases.map(\.rawValue)), what: what)
+        pairTag = try f.require(f.bytes(Tag.pairTag.rawValue, "pair tag", length: Self.tagLength, what: what), "pair tag", what: what)
+        selfBox = try f.require(f.bytes(Tag.selfBox.rawValue, "self box", length: Self.selfBoxLength, what: what), "self box", what: what)
+        box = try f.require(f[Tag.box.rawValue], "box", what: what)
+        guard box.count > Self.boxOverhead, box.count <= Self.boxOverhead + maxPlaintext else {
+            throw RecordError(.invalidBody, "\(what) box is \(box.count) bytes; must be \(Self.boxOverhead + 1)...\(Self.boxOverhead + maxPlaintext)")
+        }
+    }
+
+    public var encoded: [UInt8] {
+        var f = FieldList()
+        f.set(Tag.pairTag.rawValue, pairTag)
+        f.set(Tag.box.rawValue, box)
+        f.set(Tag.selfBox.rawValue, selfBox)
+        return f.encoded
+    }
+}
+
+/// A sealed record type: one struct with its limits and its private payload schema.
+public protocol SealedRecordSchema: RecordSchema {
+    associatedtype Payload: SealedPayload
+    var sealed: SealedBody { get }
+    init(sealed: SealedBody)
+}
+
+extension SealedRecordSchema {
+    public static var maxClockEntries: Int { 0 }
+    public static var publicMerge: PublicMerge { .sealed }
+    public init(body: [UInt8]) throws(RecordError) {
+        self.init(sealed: try SealedBody(body: body, what: Self.name, maxPlaintext: Payload.maxBytes))
+    }
+    public var body: [UInt8] { sealed.encoded }
+}
+
+/// What is inside a sealed record's box: a canonical field list whose first field is the
+/// other account (the recipient), so a box can never be replayed to a different pair.
+public protocol SealedPayload: Sendable, Equatable {
+    static var maxBytes: Int { get }
+    var counterpart: PublicKey { get }
+    init(plaintext: [UInt8]) throws(RecordError)
+    var plaintext: [UInt8] { get }
+}
+
+public struct Like: SealedRecordSchema {
+    public static let type = RecordType.like
+    public static let name = "like"
+    public typealias Payload = LikePayload
+    public let sealed: SealedBody
+    public init(sealed: SealedBody) { self.sealed = sealed }
+}
+
+public struct ChatMessage: SealedRecordSchema {
+    public static let type = RecordType.chat
+    public static let name = "chat"
+    public typealias Payload = ChatPayload
+    public let sealed: SealedBody
+    public init(sealed: SealedBody) { self.sealed = sealed }
+}
+
+public struct Unmatch: SealedRecordSchema {
+    public static let type = RecordType.unmatch
+    public static let name = "unmatch"
+    public typealias Payload = UnmatchPayload
+    public let sealed: SealedBody
+    public init(sealed: SealedBody) { self.sealed = sealed }
+}
+
+/// Like (or, with `liked == false`, an undone like) of `target`. One register per (liker, target).
+public struct LikePayload: SealedPayload {
+    public static let maxBytes = 64
+    public var target: PublicKey
+    public var liked: Bool
+    public var counterpart: PublicKey { target }
+
+    public init(target: PublicKey, liked: Bool) { self.target = target; self.liked = liked }
+
+    public init(plaintext: [UInt8]) throws(RecordError) {
+        let f = try FieldList.decode(plaintext, known: [1, 2], what: "like payload")
+        target = try f.require(f.key(1, "target", what: "like payload"), "target", what: "like payload")
+        let flag = try f.require(f.bytes(2, "liked", length: 1, what: "like payload"), "liked", what: "like payload")
+        guard flag[0] <= 1 else { throw RecordError(.malformed, "like payload flag must be 0 or 1") }
+        liked = flag[0] == 1
+    }
+
+    public var plaintext: [UInt8] {
+        var f = FieldList(); f.set(1, target.bytes); f.set(2, [liked ? 1 : 0]); return f.encoded
+    }
+}
+
+/// A chat message to `recipient`; `peerSeq` is the highest seq of the recipient's records the
+/// sender had applied (its causal dependency on the other side).
+public struct ChatPayload: SealedPayload {
+    public static let maxTextBytes = 4000
+    public static let maxBytes = maxTextBytes + 64
+    public var recipient: PublicKey
+    public var peerSeq: UInt64
+    public var text: String
+    public var counterpart: PublicKey { recipient }
+
+    public init(recipient: PublicKey, peerSeq: UInt64, text: String) {
+        self.recipient = recipient; self.peerSeq = peerSeq; self.text = text
+    }
+
+    public init(plaintext: [UInt8]) throws(RecordError) {
+        let w = "chat payload"
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3], what: w)
+        recipient = try f.require(f.key(1, "recipient", what: w), "recipient", what: w)
+        peerSeq = try f.require(f.u64(2, "peer seq", what: w), "peer seq", what: w)
+        text = try f.require(f.text(3, "text", maxBytes: Self.maxTextBytes, what: w), "text", what: w)
+        guard !text.isEmpty else { throw RecordError(.invalidBody, "chat message is empty") }
+    }
+
+    public var plaintext: [UInt8] {
+        var f = FieldList(); f.set(1, recipient.bytes); f.set(2, u64: peerSeq); f.set(3, text: text); return f.encoded
+    }
+}
+
+/// Ends the match with `target` for good (a tombstone for the pair).
+public struct UnmatchPayload: SealedPayload {
+    public static let maxBytes = 64
+    public var target: PublicKey
+    public var peerSeq: UInt64
+    public var counterpart: PublicKey { target }
+
+    public init(target: PublicKey, peerSeq: UInt64) { self.target = target; self.peerSeq = peerSeq }
+
+    public init(plaintext: [UInt8]) throws(RecordError) {
+        let w = "unmatch payload"
+        let f = try FieldList.decode(plaintext, known: [1, 2], what: w)
+        target = try f.require(f.key(1, "target", what: w), "target", what: w)
+        peerSeq = try f.require(f.u64(2, "peer seq", what: w), "peer seq", what: w)
+    }
+
+    public var plaintext: [UInt8] {
+        var f = FieldList(); f.set(1, target.bytes); f.set(2, u64: peerSeq); return f.encoded
+    }
+}
