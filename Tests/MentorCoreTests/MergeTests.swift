@@ -1,19 +1,6 @@
 import Testing
 @testable import MentorCore
 
-/// A small deterministic generator so failures replay from their seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite struct RegisterTests {
     let a = PublicKey(bytes: [UInt8](repeating: 1, count: 32))!
     let b = PublicKey(bytes: [UInt8](repeating: 2, count: 32))!
@@ -42,7 +29,7 @@ struct SplitMix64: RandomNumberGenerator {
     }
 
     @Test func anyOrderWithDuplicatesGivesTheSameRegister() {
-        var rng = SplitMix64(seed: 7)
+        var rng = SeededRandom(seed: 7)
         let writers = [a, b]
         var pool: [RegisterEntry<String>] = []
         for i in 0..<12 {
@@ -85,7 +72,7 @@ struct SplitMix64: RandomNumberGenerator {
             e(ben, 2, .chat(peerSeq: 3, text: "hi Ana"), ts: 100),    // clock skew: earlier stamp, later causally
             e(ben, 3, .chat(peerSeq: 1, text: "concurrent"), ts: 50),
         ]
-        var rng = SplitMix64(seed: 1)
+        var rng = SeededRandom(seed: 1)
         for _ in 0..<50 {
             let view = PairView.build(me: ana, other: ben, entries: (entries + entries).shuffled(using: &rng))
             #expect(view.rejectedMessages == 1)

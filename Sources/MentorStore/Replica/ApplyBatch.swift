@@ -1,0 +1,288 @@
+import MentorCore
+import MentorCrypto
+
+/// One write transaction's worth of applying: sequence checks, hold-back, equivocation, and
+/// materialization. Lives only inside `Replica.write`.
+struct ApplyBatch {
+    let db: Database
+    let settings: Replica.Settings
+    var openers: [PublicKey: SealedOpener]
+
+    struct AuthorState {
+        var id: Int64
+        var contiguous: UInt64
+        var forked: Bool
+        var dirty: Bool
+    }
+    /// Authors touched by this batch; written back in `finish()`.
+    private var authors: [PublicKey: AuthorState] = [:]
+    private var pendingCount: Int?
+    /// Pairs whose view must be recomputed at the end of the batch.
+    private var dirtyPairs: Set<PairKey> = []
+
+    struct PairKey: Hashable { var account: PublicKey; var other: PublicKey }
+
+    init(db: Database, settings: Replica.Settings, openers: [PublicKey: SealedOpener]) {
+        self.db = db
+        self.settings = settings
+        self.openers = openers
+    }
+
+    // MARK: Sequence, hold-back, equivocation
+
+    mutating func apply(_ v: VerifiedRecord) throws(StoreError) -> ApplyOutcome {
+        let r = v.record
+        var author = try state(of: r.author)
+        let inRecords = try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id)
+        let inPending = try exists("SELECT 1 FROM pending WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id)
+        if inRecords || inPending { return .duplicate }
+        if r.seq <= author.contiguous {
+            return try applyVariant(v, author: &author)
+        }
+        if r.seq == author.contiguous + 1 {
+            try store(v, authorID: author.id)
+            author.contiguous = r.seq
+            author.dirty = true
+            authors[r.author] = author
+            try releasePending(of: r.author)
+            return .applied
+        }
+        guard r.seq - author.contiguous <= settings.maxSequenceGap else {
+            return .refused(RecordError(.sequenceGapTooLarge,
+                "seq \(r.seq) of \(r.author.shortID)… is \(r.seq - author.contiguous) past the \(author.contiguous) held; at most \(settings.maxSequenceGap) are held back — sync the earlier records first"))
+        }
+        let pending = try pendingTotal()
+        guard pending < settings.maxPending else {
+            return .refused(RecordError(.pendingFull,
+                "\(pending) records are already waiting for missing predecessors; try again after syncing"))
+        }
+        try db.cachedStatement("INSERT INTO pending(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
+            .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
+        pendingCount = pending + 1
+        return .held
+    }
+
+    /// A record for an (author, seq) already held with a different ID.
+    private mutating func applyVariant(_ v: VerifiedRecord, author: inout AuthorState) throws(StoreError) -> ApplyOutcome {
+        let r = v.record
+        let siblings = try db.cachedStatement("SELECT id, bytes FROM records WHERE author = ? AND seq = ? ORDER BY id")
+            .query([.integer(author.id), .integer(Int64(r.seq))])
+        // Keep the evidence: every record that shared this (author, seq).
+        let evidence = try db.cachedStatement("INSERT OR IGNORE INTO evidence(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
+        for row in siblings {
+            try evidence.run([.integer(author.id), .integer(Int64(r.seq)), row[0], row[1]])
+        }
+        try evidence.run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
+        if !author.forked {
+            author.forked = true
+            author.dirty = true
+            authors[r.author] = author
+        }
+        let ids = siblings.compactMap { $0.blob(0) }
+        if ids.count >= settings.maxVariantsPerSeq {
+            // Deterministic cap: the lowest IDs stay, so all replicas keep the same variants.
+            guard let highest = ids.last, v.id.lexicographicallyPrecedes(highest) else {
+                return .refused(RecordError(.equivocation,
+                    "\(r.author.shortID)… already has \(ids.count) different records at seq \(r.seq); evidence kept, this one is not merged"))
+            }
+            try unstore(recordID: highest, author: r.author, authorID: author.id, seq: r.seq)
+        }
+        try store(v, authorID: author.id)
+        return .forked
+    }
+
+    private mutating func releasePending(of key: PublicKey) throws(StoreError) {
+        guard var author = authors[key] else { return }
+        let select = try db.cachedStatement("SELECT id, bytes FROM pending WHERE author = ? AND seq = ? ORDER BY id")
+        let delete = try db.cachedStatement("DELETE FROM pending WHERE author = ? AND seq = ?")
+        while true {
+            let next = author.contiguous + 1
+            let rows = try select.query([.integer(author.id), .integer(Int64(next))])
+            if rows.isEmpty { break }
+            try delete.run([.integer(author.id), .integer(Int64(next))])
+            pendingCount = pendingCount.map { $0 - rows.count }
+            for (i, row) in rows.enumerated() {
+                // Held records were verified before they were held.
+                guard let bytes = row.blob(1), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+                if i == 0 {
+                    try store(v, authorID: author.id)
+                    author.contiguous = next
+                    author.dirty = true
+                    authors[key] = author
+                } else {
+                    _ = try applyVariant(v, author: &author)
+                }
+            }
+        }
+    }
+
+    // MARK: Storing and materializing
+
+    private mutating func store(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
+        let r = v.record
+        try db.cachedStatement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
+            .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
+                  .integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
+        guard let schema = RecordSchemas.schema(for: r.type) else { return }
+        switch schema.publicMerge {
+        case .fieldRegisters:
+            try mergeCardFields(v, authorID: authorID)
+        case .sealed:
+            try openSealed(v)
+        }
+    }
+
+    /// Removes a record that lost its place among an (author, seq)'s variants, and rebuilds
+    /// what it had touched from the records that remain.
+    private mutating func unstore(recordID: [UInt8], author: PublicKey, authorID: Int64, seq: UInt64) throws(StoreError) {
+        try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
+                       [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
+        try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(authorID), .blob(recordID)])
+        try rebuildCard(authorID: authorID)
+        for row in try db.query("SELECT account, other FROM pair_entries WHERE record_id = ?", [.blob(recordID)]) {
+            if let a = row.blob(0).flatMap(PublicKey.init(bytes:)), let o = row.blob(1).flatMap(PublicKey.init(bytes:)) {
+                dirtyPairs.insert(PairKey(account: a, other: o))
+            }
+        }
+        try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(recordID)])
+    }
+
+    private func mergeCardFields(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
+        let fields: FieldList
+        do { fields = try FieldList.decode(v.record.body, known: Set(ProfileCard.Field.allCases.map(\.rawValue)), what: "profile") }
+        catch { return } // cannot happen: the body was validated when decoded
+        let clock = v.record.effectiveClock
+        let select = try db.cachedStatement(
+            "SELECT record_id, clock, timestamp, value FROM card_entries WHERE author = ? AND field = ?")
+        let delete = try db.cachedStatement("DELETE FROM card_entries WHERE author = ? AND field = ? AND record_id = ?")
+        let insert = try db.cachedStatement(
+            "INSERT INTO card_entries(author, field, record_id, clock, timestamp, value) VALUES (?, ?, ?, ?, ?, ?)")
+        for (tag, value) in fields.fields {
+            let current = try select.query([.integer(authorID), .integer(Int64(tag))]).compactMap(Self.registerEntry)
+            let new = RegisterEntry(clock: clock, timestamp: v.record.timestamp, recordID: v.id, value: value)
+            guard let merged = MVRegister.merge(current, new) else { continue }
+            for e in current where !merged.contains(where: { $0.recordID == e.recordID }) {
+                try delete.run([.integer(authorID), .integer(Int64(tag)), .blob(e.recordID)])
+            }
+            if merged.contains(where: { $0.recordID == v.id }) {
+                try insert.run([.integer(authorID), .integer(Int64(tag)), .blob(v.id), .blob(clock.encoded),
+                                .integer(Int64(clamping: v.record.timestamp)), .blob(value)])
+            }
+        }
+    }
+
+    static func registerEntry(_ row: Row) -> RegisterEntry<[UInt8]>? {
+        guard let id = row.blob(0), let clockBytes = row.blob(1), let ts = row.int64(2), let value = row.blob(3) else { return nil }
+        var reader = ByteReader(clockBytes)
+        guard let clock = try? VectorClock.decode(from: &reader, maxEntries: Limits.maxClockEntries + 1) else { return nil }
+        return RegisterEntry(clock: clock, timestamp: UInt64(ts), recordID: id, value: value)
+    }
+
+    /// Recomputes an author's card registers from all its held card records.
+    private func rebuildCard(authorID: Int64) throws(StoreError) {
+        try db.execute("DELETE FROM card_entries WHERE author = ?", [.integer(authorID)])
+        let rows = try db.query("SELECT bytes FROM records WHERE author = ? AND type = ? ORDER BY seq, id",
+                                [.integer(authorID), .integer(Int64(RecordType.profile.rawValue))])
+        for row in rows {
+            guard let bytes = row.blob(0), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+            try mergeCardFields(v, authorID: authorID)
+        }
+    }
+
+    private mutating func openSealed(_ v: VerifiedRecord) throws(StoreError) {
+        for key in openers.keys.sorted() {
+            guard var opener = openers[key] else { continue }
+            let opened = opener.open(v)
+            openers[key] = opener
+            guard let (other, entry) = opened else { continue }
+            var liked: SQLValue = .null, peerSeq: SQLValue = .null, text: SQLValue = .null
+            let kind: Int64
+            switch entry.kind {
+            case .like(let l): kind = 1; liked = .integer(l ? 1 : 0)
+            case .chat(let p, let t): kind = 2; peerSeq = .integer(Int64(clamping: p)); text = .text(t)
+            case .unmatch(let p): kind = 3; peerSeq = .integer(Int64(clamping: p))
+            }
+            try db.cachedStatement("""
+                INSERT OR IGNORE INTO pair_entries(account, other, record_id, author, seq, timestamp, kind, liked, peer_seq, text)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """).run([.blob(key.bytes), .blob(other.bytes), .blob(v.id), .blob(entry.author.bytes),
+                          .integer(Int64(entry.seq)), .integer(Int64(clamping: entry.timestamp)), .integer(kind), liked, peerSeq, text])
+            dirtyPairs.insert(PairKey(account: key, other: other))
+        }
+    }
+
+    /// Opens every held sealed record for the unlocked accounts (used when an account unlocks).
+    mutating func rescanSealed() throws(StoreError) {
+        let sealedTypes = RecordSchemas.all.filter { $0.publicMerge == .sealed }.map { String($0.type.rawValue) }
+        var rows: [[UInt8]] = []
+        try db.eachRow("SELECT bytes FROM records WHERE type IN (\(sealedTypes.joined(separator: ",")))") { row in
+            if let b = row.blob(0) { rows.append(b) }
+        }
+        for bytes in rows {
+            guard let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+            try openSealed(v)
+        }
+        try finish()
+    }
+
+    // MARK: End of batch
+
+    /// Writes back author states and recomputes the views of the pairs the batch touched.
+    mutating func finish() throws(StoreError) {
+        let update = try db.cachedStatement("UPDATE authors SET contiguous = ?, forked = ? WHERE id = ?")
+        for (key, a) in authors where a.dirty {
+            try update.run([.integer(Int64(a.contiguous)), .integer(a.forked ? 1 : 0), .integer(a.id)])
+            authors[key]?.dirty = false
+        }
+        for pair in dirtyPairs {
+            let view = try PairQueries.view(db, account: pair.account, other: pair.other)
+            try db.cachedStatement("""
+                INSERT OR REPLACE INTO pairs(account, other, i_like, they_like, matched, unmatched_by, messages)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """).run([.blob(pair.account.bytes), .blob(pair.other.bytes), .integer(view.iLike ? 1 : 0),
+                          .integer(view.theyLike ? 1 : 0), .integer(view.matched ? 1 : 0),
+                          view.unmatchedBy.map { .blob($0.bytes) } ?? .null, .integer(Int64(view.messages.count))])
+        }
+        dirtyPairs.removeAll()
+    }
+
+    // MARK: Small queries
+
+    private mutating func state(of key: PublicKey) throws(StoreError) -> AuthorState {
+        if let s = authors[key] { return s }
+        let select = try db.cachedStatement("SELECT id, contiguous, forked FROM authors WHERE key = ?")
+        if let row = try select.queryOne([.blob(key.bytes)]), let id = row.int64(0), let c = row.int64(1) {
+            let s = AuthorState(id: id, contiguous: UInt64(c), forked: row.int64(2) == 1, dirty: false)
+            authors[key] = s
+            return s
+        }
+        try db.cachedStatement("INSERT INTO authors(key) VALUES (?)").run([.blob(key.bytes)])
+        let s = AuthorState(id: db.lastInsertRowID, contiguous: 0, forked: false, dirty: false)
+        authors[key] = s
+        return s
+    }
+
+    private func exists(_ sql: String, _ author: Int64, _ seq: UInt64, _ id: [UInt8]) throws(StoreError) -> Bool {
+        try db.cachedStatement(sql).queryOne([.integer(author), .integer(Int64(seq)), .blob(id)]) != nil
+    }
+
+    private mutating func pendingTotal() throws(StoreError) -> Int {
+        if let c = pendingCount { return c }
+        let c = try db.queryOne("SELECT count(*) FROM pending")?.int(0) ?? 0
+        pendingCount = c
+        return c
+    }
+}
+
+extension Database {
+    /// `forEachRow` with a non-throwing body, keeping the error typed.
+    func eachRow(_ sql: String, _ arguments: [SQLValue] = [], _ body: (Row) -> Void) throws(StoreError) {
+        do {
+            try forEachRow(sql, arguments) { row in body(row) }
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(.misuse, "unexpected error: \(error)", sql: sql)
+        }
+    }
+}

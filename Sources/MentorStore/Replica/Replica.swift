@@ -1,0 +1,188 @@
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+import MentorCore
+import MentorCrypto
+
+/// What applying one record did.
+public enum ApplyOutcome: Equatable, Sendable {
+    /// Stored and merged (plus any held records of its author it released).
+    case applied
+    /// Already held: nothing changed.
+    case duplicate
+    /// Verified and kept aside until the earlier sequence numbers of its author arrive.
+    case held
+    /// A second record for an (author, seq) we hold: the author's key signed two histories
+    /// (the same account used on two nodes, or a stolen key). Evidence is kept, the author is
+    /// marked forked, and the record is merged as a write concurrent with its sibling.
+    case forked
+    /// Refused: nothing was stored (equivocation evidence aside).
+    case refused(RecordError)
+
+    public var isStored: Bool { self == .applied || self == .forked || self == .held }
+}
+
+/// The local replica: every verified record, and the state materialized from them, in SQLite.
+///
+/// All access goes through one `DatabaseQueue`, so records apply one batch at a time and every
+/// batch is one transaction: the raw records and the materialized cards, likes, matches and
+/// messages change together or not at all. Applying the same set of records in any order, with
+/// duplicates, gives the same `digest()`.
+///
+/// `@unchecked Sendable`: the mutable state (`openers`) is only touched inside closures run by
+/// `queue`, which runs them one at a time; everything else is immutable.
+public final class Replica: @unchecked Sendable {
+    public struct Settings: Sendable {
+        /// Records held back for missing predecessors, across all authors.
+        public var maxPending = 100_000
+        /// How far past an author's contiguous prefix a record may be and still be held.
+        public var maxSequenceGap = Limits.maxSequenceGap
+        /// Records kept per (author, seq): the lowest IDs win, so every replica keeps the same ones.
+        public var maxVariantsPerSeq = 2
+        public var synchronous = Database.Options.Synchronous.normal
+        /// Milliseconds since the Unix epoch (injected so tests control time).
+        public var now: @Sendable () -> UInt64 = { Clock.wallMillis() }
+
+        public init() {}
+    }
+
+    public let path: String
+    public let settings: Settings
+    let queue: DatabaseQueue
+    /// Unlocked local accounts, by key. Confined to `queue`.
+    private var openers: [PublicKey: SealedOpener] = [:]
+
+    /// Opens (creating if needed) the replica at `path` and runs pending schema migrations.
+    public init(path: String, settings: Settings = Settings()) throws(StoreError) {
+        self.path = path
+        self.settings = settings
+        queue = try DatabaseQueue(path: path, options: .init(synchronous: settings.synchronous))
+        try run { db throws(StoreError) in try ReplicaSchema.migrator.migrate(db) }
+    }
+
+    public func close() throws(StoreError) { try queue.close() }
+
+    // MARK: Applying records
+
+    /// Verifies (on all cores) and applies a batch in one transaction. A `StoreError` means the
+    /// transaction did not commit and nothing of the batch was stored.
+    public func apply(batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
+        try apply(verified: Self.verify(batch))
+    }
+
+    public func apply(_ encoded: [UInt8]) throws(StoreError) -> ApplyOutcome {
+        try apply(batch: [encoded])[0]
+    }
+
+    /// Decodes and verifies signatures in parallel. Pure: touches no state.
+    public static func verify(_ batch: [[UInt8]]) -> [Result<VerifiedRecord, RecordError>] {
+        parallelMap(batch) { bytes in Result { () throws(RecordError) in try VerifiedRecord(bytes) } }
+    }
+
+    /// Applies verified records (refusals pass through) in one transaction.
+    public func apply(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError) -> [ApplyOutcome] {
+        let now = settings.now()
+        return try write { db throws(StoreError) in
+            var batch = ApplyBatch(db: db, settings: settings, openers: openers)
+            var outcomes: [ApplyOutcome] = []
+            outcomes.reserveCapacity(verified.count)
+            for item in verified {
+                switch item {
+                case .failure(let e): outcomes.append(.refused(e))
+                case .success(let v):
+                    if v.record.timestamp > now + Limits.maxFutureSkewMillis {
+                        outcomes.append(.refused(RecordError(.timestampInFuture,
+                            "timestamp is \((v.record.timestamp - now) / 1000) s ahead of this node's clock; check the author's clock")))
+                    } else {
+                        outcomes.append(try batch.apply(v))
+                    }
+                }
+            }
+            try batch.finish()
+            openers = batch.openers
+            return outcomes
+        }
+    }
+
+    // MARK: Local accounts
+
+    /// Hosts `account` here: its sealed records (likes, chats, unmatches) are opened and
+    /// materialized from now on, and every sealed record already held is scanned once.
+    public func unlock(_ account: SigningKeyPair) throws(StoreError) {
+        try write { db throws(StoreError) in
+            let key = account.publicKey.key
+            try db.execute("INSERT OR IGNORE INTO local_accounts(key) VALUES (?)", [.blob(key.bytes)])
+            var batch = ApplyBatch(db: db, settings: settings, openers: [key: SealedOpener(account: account)])
+            try batch.rescanSealed()
+            openers[key] = batch.openers[key]
+        }
+    }
+
+    /// Stops opening sealed records for `account` (its materialized view stays).
+    public func lock(_ account: PublicKey) throws(StoreError) {
+        try write { _ throws(StoreError) in openers[account] = nil }
+    }
+
+    public var unlockedAccounts: [PublicKey] {
+        (try? write { _ throws(StoreError) in Array(openers.keys).sorted() }) ?? []
+    }
+
+    // MARK: Helpers
+
+    func write<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try queue.write { db in try body(db) }
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(.misuse, "unexpected error: \(error)")
+        }
+    }
+
+    func read<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try queue.read { db in try body(db) }
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(.misuse, "unexpected error: \(error)")
+        }
+    }
+
+    func run<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
+        do {
+            return try queue.inDatabase { db in try body(db) }
+        } catch let e as StoreError {
+            throw e
+        } catch {
+            throw StoreError(.misuse, "unexpected error: \(error)")
+        }
+    }
+}
+
+/// Wall-clock milliseconds (the only place the store reads the clock; tests inject their own).
+public enum Clock {
+    public static func wallMillis() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+    }
+}
+
+/// Maps `items` on all cores, keeping order.
+func parallelMap<T: Sendable, R: Sendable>(_ items: [T], _ transform: @Sendable (T) -> R) -> [R] {
+    let count = items.count
+    guard count > 64 else { return items.map(transform) }
+    let chunks = min(count / 32, 64)
+    let results = UnsafeMutableBufferPointer<R?>.allocate(capacity: count)
+    results.initialize(repeating: nil)
+    defer { results.deinitialize(); results.deallocate() }
+    // Each iteration writes a disjoint index range, so the unchecked sharing is race-free.
+    nonisolated(unsafe) let out = results
+    DispatchQueue.concurrentPerform(iterations: chunks) { chunk in
+        let lo = chunk * count / chunks, hi = (chunk + 1) * count / chunks
+        for i in lo..<hi { out[i] = transform(items[i]) }
+    }
+    return results.map { $0! }
+}

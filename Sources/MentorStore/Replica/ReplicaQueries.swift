@@ -1,0 +1,188 @@
+import MentorCore
+import MentorCrypto
+
+/// A card as materialized: each field's winning value, and the concurrent values that lost.
+public struct CardState: Sendable, Equatable {
+    public var author: PublicKey
+    public var card: ProfileCard
+    /// Fields with concurrent writes, with the values that lost (strongest first).
+    public var conflicts: [ProfileCard.Field: [[UInt8]]]
+    /// The author's key signed two different records with one sequence number.
+    public var forked: Bool
+    /// Timestamp of the newest winning write.
+    public var updatedAt: UInt64
+}
+
+public struct ReplicaCounts: Sendable, Equatable {
+    public var records: Int
+    public var authors: Int
+    public var pending: Int
+    public var forkedAuthors: Int
+    public var cards: Int
+}
+
+enum PairQueries {
+    static func entries(_ db: Database, account: PublicKey, other: PublicKey) throws(StoreError) -> [PairEntry] {
+        try db.cachedStatement("""
+            SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text
+            FROM pair_entries WHERE account = ? AND other = ?
+            """).query([.blob(account.bytes), .blob(other.bytes)]).compactMap { row in
+            guard let id = row.blob(0), let author = row.blob(1).flatMap(PublicKey.init(bytes:)),
+                  let seq = row.int64(2), let ts = row.int64(3), let kind = row.int64(4) else { return nil }
+            let k: PairEntry.Kind
+            switch kind {
+            case 1: k = .like(row.int64(5) == 1)
+            case 2: k = .chat(peerSeq: UInt64(row.int64(6) ?? 0), text: row.text(7) ?? "")
+            case 3: k = .unmatch(peerSeq: UInt64(row.int64(6) ?? 0))
+            default: return nil
+            }
+            return PairEntry(author: author, seq: UInt64(seq), timestamp: UInt64(ts), recordID: id, kind: k)
+        }
+    }
+
+    static func view(_ db: Database, account: PublicKey, other: PublicKey) throws(StoreError) -> PairView {
+        PairView.build(me: account, other: other, entries: try entries(db, account: account, other: other))
+    }
+}
+
+extension Replica {
+    /// A digest of the replica's state: the set of records held, the materialized cards, the
+    /// forked authors, and (with `includePrivate`) the private views of the local accounts.
+    /// Two replicas that hold the same records have the same public digest.
+    public func digest(includePrivate: Bool = true) throws(StoreError) -> [UInt8] {
+        try read { db throws(StoreError) in
+            var h = BLAKE2b.Hasher(outputLength: 32)
+            h.update(Array("mentormate digest v1\u{0}records\u{0}".utf8))
+            try db.eachRow("""
+                SELECT a.key, r.seq, r.id FROM records r JOIN authors a ON a.id = r.author ORDER BY a.key, r.seq, r.id
+                """) { row in
+                var w = ByteWriter(capacity: 72)
+                w.raw(row.blob(0) ?? []); w.u64(UInt64(row.int64(1) ?? 0)); w.raw(row.blob(2) ?? [])
+                h.update(w.bytes)
+            }
+            h.update(Array("cards\u{0}".utf8))
+            try db.eachRow("""
+                SELECT a.key, c.field, c.record_id, c.value FROM card_entries c JOIN authors a ON a.id = c.author
+                ORDER BY a.key, c.field, c.record_id
+                """) { row in
+                var w = ByteWriter()
+                let value = row.blob(3) ?? []
+                w.raw(row.blob(0) ?? []); w.u8(UInt8(truncatingIfNeeded: row.int64(1) ?? 0)); w.raw(row.blob(2) ?? [])
+                w.u32(UInt32(value.count)); w.raw(value)
+                h.update(w.bytes)
+            }
+            h.update(Array("forked\u{0}".utf8))
+            try db.eachRow("SELECT key FROM authors WHERE forked = 1 ORDER BY key") { row in h.update(row.blob(0) ?? []) }
+            if includePrivate {
+                h.update(Array("pairs\u{0}".utf8))
+                let pairs = try db.query("SELECT account, other FROM pairs ORDER BY account, other")
+                for row in pairs {
+                    guard let a = row.blob(0).flatMap(PublicKey.init(bytes:)), let o = row.blob(1).flatMap(PublicKey.init(bytes:)) else { continue }
+                    let v = try PairQueries.view(db, account: a, other: o)
+                    var w = ByteWriter()
+                    w.raw(a.bytes); w.raw(o.bytes)
+                    w.u8((v.iLike ? 1 : 0) | (v.theyLike ? 2 : 0) | (v.matched ? 4 : 0))
+                    w.raw(v.unmatchedBy?.bytes ?? [UInt8](repeating: 0, count: 32))
+                    w.u32(UInt32(v.messages.count))
+                    for m in v.messages { w.raw(m.recordID) }
+                    h.update(w.bytes)
+                }
+            }
+            return h.finalize()
+        }
+    }
+
+    /// The materialized card of `author` (nil if no card record of it is held).
+    public func card(of author: PublicKey) throws(StoreError) -> CardState? {
+        try read { db throws(StoreError) in
+            guard let row = try db.queryOne("SELECT id, forked FROM authors WHERE key = ?", [.blob(author.bytes)]),
+                  let id = row.int64(0) else { return nil }
+            let forked = row.int64(1) == 1
+            var byField: [UInt8: [RegisterEntry<[UInt8]>]] = [:]
+            for r in try db.query("SELECT record_id, clock, timestamp, value, field FROM card_entries WHERE author = ?", [.integer(id)]) {
+                guard let e = ApplyBatch.registerEntry(r), let f = r.int64(4) else { continue }
+                byField[UInt8(truncatingIfNeeded: f), default: []].append(e)
+            }
+            guard !byField.isEmpty else { return nil }
+            var winners: [(UInt8, [UInt8])] = []
+            var conflicts: [ProfileCard.Field: [[UInt8]]] = [:]
+            var updated: UInt64 = 0
+            for (tag, entries) in byField.sorted(by: { $0.key < $1.key }) {
+                let sorted = MVRegister.sorted(entries)
+                guard let w = sorted.first else { continue }
+                winners.append((tag, w.value))
+                updated = max(updated, w.timestamp)
+                if sorted.count > 1, let f = ProfileCard.Field(rawValue: tag) { conflicts[f] = sorted.dropFirst().map(\.value) }
+            }
+            let card = (try? ProfileCard(fieldValues: winners)) ?? ProfileCard()
+            return CardState(author: author, card: card, conflicts: conflicts, forked: forked, updatedAt: updated)
+        }
+    }
+
+    /// The relation of local account `account` with `other`.
+    public func pairView(account: PublicKey, other: PublicKey) throws(StoreError) -> PairView {
+        try read { db throws(StoreError) in try PairQueries.view(db, account: account, other: other) }
+    }
+
+    /// For each author, the highest seq such that all of 1...seq are held (a version vector).
+    public func versionVector() throws(StoreError) -> [PublicKey: UInt64] {
+        try read { db throws(StoreError) in
+            var out: [PublicKey: UInt64] = [:]
+            try db.eachRow("SELECT key, contiguous FROM authors WHERE contiguous > 0") { row in
+                if let k = row.blob(0).flatMap(PublicKey.init(bytes:)), let c = row.int64(1) { out[k] = UInt64(c) }
+            }
+            return out
+        }
+    }
+
+    /// Every author key this replica knows (for resolving ID prefixes).
+    public func knownAuthors() throws(StoreError) -> [PublicKey] {
+        try read { db throws(StoreError) in
+            try db.query("SELECT key FROM authors ORDER BY key").compactMap { $0.blob(0).flatMap(PublicKey.init(bytes:)) }
+        }
+    }
+
+    /// The records of `author` with seq in `range`, as signed (all variants of a forked seq).
+    public func records(of author: PublicKey, seqs range: ClosedRange<UInt64>) throws(StoreError) -> [[UInt8]] {
+        try read { db throws(StoreError) in
+            try db.query("""
+                SELECT r.bytes FROM records r JOIN authors a ON a.id = r.author
+                WHERE a.key = ? AND r.seq BETWEEN ? AND ? ORDER BY r.seq, r.id
+                """, [.blob(author.bytes), .integer(Int64(clamping: range.lowerBound)), .integer(Int64(clamping: range.upperBound))])
+                .compactMap { $0.blob(0) }
+        }
+    }
+
+    /// Is there a record with this ID (applied or held back)?
+    public func contains(recordID: [UInt8]) throws(StoreError) -> Bool {
+        try read { db throws(StoreError) in
+            try db.queryOne("SELECT 1 FROM records WHERE id = ? UNION ALL SELECT 1 FROM pending WHERE id = ? LIMIT 1",
+                            [.blob(recordID), .blob(recordID)]) != nil
+        }
+    }
+
+    /// Equivocation evidence for `author`: the encodings that shared a sequence number.
+    public func evidence(of author: PublicKey) throws(StoreError) -> [[UInt8]] {
+        try read { db throws(StoreError) in
+            try db.query("""
+                SELECT e.bytes FROM evidence e JOIN authors a ON a.id = e.author WHERE a.key = ? ORDER BY e.seq, e.id
+                """, [.blob(author.bytes)]).compactMap { $0.blob(0) }
+        }
+    }
+
+    public func counts() throws(StoreError) -> ReplicaCounts {
+        try read { db throws(StoreError) in
+            func count(_ sql: String) throws(StoreError) -> Int { try db.queryOne(sql)?.int(0) ?? 0 }
+            return ReplicaCounts(records: try count("SELECT count(*) FROM records"),
+                                 authors: try count("SELECT count(*) FROM authors"),
+                                 pending: try count("SELECT count(*) FROM pending"),
+                                 forkedAuthors: try count("SELECT count(*) FROM authors WHERE forked = 1"),
+                                 cards: try count("SELECT count(DISTINCT author) FROM card_entries"))
+        }
+    }
+
+    /// `PRAGMA integrity_check`: ["ok"] for a sound database.
+    public func integrityCheck() throws(StoreError) -> [String] {
+        try run { db throws(StoreError) in try db.integrityCheck() }
+    }
+}

@@ -1,0 +1,81 @@
+/// The replica's schema, as migrations. `PRAGMA user_version` counts the applied ones; a newer
+/// build adds migrations at the end and never edits an old one.
+enum ReplicaSchema {
+    static var migrator: Migrator {
+        var m = Migrator()
+        m.register(1, "records, authors, hold-back, evidence, cards, private views", """
+            CREATE TABLE authors (
+                id          INTEGER PRIMARY KEY,
+                key         BLOB NOT NULL UNIQUE CHECK (length(key) = 32),
+                contiguous  INTEGER NOT NULL DEFAULT 0,   -- every seq 1...contiguous is held
+                forked      INTEGER NOT NULL DEFAULT 0    -- 1 once two records shared a seq
+            );
+            -- Every applied record, exactly as signed.
+            CREATE TABLE records (
+                author      INTEGER NOT NULL REFERENCES authors(id),
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,                -- BLAKE2b-256 of bytes
+                type        INTEGER NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                bytes       BLOB NOT NULL,
+                PRIMARY KEY (author, seq, id)
+            ) WITHOUT ROWID;
+            -- Verified records that arrived before an earlier seq of their author.
+            CREATE TABLE pending (
+                author      INTEGER NOT NULL REFERENCES authors(id),
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,
+                bytes       BLOB NOT NULL,
+                PRIMARY KEY (author, seq, id)
+            ) WITHOUT ROWID;
+            -- Equivocation evidence: each record that shared an (author, seq) with another.
+            CREATE TABLE evidence (
+                author      INTEGER NOT NULL REFERENCES authors(id),
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,
+                bytes       BLOB NOT NULL,
+                PRIMARY KEY (author, seq, id)
+            ) WITHOUT ROWID;
+            -- Card fields: the maximal entries of each (author, field) multi-value register.
+            CREATE TABLE card_entries (
+                author      INTEGER NOT NULL REFERENCES authors(id),
+                field       INTEGER NOT NULL,
+                record_id   BLOB NOT NULL,
+                clock       BLOB NOT NULL,                -- effective clock, canonical encoding
+                timestamp   INTEGER NOT NULL,
+                value       BLOB NOT NULL,
+                PRIMARY KEY (author, field, record_id)
+            ) WITHOUT ROWID;
+            -- Accounts hosted on this node: their sealed records are opened and materialized.
+            CREATE TABLE local_accounts (
+                key         BLOB PRIMARY KEY CHECK (length(key) = 32)
+            ) WITHOUT ROWID;
+            -- Decrypted private entries (likes, chats, unmatches) of a local account's pairs.
+            CREATE TABLE pair_entries (
+                account     BLOB NOT NULL REFERENCES local_accounts(key),
+                other       BLOB NOT NULL,
+                record_id   BLOB NOT NULL,
+                author      BLOB NOT NULL,
+                seq         INTEGER NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                kind        INTEGER NOT NULL,             -- 1 like, 2 chat, 3 unmatch
+                liked       INTEGER,
+                peer_seq    INTEGER,
+                text        TEXT,
+                PRIMARY KEY (account, other, record_id)
+            ) WITHOUT ROWID;
+            -- The materialized relation of a local account with another (derived from pair_entries).
+            CREATE TABLE pairs (
+                account      BLOB NOT NULL REFERENCES local_accounts(key),
+                other        BLOB NOT NULL,
+                i_like       INTEGER NOT NULL,
+                they_like    INTEGER NOT NULL,
+                matched      INTEGER NOT NULL,
+                unmatched_by BLOB,
+                messages     INTEGER NOT NULL,
+                PRIMARY KEY (account, other)
+            ) WITHOUT ROWID;
+            """)
+        return m
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import MentorCore
+import MentorCrypto
+@testable import MentorStore
+
+/// Fixed "now" for replicas under test: records are stamped before it.
+let testNow: UInt64 = 1_800_000_000_000
+
+func testSettings() -> Replica.Settings {
+    var s = Replica.Settings()
+    s.now = { testNow }
+    return s
+}
+
+func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.Settings = testSettings()) throws -> Replica {
+    let r = try Replica(path: ":memory:", settings: settings)
+    for a in accounts { try r.unlock(a) }
+    return r
+}
+
+/// A deterministic key pair from a small number.
+func keyPair(_ n: UInt8) -> SigningKeyPair {
+    // A seed of 32 equal bytes is a valid Ed25519 seed.
+    (try? SigningKeyPair(seed: [UInt8](repeating: n, count: 32))) ?? SigningKeyPair.generate()
+}
+
+/// A temporary directory removed when the value goes away.
+final class TempDir {
+    let path: String
+    init() throws {
+        path = NSTemporaryDirectory() + "mentormate-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+extension Replica {
+    func applyOne(_ v: VerifiedRecord) throws -> ApplyOutcome { try apply(v.encoded) }
+}

@@ -1,2 +1,0 @@
-import Testing
-@Test func placeholderMentorStoreTests() { #expect(Bool(true)) }

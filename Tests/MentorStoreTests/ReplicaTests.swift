@@ -1,0 +1,211 @@
+import Foundation
+import Testing
+import MentorCore
+import MentorCrypto
+@testable import MentorStore
+
+@Suite struct ReplicaTests {
+    let ana = keyPair(1), ben = keyPair(2), cy = keyPair(3)
+
+    @Test func cardRecordsMaterializeAndDuplicatesChangeNothing() throws {
+        let replica = try memoryReplica()
+        var w = RecordWriter(keys: ana)
+        let r1 = try w.profile(ProfileCard(name: "Ana", role: .student, courses: ["CS 490"]), at: 1000)
+        let r2 = try w.profile(ProfileCard(bio: "Loves graphs"), at: 2000)
+        #expect(try replica.applyOne(r1) == .applied)
+        #expect(try replica.applyOne(r2) == .applied)
+        let digest = try replica.digest()
+        #expect(try replica.applyOne(r1) == .duplicate)
+        #expect(try replica.apply(batch: [r2.encoded, r2.encoded]) == [.duplicate, .duplicate])
+        #expect(try replica.digest() == digest)
+        let card = try #require(try replica.card(of: w.author))
+        #expect(card.card.name == "Ana" && card.card.bio == "Loves graphs" && card.card.courses == ["CS 490"])
+        #expect(card.conflicts.isEmpty && !card.forked)
+        #expect(try replica.versionVector() == [w.author: 2])
+    }
+
+    @Test func laterEditOverwritesEarlierWhateverTheArrivalOrder() throws {
+        var w = RecordWriter(keys: ana)
+        let old = try w.profile(ProfileCard(name: "Ana"), at: 5000)      // newer timestamp, older seq
+        let new = try w.profile(ProfileCard(name: "Ana B."), at: 1000)
+        let a = try memoryReplica(), b = try memoryReplica()
+        _ = try a.apply(batch: [old.encoded, new.encoded])
+        _ = try b.apply(batch: [new.encoded, old.encoded])
+        #expect(try a.card(of: w.author)?.card.name == "Ana B.")
+        #expect(try b.card(of: w.author)?.card.name == "Ana B.")
+        #expect(try a.digest() == b.digest())
+    }
+
+    @Test func recordAheadOfItsPredecessorsIsHeldUntilTheGapFills() throws {
+        let replica = try memoryReplica()
+        var w = RecordWriter(keys: ana)
+        let r = try (1...3).map { i in try w.profile(ProfileCard(bio: "v\(i)"), at: UInt64(i)) }
+        #expect(try replica.applyOne(r[2]) == .held)
+        #expect(try replica.applyOne(r[1]) == .held)
+        #expect(try replica.card(of: w.author) == nil)
+        #expect(try replica.counts().pending == 2)
+        #expect(try replica.applyOne(r[2]) == .duplicate)
+        #expect(try replica.applyOne(r[0]) == .applied)
+        #expect(try replica.counts().pending == 0)
+        #expect(try replica.versionVector()[w.author] == 3)
+        #expect(try replica.card(of: w.author)?.card.bio == "v3")
+    }
+
+    /// Every refusal stores nothing and leaves the digest unchanged.
+    @Test func everyRefusalStoresNothingAndLeavesTheDigestUnchanged() throws {
+        var settings = testSettings()
+        settings.maxPending = 1
+        settings.maxSequenceGap = 10
+        let replica = try memoryReplica(unlocking: [ben], settings: settings)
+        var w = RecordWriter(keys: ana)
+        _ = try replica.applyOne(try w.profile(ProfileCard(name: "Ana"), at: 1))
+        // Fill the hold-back area with one record (seq 3, gap at 2).
+        var ahead = w
+        _ = try ahead.profile(ProfileCard(bio: "2"), at: 2)
+        #expect(try replica.applyOne(try ahead.profile(ProfileCard(bio: "3"), at: 3)) == .held)
+        let before = try replica.digest(), countsBefore = try replica.counts()
+
+        func refusal(_ bytes: [UInt8]) throws -> RecordError.Code? {
+            if case .refused(let e) = try replica.apply(bytes) { return e.code }
+            return nil
+        }
+        var next = w
+        let good = try next.profile(ProfileCard(bio: "two"), at: 10)
+
+        var flipped = good.encoded; flipped[flipped.count - 1] ^= 1
+        #expect(try refusal(flipped) == .badSignature)
+        var altered = good.encoded; altered[Record.fixedOverhead - 64 - 4 + 2] ^= 1   // a byte of the body
+        #expect(try refusal(altered) == .badSignature || refusal(altered) == .malformed)
+        #expect(try refusal(signed(ana, type: 99, seq: 2, body: good.record.body)) == .unknownType)
+        var version = good.encoded; version[3] = 9
+        #expect(try refusal(version) == .unsupportedVersion)
+        #expect(try refusal(Array(good.encoded.prefix(50))) == .malformed)
+        #expect(try refusal(Array("garbage".utf8)) == .malformed)
+        let hugeBody = ProfileCard(bio: String(repeating: "x", count: 2000)).body + [UInt8](repeating: 0, count: 15000)
+        #expect(try refusal(signed(ana, type: 1, seq: 2, body: hugeBody)) == .bodyTooLarge)
+        #expect(try refusal(signed(ana, type: 1, seq: 100, body: good.record.body)) == .sequenceGapTooLarge)
+        #expect(try refusal(signed(ana, type: 1, seq: 5, body: good.record.body)) == .pendingFull)
+        #expect(try refusal(signed(ana, type: 1, seq: 2, body: good.record.body, timestamp: testNow + 3_600_000)) == .timestampInFuture)
+
+        #expect(try replica.digest() == before)
+        #expect(try replica.counts() == countsBefore)
+        // The good record still applies after all that.
+        #expect(try replica.applyOne(good) == .applied)
+    }
+
+    @Test func aThirdVariantOfOneSeqIsRefusedAsEquivocationWithEvidenceKept() throws {
+        let replica = try memoryReplica()
+        let variants = try (0..<6).map { i in try signed(ana, type: 1, seq: 1, body: ProfileCard(bio: "fork \(i)").body) }
+            .sorted { VerifiedRecord.id(of: $0).lexicographicallyPrecedes(VerifiedRecord.id(of: $1)) }
+        // Arrive lowest-ID first: the third and later (higher IDs) are refused.
+        #expect(try replica.apply(variants[0]) == .applied)
+        #expect(try replica.apply(variants[1]) == .forked)
+        let digest = try replica.digest()
+        for v in variants[2...] {
+            guard case .refused(let e) = try replica.apply(v) else { Issue.record("variant accepted"); continue }
+            #expect(e.code == .equivocation)
+        }
+        #expect(try replica.digest() == digest)
+        #expect(try replica.evidence(of: ana.publicKey.key).count == 6)
+        #expect(try replica.counts().records == 2)
+    }
+
+    @Test func forkedWritesAreConcurrentTheLoserStaysVisibleUntilOverwritten() throws {
+        // The same account used on two nodes: both write seq 2.
+        var laptop = RecordWriter(keys: ana)
+        let base = try laptop.profile(ProfileCard(name: "Ana", bio: "base"), at: 100)
+        var lab = laptop
+        let fromLaptop = try laptop.profile(ProfileCard(bio: "from laptop"), at: 200)
+        let fromLab = try lab.profile(ProfileCard(bio: "from lab"), at: 300)
+        let x = try memoryReplica(), y = try memoryReplica()
+        #expect(try x.apply(batch: [base.encoded, fromLaptop.encoded, fromLab.encoded]) == [.applied, .applied, .forked])
+        #expect(try y.apply(batch: [fromLab.encoded, base.encoded, fromLaptop.encoded]) == [.held, .applied, .forked])
+        #expect(try x.digest() == y.digest())
+        let card = try #require(try x.card(of: ana.publicKey.key))
+        #expect(card.forked)
+        #expect(card.card.bio == "from lab")                                  // later timestamp wins the tie
+        #expect(card.conflicts[.bio] == [Array("from laptop".utf8)])          // the loser stays visible
+        #expect(card.card.name == "Ana")                                      // untouched field
+        // A later edit (from either node) dominates both and clears the conflict.
+        let resolve = try laptop.profile(ProfileCard(bio: "resolved"), at: 150)
+        _ = try x.applyOne(resolve)
+        let after = try #require(try x.card(of: ana.publicKey.key))
+        #expect(after.card.bio == "resolved" && after.conflicts.isEmpty)
+    }
+
+    @Test func likesMatchAndChatOnlyTheTwoAccountsCanRead() throws {
+        var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let pool = [
+            try a.profile(ProfileCard(name: "Ana", role: .student, courses: ["CS 490"]), at: 1),
+            try b.profile(ProfileCard(name: "Ben", role: .tutor, courses: ["CS 490"]), at: 1),
+            try a.like(b.author, at: 2),
+            try b.like(a.author, at: 3),
+            try a.chat(to: b.author, peerSeq: 2, text: "secret study plan", at: 4),
+            try b.chat(to: a.author, peerSeq: 3, text: "see you at noon", at: 5),
+        ]
+        let anaNode = try memoryReplica(unlocking: [ana])
+        let benNode = try memoryReplica(unlocking: [ben])
+        let relay = try memoryReplica(unlocking: [cy])
+        for node in [anaNode, benNode, relay] {
+            #expect(try node.apply(batch: pool.map(\.encoded)).allSatisfy { $0 == .applied })
+        }
+        let forAna = try anaNode.pairView(account: a.author, other: b.author)
+        let forBen = try benNode.pairView(account: b.author, other: a.author)
+        #expect(forAna.matched && forBen.matched)
+        #expect(forAna.messages.map(\.text) == ["secret study plan", "see you at noon"])
+        #expect(forBen.messages.map(\.text) == forAna.messages.map(\.text))
+        // The relay holds the same records but learns nothing of the pair.
+        let relayView = try relay.pairView(account: cy.publicKey.key, other: a.author)
+        #expect(!relayView.matched && relayView.messages.isEmpty)
+        #expect(try relay.digest(includePrivate: false) == anaNode.digest(includePrivate: false))
+        // Nothing in any record reveals the text or who was liked.
+        for v in pool {
+            #expect(!contains(v.encoded, Array("secret study plan".utf8)))
+            #expect(!contains(v.encoded, b.author.bytes) || v.record.author == b.author)
+        }
+    }
+
+    @Test func unlockingLaterMaterializesRecordsAlreadyHeld() throws {
+        var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let node = try memoryReplica()
+        _ = try node.apply(batch: [try a.like(b.author, at: 1), try b.like(a.author, at: 2)].map(\.encoded))
+        #expect(try !node.pairView(account: a.author, other: b.author).matched)
+        try node.unlock(ana)
+        #expect(try node.pairView(account: a.author, other: b.author).matched)
+    }
+
+    @Test func stateSurvivesCloseAndReopenAndSchemaIsVersioned() throws {
+        let dir = try TempDir()
+        let path = dir.file("replica.db")
+        var w = RecordWriter(keys: ana)
+        var replica: Replica? = try Replica(path: path, settings: testSettings())
+        _ = try replica?.applyOne(try w.profile(ProfileCard(name: "Ana"), at: 1))
+        let digest = try replica?.digest()
+        try replica?.close()
+        replica = nil
+        let reopened = try Replica(path: path, settings: testSettings())
+        #expect(try reopened.digest() == digest)
+        #expect(try reopened.integrityCheck() == ["ok"])
+        try reopened.close()
+        // A database from a newer MentorMate is refused, not modified.
+        let db = try Database(path: path)
+        try db.execute("PRAGMA user_version = 99")
+        try db.close()
+        #expect(throws: StoreError.self) { try Replica(path: path, settings: testSettings()) }
+    }
+}
+
+/// Signs arbitrary (possibly invalid) envelopes, bypassing RecordWriter's checks.
+func signed(_ keys: SigningKeyPair, type: UInt8, seq: UInt64, body: [UInt8], timestamp: UInt64 = 1) throws -> [UInt8] {
+    let message = Record.signedBytes(type: RecordType(rawValue: type), author: keys.publicKey.key, seq: seq,
+                                     timestamp: timestamp, clock: VectorClock(), body: body)
+    return message + keys.signature(for: message)
+}
+
+func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+    guard needle.count <= haystack.count else { return false }
+    for i in 0...(haystack.count - needle.count) where haystack[i] == needle[0] {
+        if Array(haystack[i..<i + needle.count]) == needle { return true }
+    }
+    return false
+}
