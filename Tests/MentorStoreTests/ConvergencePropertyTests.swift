@@ -1,0 +1,150 @@
+import Foundation
+import Testing
+import MentorCore
+import MentorCrypto
+@testable import MentorStore
+
+/// Seeded property test: random subsets, orders, duplicates and partitions of one shared pool
+/// of records of every type — concurrent (forked) edits of one card field included — delivered
+/// to 4 replicas always end in identical digests once everyone has everything.
+///
+/// A failure names its seed; `MENTORMATE_PROPERTY_SEED=N swift test --filter Convergence`
+/// replays exactly that schedule. `MENTORMATE_PROPERTY_SCHEDULES` changes how many run.
+@Suite struct ConvergencePropertyTests {
+    static let replicaCount = 4
+
+    /// The shared pool, built once: 5 accounts writing cards (two of them forked), likes, a
+    /// match with a conversation, an undone like, a chat before a match, and an unmatch.
+    static let pool: (records: [VerifiedRecord], accounts: [SigningKeyPair]) = {
+        let keys = (1...5).map { keyPair(UInt8(40 + $0)) }
+        var w = keys.map { RecordWriter(keys: $0) }
+        var out: [VerifiedRecord] = []
+        func add(_ r: VerifiedRecord?) { if let r { out.append(r) } }
+        let (ana, ben, cy, dee, eve) = (0, 1, 2, 3, 4)
+        let roles: [ProfileCard.Role] = [.student, .tutor, .student, .tutor, .student]
+        for i in keys.indices {
+            add(try? w[i].profile(ProfileCard(name: "n\(i)", role: roles[i], bio: "first", courses: ["CS 490"]), at: 1000))
+        }
+        // Ana's laptop and lab machine both write seq 2 (a fork editing the same field), and a
+        // third variant that only the lowest-two rule decides about.
+        var anaLab = w[ana], anaThird = w[ana]
+        add(try? w[ana].profile(ProfileCard(bio: "laptop bio"), at: 2000))
+        add(try? anaLab.profile(ProfileCard(bio: "lab bio", courses: ["CS 490", "MATH 221"]), at: 2000))
+        add(try? anaThird.profile(ProfileCard(bio: "third bio"), at: 1999))
+        add(try? w[ben].profile(ProfileCard(wage: 30), at: 2100))
+        var benFork = w[ben]
+        add(try? w[ben].profile(ProfileCard(availability: "mornings"), at: 2200))
+        add(try? benFork.profile(ProfileCard(availability: "evenings"), at: 2300))
+        // Likes: Ana⇄Ben match; Cy likes Ana, Ana likes Cy then undoes it; Dee⇄Eve match then unmatch.
+        add(try? w[ana].like(keys[ben].publicKey.key, at: 3000))
+        add(try? w[ben].like(keys[ana].publicKey.key, at: 3100))
+        add(try? w[cy].like(keys[ana].publicKey.key, at: 3200))
+        add(try? w[ana].like(keys[cy].publicKey.key, at: 3300))
+        add(try? w[ana].like(keys[cy].publicKey.key, liked: false, at: 3400))
+        add(try? w[dee].chat(to: keys[eve].publicKey.key, peerSeq: 1, text: "before any match", at: 3500))
+        add(try? w[dee].like(keys[eve].publicKey.key, at: 3600))
+        add(try? w[eve].like(keys[dee].publicKey.key, at: 3700))
+        // Conversations, with peerSeq = what the sender had seen of the other.
+        add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: w[ben].lastSeq, text: "hi Ben", at: 4000))
+        add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: w[ana].lastSeq, text: "hi Ana", at: 4100))
+        add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: w[ana].lastSeq - 1, text: "concurrent", at: 3900))
+        add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: w[ben].lastSeq - 1, text: "crossed", at: 4150))
+        add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: w[dee].lastSeq, text: "hey", at: 4200))
+        add(try? w[dee].unmatch(keys[eve].publicKey.key, peerSeq: w[eve].lastSeq, at: 4300))
+        add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: w[dee].lastSeq, text: "after unmatch", at: 4400))
+        for i in keys.indices { add(try? w[i].profile(ProfileCard(name: "final \(i)"), at: 5000)) }
+        return (out, keys)
+    }()
+
+    static var schedules: [UInt64] {
+        let env = ProcessInfo.processInfo.environment
+        if let s = env["MENTORMATE_PROPERTY_SEED"].flatMap(UInt64.init) { return [s] }
+        let n = env["MENTORMATE_PROPERTY_SCHEDULES"].flatMap(Int.init) ?? 500
+        return (0..<UInt64(n)).map { 0xC0FFEE + $0 }
+    }
+
+    @Test func poolCoversEveryTypeAndForkedEditsOfOneField() {
+        let types = Set(Self.pool.records.map(\.record.type))
+        #expect(types == Set(RecordSchemas.all.map { $0.type }))
+        #expect(Self.pool.records.count >= 30)
+    }
+
+    @Test func randomSchedulesOverFourReplicasConverge() throws {
+        var failures: [UInt64] = []
+        var reference: [UInt8]?
+        for seed in Self.schedules {
+            let digests = try Self.run(seed: seed)
+            if Set(digests).count != 1 {
+                failures.append(seed)
+                Issue.record("seed \(seed): replicas diverged; replay with MENTORMATE_PROPERTY_SEED=\(seed)")
+                if failures.count > 3 { break }
+            } else if let ref = reference, ref != digests[0] {
+                // Every schedule delivers the whole pool, so every schedule must end in one state.
+                failures.append(seed)
+                Issue.record("seed \(seed): final state differs from other schedules; replay with MENTORMATE_PROPERTY_SEED=\(seed)")
+            }
+            reference = reference ?? digests[0]
+        }
+        #expect(failures.isEmpty, "failing seeds: \(failures)")
+    }
+
+    @Test func convergedStateHasTheExpectedMeaning() throws {
+        let replica = try memoryReplica(unlocking: Self.pool.accounts)
+        _ = try replica.apply(verified: Self.pool.records.reversed().map { .success($0) })
+        let k = Self.pool.accounts.map { $0.publicKey.key }
+        let anaCard = try #require(try replica.card(of: k[0]))
+        #expect(anaCard.forked)
+        #expect(!(anaCard.conflicts[.bio] ?? []).isEmpty)           // the forked bio edit stays visible
+        #expect(anaCard.card.name == "final 0")
+        let anaBen = try replica.pairView(account: k[0], other: k[1])
+        #expect(anaBen.matched)
+        #expect(Set(anaBen.messages.map(\.text)) == ["hi Ben", "hi Ana", "concurrent", "crossed"])
+        #expect(!(try replica.pairView(account: k[0], other: k[2])).matched)   // like undone
+        let deeEve = try replica.pairView(account: k[4], other: k[3])
+        #expect(deeEve.unmatchedBy == k[3] && deeEve.messages.isEmpty)
+        #expect(try replica.evidence(of: k[0]).count == 3)
+    }
+
+    /// One schedule: returns the final digest of each replica.
+    static func run(seed: UInt64) throws -> [[UInt8]] {
+        var rng = SeededRandom(seed: seed)
+        let pool = Self.pool.records
+        let replicas = try (0..<replicaCount).map { _ in try memoryReplica(unlocking: Self.pool.accounts) }
+        var delivered = Array(repeating: Set<Int>(), count: replicaCount)
+
+        func deliver(_ indexes: [Int], to r: Int) throws {
+            var items = indexes.shuffled(using: &rng)
+            // Duplicates: resend a few at random.
+            for _ in 0..<Int.random(in: 0...3, using: &rng) where !indexes.isEmpty {
+                items.insert(indexes.randomElement(using: &rng)!, at: Int.random(in: 0...items.count, using: &rng))
+            }
+            var i = 0
+            while i < items.count {
+                let n = Int.random(in: 1...8, using: &rng)
+                let chunk = items[i..<min(i + n, items.count)]
+                _ = try replicas[r].apply(verified: chunk.map { .success(pool[$0]) })
+                i += n
+            }
+            delivered[r].formUnion(indexes)
+        }
+
+        for _ in 0..<Int.random(in: 2...7, using: &rng) {
+            if Bool.random(using: &rng) {
+                // Local writes reach one replica: a random subset.
+                let r = Int.random(in: 0..<replicaCount, using: &rng)
+                try deliver(pool.indices.filter { _ in Int.random(in: 0..<10, using: &rng) < 3 }, to: r)
+            } else {
+                // A partition: replicas sync only within their side.
+                let side = (0..<replicaCount).map { _ in Bool.random(using: &rng) }
+                for group in [true, false] {
+                    let members = (0..<replicaCount).filter { side[$0] == group }
+                    let union = members.reduce(into: Set<Int>()) { $0.formUnion(delivered[$1]) }
+                    for m in members { try deliver(Array(union.subtracting(delivered[m])), to: m) }
+                }
+            }
+        }
+        // Heal: everyone gets everything.
+        for r in 0..<replicaCount { try deliver(Array(Set(pool.indices).subtracting(delivered[r])), to: r) }
+        return try replicas.map { try $0.digest(includePrivate: true) }
+    }
+}
