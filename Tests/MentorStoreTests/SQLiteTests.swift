@@ -294,6 +294,13 @@ private func copyEvens(_ store: DatabaseQueue) throws(StoreError) -> [Int] {
     #expect(error?.extendedCode == .misuse)
 }
 
+@Test func closingTheDatabaseInsideATransactionFailsTheCommitCleanly() throws {
+    let db = try Database(path: ":memory:")
+    let error = #expect(throws: StoreError.self) { try db.transaction { try db.close() } }
+    #expect(error?.extendedCode == .misuse)
+    #expect(error?.message.contains("is closed") == true)
+}
+
 @Test func openingAnImpossiblePathFailsWithCantOpen() {
     let error = #expect(throws: StoreError.self) {
         try Database(path: "/nonexistent-directory-for-mentorstore/x.sqlite")

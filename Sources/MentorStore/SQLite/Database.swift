@@ -190,8 +190,9 @@ public final class Database {
     }
 
     /// The prepared statement for `sql`, prepared on first use and kept until `close()`.
-    /// Returned reset (bindings kept). For SQL that runs often; do not use one cached statement
-    /// in two places at once (for example the same SQL inside its own row loop).
+    /// Returned reset (bindings kept). For fixed SQL text that runs often (every distinct string
+    /// stays cached); do not use one cached statement in two places at once (for example the same
+    /// SQL inside its own row loop).
     public func cachedStatement(_ sql: String) throws(StoreError) -> Statement {
         if let statement = statementCache[sql] {
             statement.reset()
@@ -251,13 +252,13 @@ public final class Database {
         do {
             result = try body()
         } catch {
-            rollBack(rollback, connection: connection)
+            rollBack(rollback)
             throw error
         }
         do throws(StoreError) {
             try runCached(commit)
         } catch {
-            rollBack(rollback, connection: connection)
+            rollBack(rollback)
             throw convert(error)
         }
         return result
@@ -268,10 +269,10 @@ public final class Database {
     }
 
     /// Best effort: the original error is what the caller needs to see. If SQLite already rolled
-    /// the transaction back by itself (it does on some I/O and full-disk errors), there is
-    /// nothing left to roll back.
-    private func rollBack(_ statements: [String], connection: OpaquePointer) {
-        guard sqlite3_get_autocommit(connection) == 0 else { return }
+    /// the transaction back by itself (it does on some I/O and full-disk errors), or the body
+    /// closed the connection, there is nothing left to roll back.
+    private func rollBack(_ statements: [String]) {
+        guard let connection, sqlite3_get_autocommit(connection) == 0 else { return }
         try? runCached(statements)
     }
 

@@ -1,1 +1,0 @@
-// Placeholder; JSON-RPC types arrive with the daemon issue.
