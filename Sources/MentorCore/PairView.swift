@@ -45,13 +45,13 @@ public struct PairView: Sendable, Equatable {
     public static func build(me: PublicKey, other: PublicKey, entries: [PairEntry]) -> PairView {
         var seen = Set<[UInt8]>()
         let unique = entries.filter { seen.insert($0.recordID).inserted }
-        let mine = likeHistory(unique, author: me)
-        let theirs = likeHistory(unique, author: other)
+        let mine = LikeHistory(unique, author: me)
+        let theirs = LikeHistory(unique, author: other)
         // The tombstone is final; if both unmatched, the earliest by (timestamp, ID) names who did.
         let unmatchedBy = unique.filter { if case .unmatch = $0.kind { return true } else { return false } }
             .min { earlier($0, $1) }?.author
-        let iLike = likeValue(mine, atOrBefore: .max)
-        let theyLike = likeValue(theirs, atOrBefore: .max)
+        let iLike = mine.value(atOrBefore: .max)
+        let theyLike = theirs.value(atOrBefore: .max)
 
         var messages: [Message] = []
         var rejected = 0
@@ -67,7 +67,7 @@ public struct PairView: Sendable, Equatable {
                 let recipientLikes = sender.author == me ? theirs : mine
                 // Causally after the match: the sender's own like stood when it wrote, and the
                 // recipient's like that it depends on (seq ≤ peerSeq) was a like.
-                if likeValue(senderLikes, atOrBefore: sender.seq - 1) && likeValue(recipientLikes, atOrBefore: peerSeq) {
+                if senderLikes.value(atOrBefore: sender.seq - 1) && recipientLikes.value(atOrBefore: peerSeq) {
                     valid.append(c)
                 } else {
                     rejected += 1
@@ -86,21 +86,33 @@ public struct PairView: Sendable, Equatable {
         x.timestamp != y.timestamp ? x.timestamp < y.timestamp : x.recordID.lexicographicallyPrecedes(y.recordID)
     }
 
-    private static func likeHistory(_ entries: [PairEntry], author: PublicKey) -> [RegisterEntry<Bool>] {
-        entries.compactMap { e in
-            guard e.author == author, case .like(let liked) = e.kind else { return nil }
-            return RegisterEntry(clock: VectorClock([(e.author, e.seq)]), timestamp: e.timestamp, recordID: e.recordID, value: liked)
-        }
-    }
+    /// One author's like register over time: for each seq it wrote a like at, the register's
+    /// value from then on (single writer: a higher seq supersedes; forked writes at one seq
+    /// resolve by the register tie-break). Sorted by seq, so a lookup is a binary search.
+    struct LikeHistory {
+        var steps: [(seq: UInt64, liked: Bool)] = []
 
-    /// The like register's value considering only writes with seq ≤ `bound` (single writer:
-    /// the highest seq wins; forked writes at the same seq resolve by the register tie-break).
-    static func likeValue(_ history: [RegisterEntry<Bool>], atOrBefore bound: UInt64) -> Bool {
-        var state: [RegisterEntry<Bool>] = []
-        for e in history where e.clock.entries.first.map({ $0.seq <= bound }) ?? false {
-            state = MVRegister.merge(state, e) ?? state
+        init(_ entries: [PairEntry], author: PublicKey) {
+            var bySeq: [UInt64: [RegisterEntry<Bool>]] = [:]
+            for e in entries where e.author == author {
+                guard case .like(let liked) = e.kind else { continue }
+                let entry = RegisterEntry(clock: VectorClock([(e.author, e.seq)]), timestamp: e.timestamp, recordID: e.recordID, value: liked)
+                bySeq[e.seq] = MVRegister.merge(bySeq[e.seq] ?? [], entry) ?? bySeq[e.seq]
+            }
+            steps = bySeq.keys.sorted().compactMap { seq in
+                MVRegister.winner(bySeq[seq] ?? []).map { (seq, $0.value) }
+            }
         }
-        return MVRegister.winner(state)?.value ?? false
+
+        /// The value considering only writes with seq ≤ `bound`.
+        func value(atOrBefore bound: UInt64) -> Bool {
+            var lo = 0, hi = steps.count            // first index with seq > bound
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if steps[mid].seq <= bound { lo = mid + 1 } else { hi = mid }
+            }
+            return lo == 0 ? false : steps[lo - 1].liked
+        }
     }
 
     /// Merges the two writers' chains in causal order: a message comes after every message of
