@@ -1,0 +1,693 @@
+import Foundation
+import Testing
+import MentorCore
+@testable import MentorCrypto
+
+// The test vectors of docs/PROTOCOL.md ("Test vectors").
+//
+// Always (and in CI) the tests below parse docs/PROTOCOL.md and check every vector with the
+// project's code: decoding, byte-for-byte re-encoding, the Ed25519 signature and key, the
+// record ID, the account ID and, for sealed records, every documented derivation and both
+// boxes. They also regenerate the vectors from their seeds and compare the whole section, and
+// check the vectors once more with the Python snippets printed in the document when `python3`
+// with the `cryptography` package is on the machine.
+//
+// To regenerate the section after a deliberate format change:
+//
+//     MENTORMATE_PRINT_VECTORS=1 swift test --filter printVectorsWhenAsked 2>/dev/null \
+//         | sed -n '/^<!-- BEGIN TEST VECTORS/,/^<!-- END TEST VECTORS/p'
+//
+// and paste the output over the section between the same markers in docs/PROTOCOL.md.
+
+@Suite struct ProtocolVectorTests {
+    @Test func printVectorsWhenAsked() throws {
+        guard ProcessInfo.processInfo.environment["MENTORMATE_PRINT_VECTORS"] == "1" else { return }
+        let section = ProtocolVectors.render(try ProtocolVectors.generate())
+        // One write, so the section is not interleaved with the test runner's own output.
+        FileHandle.standardOutput.write(Data(("\n" + section + "\n").utf8))
+    }
+
+    @Test func documentHoldsEnoughVectorsCoveringEveryRecordType() throws {
+        let (vectors, parseProblems) = try ProtocolVectors.documented()
+        #expect(parseProblems.isEmpty, "\(parseProblems)")
+        let coverage = ProtocolVectors.coverageProblems(vectors)
+        #expect(coverage.isEmpty, "\(coverage)")
+    }
+
+    @Test func everyDocumentedVectorChecksOut() throws {
+        let (vectors, _) = try ProtocolVectors.documented()
+        #expect(vectors.count >= ProtocolVectors.minimumCount)
+        for v in vectors {
+            let problems = ProtocolVectors.Checker(v).problems
+            #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        }
+    }
+
+    @Test func regeneratingFromTheSeedsGivesTheDocumentedSection() throws {
+        let text = try ProtocolVectors.documentText()
+        let generated = ProtocolVectors.render(try ProtocolVectors.generate())
+        let documented = ProtocolVectors.section(of: text)
+        #expect(documented != nil, "docs/PROTOCOL.md lacks the BEGIN/END TEST VECTORS markers")
+        #expect(documented == generated,
+                "docs/PROTOCOL.md's vectors differ from what the code generates; regenerate them (see ProtocolVectorTests.swift)")
+    }
+
+    /// The generator seals with fixed nonces so the vectors are reproducible; the production
+    /// path seals with random ones. Both must give the same tag and the same contents.
+    @Test func vectorGeneratorSealsLikeTheProductionPath() throws {
+        for (spec, _) in try ProtocolVectors.generate() {
+            guard case .sealed(let type, let counterpart, let payload) = spec.content else { continue }
+            let production: SealedBody
+            switch payload {
+            case let p as LikePayload: production = try Like.seal(p, from: spec.author.keys).sealed
+            case let p as ChatPayload: production = try ChatMessage.seal(p, from: spec.author.keys).sealed
+            case let p as UnmatchPayload: production = try Unmatch.seal(p, from: spec.author.keys).sealed
+            default: Issue.record("\(spec.name): unexpected payload type"); continue
+            }
+            let ours = try ProtocolVectors.sealedBody(type: type, payload: payload, author: spec.author.keys,
+                                                      number: 1)
+            #expect(production.pairTag == ours.pairTag, "\(spec.name)")
+            let secrets = try PairSecrets(me: counterpart.keys, other: spec.author.key)
+            #expect(try secrets.open(production, type: type, author: spec.author.key) == payload.plaintext)
+            #expect(SelfBox.open(production.selfBox, author: spec.author.keys, type: type) == counterpart.key)
+            #expect(production.box.count == ours.box.count && production.selfBox.count == ours.selfBox.count)
+        }
+    }
+
+    @Test func checkerCatchesEveryCorruptedLine() throws {
+        let (vectors, _) = try ProtocolVectors.documented()
+        for v in vectors {
+            for (key, value) in v.lines where key != "name" {
+                var corrupted = v
+                corrupted[key] = ProtocolVectors.corrupt(value)
+                #expect(!ProtocolVectors.Checker(corrupted).problems.isEmpty, "a wrong `\(key)` in \(v.name) went unnoticed")
+            }
+        }
+    }
+
+    @Test func tooFewVectorsIsAnError() throws {
+        let (vectors, _) = try ProtocolVectors.documented()
+        #expect(!ProtocolVectors.coverageProblems(Array(vectors.prefix(ProtocolVectors.minimumCount - 1))).isEmpty)
+        #expect(!ProtocolVectors.coverageProblems([]).isEmpty)
+    }
+
+    /// The vectors are one story: like, like back, two messages, unmatch.
+    @Test func vectorsTellTheStoryOfAMatch() throws {
+        let (vectors, _) = try ProtocolVectors.documented()
+        let ana = try ProtocolVectors.ana(), ben = try ProtocolVectors.ben()
+        var opener = SealedOpener(account: ana.keys)
+        var entries: [PairEntry] = []
+        for v in vectors {
+            guard let encoded = v.bytes("encoded"), let verified = try? VerifiedRecord(encoded),
+                  let (other, entry) = opener.open(verified) else { continue }
+            #expect(other == ben.key)
+            entries.append(entry)
+        }
+        let chatIDs = entries.filter { if case .chat = $0.kind { true } else { false } }.map(\.recordID)
+        let beforeUnmatch = entries.filter { if case .unmatch = $0.kind { false } else { true } }
+        let matched = PairView.build(me: ana.key, other: ben.key, entries: beforeUnmatch)
+        #expect(matched.iLike && matched.theyLike && matched.matched)
+        #expect(matched.messages.map(\.recordID) == chatIDs && chatIDs.count == 2)
+        #expect(matched.rejectedMessages == 0)
+        let ended = PairView.build(me: ana.key, other: ben.key, entries: Array(entries.reversed()))
+        #expect(!ended.matched && ended.unmatchedBy == ben.key && ended.messages.isEmpty)
+    }
+
+    /// Runs the Python snippets printed in docs/PROTOCOL.md, so they are known to work, and
+    /// checks the vectors with an Ed25519, X25519, BLAKE2b and ChaCha20-Poly1305 outside Swift
+    /// and libsodium (OpenSSL, through Python's `cryptography`).
+    @Test func independentPythonCheckAgrees() throws {
+        guard ProtocolVectors.run(["python3", "-c", "import cryptography"]).status == 0 else {
+            print("note: python3 with the `cryptography` package is not available; skipping the independent check of the vectors")
+            return
+        }
+        let text = try ProtocolVectors.documentText()
+        let scripts = ProtocolVectors.pythonScripts(in: text)
+        #expect(scripts.map { $0.name } == ["check_signatures.py", "check_sealed.py"])
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("mentormate-vectors-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let document = directory.appendingPathComponent("PROTOCOL.md")
+        try Data(text.utf8).write(to: document)
+        let (vectors, _) = try ProtocolVectors.documented()
+        let sealed = vectors.filter { $0["counterpart-seed"] != nil }.count
+
+        for script in scripts {
+            let path = directory.appendingPathComponent(script.name)
+            try Data(script.source.utf8).write(to: path)
+            let good = ProtocolVectors.run(["python3", path.path, document.path])
+            #expect(good.status == 0, "\(script.name) failed:\n\(good.output)")
+            let summary = script.name == "check_signatures.py"
+                ? "\(vectors.count) signatures verified"
+                : "\(vectors.count) account IDs and \(sealed) sealed records verified"
+            #expect(good.output.contains(summary), "\(script.name) printed:\n\(good.output)")
+
+            // The same script must notice one wrong hex digit.
+            let key = script.name == "check_signatures.py" ? "signature" : "payload"
+            let broken = directory.appendingPathComponent("BROKEN.md")
+            try Data(ProtocolVectors.corruptFirstLine(startingWith: key + ": ", in: text).utf8).write(to: broken)
+            let bad = ProtocolVectors.run(["python3", path.path, broken.path])
+            #expect(bad.status != 0, "\(script.name) accepted a corrupted \(key)")
+        }
+    }
+}
+
+// MARK: - Reading the document
+
+enum ProtocolVectors {
+    static let beginMarker = "<!-- BEGIN TEST VECTORS (generated by Tests/MentorCryptoTests/ProtocolVectorTests.swift; do not edit by hand) -->"
+    static let endMarker = "<!-- END TEST VECTORS -->"
+    static let fence = "```mm-vector"
+    static let minimumCount = 6
+
+    static var documentURL: URL {
+        URL(fileURLWithPath: #filePath)            // Tests/MentorCryptoTests/ProtocolVectorTests.swift
+            .deletingLastPathComponent()           // Tests/MentorCryptoTests
+            .deletingLastPathComponent()           // Tests
+            .deletingLastPathComponent()           // the repository
+            .appendingPathComponent("docs/PROTOCOL.md")
+    }
+
+    static func documentText() throws -> String {
+        try String(contentsOf: documentURL, encoding: .utf8)
+    }
+
+    static func documented() throws -> (vectors: [Vector], problems: [String]) {
+        parse(try documentText())
+    }
+
+    /// Every fenced `mm-vector` block of `text`.
+    static func parse(_ text: String) -> (vectors: [Vector], problems: [String]) {
+        var vectors: [Vector] = []
+        var problems: [String] = []
+        var current: Vector?
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            if current == nil {
+                if line == fence { current = Vector() }
+                continue
+            }
+            if line == "```" {
+                vectors.append(current!)
+                current = nil
+                continue
+            }
+            guard let colon = line.range(of: ": ") else {
+                problems.append("line \(number + 1): not a `key: value` line inside a vector block")
+                continue
+            }
+            let key = String(line[..<colon.lowerBound]), value = String(line[colon.upperBound...])
+            if current![key] != nil { problems.append("line \(number + 1): `\(key)` given twice in one vector") }
+            current![key] = value
+        }
+        if current != nil { problems.append("the last vector block is not closed with ```") }
+        return (vectors, problems)
+    }
+
+    /// What the document must hold: enough vectors, unique names, every record type, a card
+    /// with every field, a partial edit, and likes in both directions.
+    static func coverageProblems(_ vectors: [Vector]) -> [String] {
+        var problems: [String] = []
+        if vectors.count < minimumCount {
+            problems.append("docs/PROTOCOL.md has \(vectors.count) test vectors; at least \(minimumCount) are required")
+        }
+        if Set(vectors.map(\.name)).count != vectors.count { problems.append("vector names are not unique") }
+        let records = vectors.compactMap { $0.bytes("encoded").flatMap { try? Record.decode($0) } }
+        for schema in RecordSchemas.all where !records.contains(where: { $0.type == schema.type }) {
+            problems.append("no vector of type \(schema.type.rawValue) (\(schema.name))")
+        }
+        let cards = records.filter { $0.type == .profile }
+        let allTags = Set(ProfileCard.Field.allCases.map(\.rawValue))
+        if !cards.contains(where: { r in r.seq == 1 && (try? FieldList.decode(r.body, known: allTags, what: "profile"))
+                .map { Set($0.fields.map(\.tag)) == allTags } == true }) {
+            problems.append("no profile card at seq 1 that sets every field")
+        }
+        if !cards.contains(where: { $0.seq > 1 }) { problems.append("no partial profile edit (seq > 1)") }
+        if Set(records.filter { $0.type == .like }.map(\.author)).count < 2 {
+            problems.append("no like back: likes by two different authors are required")
+        }
+        return problems
+    }
+
+    /// The text from the BEGIN marker line through the END marker line.
+    static func section(of text: String) -> String? {
+        guard let begin = text.range(of: beginMarker), let end = text.range(of: endMarker, range: begin.upperBound..<text.endIndex)
+        else { return nil }
+        return String(text[begin.lowerBound..<end.upperBound])
+    }
+
+    /// The ```python blocks whose first line is `# check_….py …`.
+    static func pythonScripts(in text: String) -> [(name: String, source: String)] {
+        var scripts: [(String, String)] = []
+        var current: [Substring]?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            if current == nil {
+                if line == "```python" { current = [] }
+            } else if line == "```" {
+                if let first = current!.first, first.hasPrefix("# check_"),
+                   let name = first.dropFirst(2).split(separator: " ").first, name.hasSuffix(".py") {
+                    scripts.append((String(name), current!.joined(separator: "\n") + "\n"))
+                }
+                current = nil
+            } else {
+                current!.append(line)
+            }
+        }
+        return scripts
+    }
+
+    /// The value with one character changed (a hex digit, a decimal digit, an ID character).
+    static func corrupt(_ value: String) -> String {
+        var chars = Array(value)
+        guard !chars.isEmpty else { return "00" }
+        let i = chars.count / 2
+        chars[i] = chars[i] == "a" ? "c" : (chars[i] == "0" ? "1" : (chars[i].isNumber ? "0" : "a"))
+        return String(chars)
+    }
+
+    static func corruptFirstLine(startingWith prefix: String, in text: String) -> String {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        if let i = lines.firstIndex(where: { $0.hasPrefix(prefix) }) {
+            lines[i] = prefix + corrupt(String(lines[i].dropFirst(prefix.count)))
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+// MARK: - One vector
+
+extension ProtocolVectors {
+    /// One fenced `mm-vector` block: `key: value` lines, in order, keys unique.
+    struct Vector: Sendable {
+        private(set) var lines: [(key: String, value: String)] = []
+
+        var name: String { self["name"] ?? "(unnamed vector)" }
+
+        subscript(_ key: String) -> String? {
+            get { lines.first { $0.key == key }?.value }
+            set {
+                if let i = lines.firstIndex(where: { $0.key == key }) {
+                    if let newValue { lines[i].value = newValue } else { lines.remove(at: i) }
+                } else if let newValue {
+                    lines.append((key, newValue))
+                }
+            }
+        }
+
+        func bytes(_ key: String) -> [UInt8]? {
+            guard let text = self[key], !text.isEmpty else { return nil }
+            return Hex.decode(text)
+        }
+    }
+}
+
+// MARK: - Checking one vector
+
+extension ProtocolVectors {
+    /// Checks one documented vector against the code and against the formulas of PROTOCOL.md.
+    /// Collects problems instead of stopping at the first, so a report names everything wrong.
+    struct Checker {
+        let vector: Vector
+        private(set) var problems: [String] = []
+
+        init(_ vector: Vector) {
+            self.vector = vector
+            checkRecord()
+        }
+
+        private mutating func fail(_ message: String) { problems.append("\(vector.name): \(message)") }
+
+        private mutating func bytes(_ key: String) -> [UInt8]? {
+            guard let text = vector[key] else { fail("no `\(key):` line"); return nil }
+            guard let b = vector.bytes(key) else { fail("`\(key)` is not hex: \(text.prefix(20))…"); return nil }
+            return b
+        }
+
+        private mutating func number(_ key: String) -> UInt64? {
+            guard let text = vector[key], let n = UInt64(text) else { fail("`\(key)` is missing or not a decimal number"); return nil }
+            return n
+        }
+
+        private mutating func same(_ documented: [UInt8], _ actual: [UInt8], _ what: String) {
+            if documented != actual { fail("\(what): documented \(Hex.encode(documented)), actual \(Hex.encode(actual))") }
+        }
+
+        private mutating func checkRecord() {
+            guard let encoded = bytes("encoded"), let signed = bytes("signed-message"), let signature = bytes("signature"),
+                  let seed = bytes("author-seed"), let publicKey = bytes("author-public-key"), let id = bytes("record-id"),
+                  let body = bytes("body"), let type = number("type"), let seq = number("seq"), let timestamp = number("timestamp")
+            else { return }
+            guard let authorID = vector["author-id"] else { fail("no `author-id:` line"); return }
+
+            // The encoding decodes, and encoding the decoded record gives the same bytes.
+            let record: Record
+            do { record = try Record.decode(encoded) } catch { fail("Record.decode refuses the encoding: \(error)"); return }
+            same(encoded, record.encoded, "re-encoding the decoded record")
+            same(signed, Array(encoded.dropLast(Record.signatureLength)), "signed-message (the encoding without its last 64 bytes)")
+            same(signed, record.signedBytes, "signed-message (Record.signedBytes)")
+            same(signature, Array(encoded.suffix(Record.signatureLength)), "signature (the last 64 bytes of the encoding)")
+            same(body, record.body, "body")
+            if UInt64(record.type.rawValue) != type { fail("type is \(record.type.rawValue) in the encoding, \(type) documented") }
+            if record.seq != seq { fail("seq is \(record.seq) in the encoding, \(seq) documented") }
+            if record.timestamp != timestamp { fail("timestamp is \(record.timestamp) in the encoding, \(timestamp) documented") }
+
+            // The key belongs to the seed, and the signature verifies with the project's Ed25519.
+            guard let author = (try? SigningKeyPair(seed: seed)) else { fail("author-seed is not a 32-byte seed"); return }
+            same(publicKey, author.publicKey.bytes, "author-public-key (SigningKeyPair(seed:).publicKey)")
+            same(publicKey, record.author.bytes, "author-public-key (the record's author field)")
+            let signatureVerifies = (try? SigningPublicKey(bytes: publicKey))?.isValidSignature(signature, for: signed) ?? false
+            if !signatureVerifies { fail("the signature does not verify for author-public-key over signed-message") }
+            let verified: VerifiedRecord
+            do { verified = try VerifiedRecord(encoded) } catch { fail("VerifiedRecord refuses the encoding: \(error)"); return }
+            same(id, verified.id, "record-id (VerifiedRecord.id)")
+            same(id, BLAKE2b.hash(encoded, outputLength: 32), "record-id (BLAKE2b-256 of the encoding)")
+
+            // The account ID.
+            if record.author.id != authorID { fail("author-id: documented \(authorID), actual \(record.author.id)") }
+            if (try? AccountID.parse(authorID)) != .exact(record.author) { fail("author-id does not parse back to the author's key") }
+
+            let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
+            if isSealed {
+                checkSealed(verified, author: author)
+            } else if vector["counterpart-seed"] != nil {
+                fail("a public record has sealed-record lines")
+            }
+        }
+
+        private mutating func checkSealed(_ verified: VerifiedRecord, author: SigningKeyPair) {
+            let record = verified.record
+            let type = record.type
+            guard let counterpartSeed = bytes("counterpart-seed"), let counterpartKey = bytes("counterpart-public-key"),
+                  let shared = bytes("x25519-shared-secret"), let pairKey = bytes("pair-key"), let tag = bytes("pair-tag"),
+                  let encryptionKey = bytes("encryption-key"), let boxNonce = bytes("box-nonce"), let payload = bytes("payload"),
+                  let selfBoxKey = bytes("self-box-key"), let selfBoxNonce = bytes("self-box-nonce") else { return }
+            guard let counterpartID = vector["counterpart-id"] else { fail("no `counterpart-id:` line"); return }
+            guard let counterpart = try? SigningKeyPair(seed: counterpartSeed) else { fail("counterpart-seed is not a 32-byte seed"); return }
+            same(counterpartKey, counterpart.publicKey.bytes, "counterpart-public-key (SigningKeyPair(seed:).publicKey)")
+            let other = counterpart.publicKey.key
+            if other.id != counterpartID { fail("counterpart-id: documented \(counterpartID), actual \(other.id)") }
+            guard let sealed = try? SealedBody(body: record.body, what: "sealed", maxPlaintext: Limits.maxBodyBytes) else {
+                fail("the body is not a sealed body"); return
+            }
+
+            // The documented derivations, computed from both sides, agree with the code's.
+            do {
+                let fromAuthor = try PairDerivation(me: author, other: other)
+                let fromCounterpart = try PairDerivation(me: counterpart, other: record.author)
+                same(shared, fromAuthor.shared, "x25519-shared-secret (author's side)")
+                same(shared, fromCounterpart.shared, "x25519-shared-secret (counterpart's side)")
+                same(pairKey, fromAuthor.pairKey, "pair-key (author's side)")
+                same(pairKey, fromCounterpart.pairKey, "pair-key (counterpart's side)")
+                same(tag, fromAuthor.tag(type: type, author: record.author), "pair-tag (formula)")
+                same(encryptionKey, fromAuthor.encryptionKey, "encryption-key (formula)")
+                let secrets = try PairSecrets(me: counterpart, other: record.author)
+                same(tag, secrets.tag(type: type, author: record.author), "pair-tag (PairSecrets.tag)")
+                same(encryptionKey, secrets.encryptionKey, "encryption-key (PairSecrets)")
+                same(tag, sealed.pairTag, "pair-tag (field 1 of the body)")
+                same(boxNonce, Array(sealed.box.prefix(XChaCha20Poly1305.nonceLength)), "box-nonce (first 24 bytes of the box)")
+
+                // The counterpart opens the box, with the formula's key and associated data and with
+                // the code's PairSecrets, and gets the documented payload.
+                let associatedData = [type.rawValue] + record.author.bytes + tag
+                same(payload, try XChaCha20Poly1305.open(sealed.box, key: encryptionKey, associatedData: associatedData),
+                     "payload (opened with encryption-key and associated data type ‖ author ‖ pair-tag)")
+                same(payload, try secrets.open(sealed, type: type, author: record.author), "payload (PairSecrets.open)")
+            } catch {
+                fail("deriving the pair secrets or opening the box failed: \(error)")
+            }
+
+            // The payload is canonical, names the counterpart, and is what SealedOpener reads.
+            let expected: (kind: PairEntry.Kind, counterpart: PublicKey, canonical: [UInt8])?
+            switch type {
+            case .like:
+                expected = (try? LikePayload(plaintext: payload)).map { p in (PairEntry.Kind.like(p.liked), p.counterpart, p.plaintext) }
+            case .chat:
+                expected = (try? ChatPayload(plaintext: payload)).map { p in
+                    (PairEntry.Kind.chat(peerSeq: p.peerSeq, text: p.text), p.counterpart, p.plaintext)
+                }
+            case .unmatch:
+                expected = (try? UnmatchPayload(plaintext: payload)).map { p in
+                    (PairEntry.Kind.unmatch(peerSeq: p.peerSeq), p.counterpart, p.plaintext)
+                }
+            default:
+                expected = nil
+            }
+            guard let expected else { fail("payload does not decode as a \(type) payload"); return }
+            same(payload, expected.canonical, "payload (re-encoded)")
+            if expected.counterpart != other { fail("the payload's first field is not the counterpart") }
+            var counterpartOpener = SealedOpener(account: counterpart)
+            if let (from, entry) = counterpartOpener.open(verified) {
+                if from != record.author || entry.kind != expected.kind || entry.recordID != verified.id || entry.seq != record.seq {
+                    fail("SealedOpener(counterpart) reads \(entry.kind) from \(from.shortID), not the documented payload")
+                }
+            } else {
+                fail("SealedOpener(account: counterpart) cannot open the record")
+            }
+
+            // The self box: the author's own key learns whom the record was for.
+            same(selfBoxKey, PairDerivation.selfBoxKey(seed: author.seed), "self-box-key (formula)")
+            same(selfBoxKey, SelfBox.key(author), "self-box-key (SelfBox.key)")
+            same(selfBoxNonce, Array(sealed.selfBox.prefix(XChaCha20Poly1305.nonceLength)), "self-box-nonce (first 24 bytes of the self box)")
+            if (try? XChaCha20Poly1305.open(sealed.selfBox, key: selfBoxKey, associatedData: [type.rawValue])) != other.bytes {
+                fail("the self box does not open to the counterpart with self-box-key and associated data [type]")
+            }
+            var authorOpener = SealedOpener(account: author)
+            if authorOpener.open(verified)?.other != other { fail("SealedOpener(account: author) does not find the counterpart") }
+
+            // Nobody else can read it.
+            if let stranger = try? SigningKeyPair(seed: [UInt8](repeating: 0x42, count: 32)) {
+                var strangerOpener = SealedOpener(account: stranger)
+                if strangerOpener.open(verified) != nil { fail("a third account can open the record") }
+            }
+        }
+    }
+
+    /// The derivations exactly as PROTOCOL.md writes them, from public building blocks, so the
+    /// checker compares the document's formulas with the code's `PairSecrets` and `SelfBox`.
+    struct PairDerivation {
+        let shared: [UInt8]
+        let pairKey: [UInt8]
+        var encryptionKey: [UInt8] { BLAKE2b.hash(Array("enc".utf8), key: pairKey, outputLength: 32) }
+
+        init(me: SigningKeyPair, other: PublicKey) throws {
+            let otherKey = try SigningPublicKey(bytes: other.bytes)
+            shared = try X25519.sharedSecret(secretKey: X25519.secretKey(fromEd25519: me),
+                                             publicKey: X25519.publicKey(fromEd25519: otherKey))
+            let mine = me.publicKey.key
+            let (lo, hi) = mine < other ? (mine, other) : (other, mine)
+            pairKey = BLAKE2b.hash(Array("mentormate pair v1".utf8) + lo.bytes + hi.bytes, key: shared, outputLength: 32)
+        }
+
+        func tag(type: RecordType, author: PublicKey) -> [UInt8] {
+            BLAKE2b.hash(Array("tag".utf8) + [type.rawValue] + author.bytes, key: pairKey, outputLength: 32)
+        }
+
+        static func selfBoxKey(seed: [UInt8]) -> [UInt8] {
+            BLAKE2b.hash(Array("mentormate self v1".utf8), key: seed, outputLength: 32)
+        }
+    }
+}
+
+// MARK: - Generating the vectors
+
+extension ProtocolVectors {
+    struct Party: Sendable {
+        let name: String
+        let keys: SigningKeyPair
+        var key: PublicKey { keys.publicKey.key }
+    }
+
+    enum Content: Sendable {
+        case profile(ProfileCard)
+        case sealed(RecordType, to: Party, payload: any SealedPayload)
+    }
+
+    struct Spec: Sendable {
+        let name: String
+        let title: String
+        let summary: String
+        let author: Party
+        let seq: UInt64
+        let timestamp: UInt64
+        let content: Content
+    }
+
+    /// Ana: the seed of RFC 8032 section 7.1, TEST 1.
+    static func ana() throws -> Party {
+        Party(name: "Ana", keys: try SigningKeyPair(seed: Hex.decode("9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60")!))
+    }
+
+    /// Ben: the seed 01 02 03 … 20.
+    static func ben() throws -> Party {
+        Party(name: "Ben", keys: try SigningKeyPair(seed: (1...32).map { UInt8($0) }))
+    }
+
+    /// 2026-01-01T00:00:00Z in milliseconds.
+    static let start: UInt64 = 1_767_225_600_000
+    static let minute: UInt64 = 60_000
+
+    static func specs() throws -> [Spec] {
+        let ana = try ana(), ben = try ben()
+        let photo = PhotoRef(hash: BLAKE2b.hash(Array("mentormate example photo".utf8), outputLength: 32), size: 48_213, format: .jpeg)
+        let greeting = "Hi Ben! Happy to help with CS 490. Does Thursday at 17:00 work?"
+        let reply = "Thursday works — thank you!"
+        return [
+            Spec(name: "profile-full", title: "Ana's first profile card, every field",
+                 summary: """
+                 Ana publishes her card at seq 1 with all eight fields: name `Ana Lima`, role `tutor`, a bio of \
+                 two lines, courses `MATH 101` and `CS 490`, wage 25, budget 12, availability \
+                 `Mon–Thu 16:00–19:00` (with two U+2013 en dashes) and a photo reference: JPEG, 48213 bytes, \
+                 hash = BLAKE2b-256 of the ASCII text `mentormate example photo` (a stand-in for photo bytes).
+                 """,
+                 author: ana, seq: 1, timestamp: start,
+                 content: .profile(ProfileCard(name: "Ana Lima", role: .tutor,
+                                               bio: "Maths PhD student, patient with beginners.\nOffice hours in room B12.",
+                                               courses: ["MATH 101", "CS 490"], wage: 25, budget: 12,
+                                               availability: "Mon–Thu 16:00–19:00", photo: .some(photo)))),
+            Spec(name: "profile-edit", title: "Ana edits two fields",
+                 summary: """
+                 At seq 2 Ana changes only the wage (30) and removes her photo (field 8 present with an empty \
+                 value). The six other fields keep their seq-1 values.
+                 """,
+                 author: ana, seq: 2, timestamp: start + 60 * minute,
+                 content: .profile(ProfileCard(wage: 30, photo: .some(nil)))),
+            Spec(name: "like", title: "Ana likes Ben (sealed)",
+                 summary: """
+                 Ana's seq 3 is a like of Ben. Ben opens the box with the pair key; Ana's own nodes open the \
+                 self box to learn that the like was for Ben.
+                 """,
+                 author: ana, seq: 3, timestamp: start + 120 * minute,
+                 content: .sealed(.like, to: ben, payload: LikePayload(target: ben.key, liked: true))),
+            Spec(name: "like-back", title: "Ben likes Ana back (sealed)",
+                 summary: """
+                 Ben's first record (seq 1) likes Ana back. With both likes standing the pair is matched.
+                 """,
+                 author: ben, seq: 1, timestamp: start + 121 * minute,
+                 content: .sealed(.like, to: ana, payload: LikePayload(target: ana.key, liked: true))),
+            Spec(name: "chat", title: "Ana writes to Ben (sealed)",
+                 summary: """
+                 Ana's seq 4 is a chat message to Ben with peer seq 1: she had applied Ben's records up to his \
+                 seq 1 (his like), so the message is causally after the match.
+                 """,
+                 author: ana, seq: 4, timestamp: start + 122 * minute,
+                 content: .sealed(.chat, to: ben, payload: ChatPayload(recipient: ben.key, peerSeq: 1, text: greeting))),
+            Spec(name: "chat-reply", title: "Ben answers (sealed)",
+                 summary: """
+                 Ben's seq 2 answers with peer seq 4, which orders it after Ana's message. The text holds a \
+                 U+2014 em dash (3 bytes of UTF-8).
+                 """,
+                 author: ben, seq: 2, timestamp: start + 125 * minute,
+                 content: .sealed(.chat, to: ana, payload: ChatPayload(recipient: ana.key, peerSeq: 4, text: reply))),
+            Spec(name: "unmatch", title: "Ben unmatches Ana (sealed)",
+                 summary: """
+                 Ben's seq 3 unmatches Ana (peer seq 4). The tombstone is final: the pair is no longer matched \
+                 and the conversation is hidden on both sides.
+                 """,
+                 author: ben, seq: 3, timestamp: start + 1440 * minute,
+                 content: .sealed(.unmatch, to: ana, payload: UnmatchPayload(target: ana.key, peerSeq: 4))),
+        ]
+    }
+
+    static func generate() throws -> [(spec: Spec, vector: Vector)] {
+        try specs().enumerated().map { i, spec in (spec, try vector(for: spec, number: i + 1)) }
+    }
+
+    /// A sealed body as `SealedRecordSchema.seal` makes it, but with fixed nonces: 24 bytes of
+    /// `number` for the box and 24 bytes of `0x80 + number` for the self box.
+    static func sealedBody(type: RecordType, payload: any SealedPayload, author: SigningKeyPair, number: Int) throws -> SealedBody {
+        let secrets = try PairSecrets(me: author, other: payload.counterpart)
+        let me = author.publicKey.key
+        let tag = secrets.tag(type: type, author: me)
+        let box = try XChaCha20Poly1305.seal(payload.plaintext, key: secrets.encryptionKey,
+                                             associatedData: [type.rawValue] + me.bytes + tag,
+                                             nonce: [UInt8](repeating: UInt8(number), count: XChaCha20Poly1305.nonceLength))
+        let selfBox = try XChaCha20Poly1305.seal(payload.counterpart.bytes, key: SelfBox.key(author), associatedData: [type.rawValue],
+                                                 nonce: [UInt8](repeating: UInt8(0x80 + number), count: XChaCha20Poly1305.nonceLength))
+        return SealedBody(pairTag: tag, box: box, selfBox: selfBox)
+    }
+
+    static func vector(for spec: Spec, number: Int) throws -> Vector {
+        let author = spec.author.keys
+        let type: RecordType
+        let body: [UInt8]
+        var sealedLines: [(String, String)] = []
+        var counterpartLines: [(String, String)] = []
+        switch spec.content {
+        case .profile(let card):
+            type = .profile
+            body = card.body
+        case .sealed(let sealedType, let to, let payload):
+            precondition(payload.counterpart == to.key, "\(spec.name): the payload names someone else")
+            type = sealedType
+            let sealed = try sealedBody(type: type, payload: payload, author: author, number: number)
+            body = sealed.encoded
+            let derivation = try PairDerivation(me: author, other: to.key)
+            counterpartLines = [("counterpart-seed", Hex.encode(to.keys.seed)),
+                                ("counterpart-public-key", Hex.encode(to.key.bytes)),
+                                ("counterpart-id", to.key.id)]
+            sealedLines = [("x25519-shared-secret", Hex.encode(derivation.shared)),
+                           ("pair-key", Hex.encode(derivation.pairKey)),
+                           ("pair-tag", Hex.encode(sealed.pairTag)),
+                           ("encryption-key", Hex.encode(derivation.encryptionKey)),
+                           ("box-nonce", Hex.encode(Array(sealed.box.prefix(XChaCha20Poly1305.nonceLength)))),
+                           ("payload", Hex.encode(payload.plaintext)),
+                           ("self-box-key", Hex.encode(PairDerivation.selfBoxKey(seed: author.seed))),
+                           ("self-box-nonce", Hex.encode(Array(sealed.selfBox.prefix(XChaCha20Poly1305.nonceLength))))]
+        }
+        let signed = try VerifiedRecord.sign(type: type, by: author, seq: spec.seq, timestamp: spec.timestamp, body: body)
+        var v = Vector()
+        let lines: [(String, String)] = [
+            ("name", spec.name),
+            ("type", String(type.rawValue)),
+            ("author-seed", Hex.encode(author.seed)),
+            ("author-public-key", Hex.encode(spec.author.key.bytes)),
+            ("author-id", spec.author.key.id),
+        ] + counterpartLines + [
+            ("seq", String(spec.seq)),
+            ("timestamp", String(spec.timestamp)),
+            ("body", Hex.encode(body)),
+            ("signed-message", Hex.encode(signed.record.signedBytes)),
+            ("signature", Hex.encode(signed.record.signature)),
+            ("encoded", Hex.encode(signed.encoded)),
+            ("record-id", Hex.encode(signed.id)),
+        ] + sealedLines
+        for (key, value) in lines { v[key] = value }
+        return v
+    }
+
+    /// The Markdown of the vectors section, markers included, exactly as in PROTOCOL.md.
+    static func render(_ vectors: [(spec: Spec, vector: Vector)]) -> String {
+        var out = [beginMarker, ""]
+        for (i, (spec, vector)) in vectors.enumerated() {
+            out.append("#### V\(i + 1). `\(spec.name)`: \(spec.title)")
+            out.append("")
+            out.append(spec.summary)
+            out.append("")
+            out.append(fence)
+            for (key, value) in vector.lines { out.append("\(key): \(value)") }
+            out.append("```")
+            out.append("")
+        }
+        out.append(endMarker)
+        return out.joined(separator: "\n")
+    }
+}
+
+// MARK: - Running a program
+
+extension ProtocolVectors {
+    /// Runs `arguments` through `/usr/bin/env` (so `python3` is looked up on PATH) and returns
+    /// its exit status and combined output; status 127 if it could not be started.
+    static func run(_ arguments: [String]) -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return (127, "\(error)") }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+}
