@@ -32,7 +32,8 @@ public struct PairView: Sendable, Equatable {
     /// Current value of my like register for `other` (winner), and of theirs for me.
     public var iLike: Bool
     public var theyLike: Bool
-    /// Both liked each other (at some causal point) and nobody unmatched.
+    /// Both like registers currently stand at "like" and nobody unmatched (undoing a like
+    /// ends the match).
     public var matched: Bool
     /// Who unmatched, if anybody did (the tombstone is final for the pair).
     public var unmatchedBy: PublicKey?
@@ -75,9 +76,9 @@ public struct PairView: Sendable, Equatable {
             }
             messages = causalOrder(valid.map { ($0.0, $0.1, $0.2) }, me: me, other: other)
         }
-        let matchedEver = iLike && theyLike
+        let bothLike = iLike && theyLike
         return PairView(me: me, other: other, iLike: iLike, theyLike: theyLike,
-                        matched: matchedEver && unmatchedBy == nil, unmatchedBy: unmatchedBy,
+                        matched: bothLike && unmatchedBy == nil, unmatchedBy: unmatchedBy,
                         messages: messages, rejectedMessages: rejected)
     }
 

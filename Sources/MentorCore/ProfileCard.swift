@@ -92,6 +92,25 @@ public struct ProfileCard: RecordSchema, Equatable {
 
     public var body: [UInt8] { fieldList.encoded }
 
+    /// Checks every value against its limit before encoding, so a value that does not fit is
+    /// refused with a clear error rather than truncated (a course longer than 255 bytes would
+    /// otherwise not fit its length byte). `RecordWriter.profile` calls it.
+    public func validated() throws(RecordError) -> ProfileCard {
+        if let courses {
+            guard courses.count <= Self.maxCourses else {
+                throw RecordError(.invalidBody, "\(courses.count) courses given; at most \(Self.maxCourses) allowed")
+            }
+            for c in courses {
+                guard !c.isEmpty, c.utf8.count <= Self.maxCourseBytes else {
+                    throw RecordError(.invalidBody, "course '\(c.prefix(40))' must be 1 to \(Self.maxCourseBytes) bytes")
+                }
+            }
+        }
+        // Everything else is checked by decoding the encoding (its limits are all below what
+        // the encoding can represent).
+        return try ProfileCard(body: body)
+    }
+
     static func decodeCourses(_ v: [UInt8]) throws(RecordError) -> [String] {
         var r = ByteReader(v)
         var out: [String] = []

@@ -8,6 +8,8 @@ public enum Limits {
     public static let maxClockEntries = 64
     /// Records further than this past an author's contiguous prefix are refused, not held.
     public static let maxSequenceGap: UInt64 = 4096
+    /// Sequence numbers and clock counters fit in a signed 64-bit integer (what SQLite stores).
+    public static let maxSeq = UInt64(Int64.max)
     /// Records accepted from the future (clock skew allowance), in milliseconds.
     public static let maxFutureSkewMillis: UInt64 = 10 * 60 * 1000
 }
@@ -34,7 +36,7 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
 ///     version    u8       1
 ///     type       u8
 ///     author     32 bytes Ed25519 public key
-///     seq        u64      ≥ 1, contiguous per author
+///     seq        u64      1 ... 2^63-1, contiguous per author
 ///     timestamp  u64      milliseconds since the Unix epoch (author's wall clock; a hint)
 ///     clock      u8 count, then count × (key 32 bytes ‖ seq u64), keys strictly ascending,
 ///                counters > 0, never the author itself
@@ -120,6 +122,7 @@ public struct Record: Hashable, Sendable {
         }
         let seq = try r.u64("seq")
         guard seq >= 1 else { throw RecordError(.malformed, "sequence number 0; sequences start at 1") }
+        guard seq <= Limits.maxSeq else { throw RecordError(.malformed, "sequence number \(seq) is above the maximum \(Limits.maxSeq)") }
         let timestamp = try r.u64("timestamp")
         let clock = try VectorClock.decode(from: &r, maxEntries: Limits.maxClockEntries)
         guard clock[author] == 0 else {

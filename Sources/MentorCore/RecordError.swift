@@ -23,7 +23,8 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let pendingFull = Code(name: "pending-full")
         /// A second, different record with an author and sequence number we already hold.
         public static let equivocation = Code(name: "equivocation")
-        /// A valid record whose meaning is refused (for example a chat before a match).
+        /// A well-formed body whose values are outside their limits (a name too long, an
+        /// unknown role, a non-canonical course, an empty chat message).
         public static let invalidBody = Code(name: "invalid-body")
         /// The record's timestamp is too far in the future.
         public static let timestampInFuture = Code(name: "timestamp-in-future")

@@ -11,8 +11,9 @@ public struct SealedBody: Equatable, Sendable {
     public static let boxOverhead = 24 + 16
     public static let selfBoxLength = boxOverhead + PublicKey.length
 
-    /// BLAKE2b keyed by the pair's shared key over (type, author): lets the recipient recognize
-    /// a record meant for it without trying to decrypt every record.
+    /// BLAKE2b keyed by the pair key over "tag" ‖ type ‖ author: lets an account recognize a
+    /// record meant for it with one hash (plus one X25519 per distinct author, cached) instead
+    /// of trying to decrypt every record.
     public var pairTag: [UInt8]
     public var box: [UInt8]
     public var selfBox: [UInt8]

@@ -97,6 +97,7 @@ public struct VectorClock: Hashable, Sendable {
             }
             let seq = try r.u64("clock counter \(i)")
             guard seq > 0 else { throw RecordError(.malformed, "clock counter \(i) is zero (zero entries are omitted)") }
+            guard seq <= Limits.maxSeq else { throw RecordError(.malformed, "clock counter \(i) is above the maximum \(Limits.maxSeq)") }
             if let p = previous, !(p < key) {
                 throw RecordError(.malformed, "clock keys are not in strictly ascending order at entry \(i)")
             }

@@ -14,7 +14,7 @@ public struct RecordWriter: Sendable {
     public var author: PublicKey { keys.publicKey.key }
 
     public mutating func profile(_ card: ProfileCard, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try next(.profile, body: card.body, at: timestamp)
+        try next(.profile, body: card.validated().body, at: timestamp)
     }
 
     public mutating func like(_ target: PublicKey, liked: Bool = true, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {

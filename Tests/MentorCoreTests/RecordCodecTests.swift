@@ -35,6 +35,8 @@ import Testing
         #expect(code(encode() + [0]) == .malformed)                  // trailing byte
         #expect(code(Array(encode().dropLast())) == .malformed)      // truncated signature
         #expect(code(encode(seq: 0)) == .malformed)
+        #expect(code(encode(seq: UInt64(Int64.max) + 1)) == .malformed)             // beyond what SQLite stores
+        #expect(code(encode(seq: .max)) == .malformed)
         let huge = [UInt8](repeating: 0, count: Limits.maxBodyBytes + 1)
         #expect(code(encode(body: huge)) == .bodyTooLarge)
         // A card has one writer: a clock naming someone else is too large for its type.
@@ -71,6 +73,14 @@ import Testing
         let removal = ProfileCard(photo: .some(nil))
         #expect(try ProfileCard(body: removal.body).photo == .some(nil))
         #expect(ProfileCard.normalizeCourse("  cs   490 ") == "CS 490")
+    }
+
+    @Test func aValueThatDoesNotFitIsRefusedNotTruncated() {
+        let long = String(repeating: "A", count: 260)     // would wrap a u8 length to 4
+        #expect { try ProfileCard(courses: [long]).validated() } throws: { ($0 as? RecordError)?.code == .invalidBody }
+        #expect { try ProfileCard(courses: (0..<40).map { "C\($0)" }).validated() } throws: { ($0 as? RecordError)?.code == .invalidBody }
+        #expect { try ProfileCard(name: String(repeating: "n", count: 101)).validated() } throws: { ($0 as? RecordError)?.code == .invalidBody }
+        #expect((try? ProfileCard(name: "Ana", courses: ["CS 490"]).validated()) != nil)
     }
 
     @Test func photoFormatIsSniffedFromContent() {

@@ -84,6 +84,7 @@ import MentorCrypto
         let hugeBody = ProfileCard(bio: String(repeating: "x", count: 2000)).body + [UInt8](repeating: 0, count: 15000)
         #expect(try refusal(signed(ana, type: 1, seq: 2, body: hugeBody)) == .bodyTooLarge)
         #expect(try refusal(signed(ana, type: 1, seq: 100, body: good.record.body)) == .sequenceGapTooLarge)
+        #expect(try refusal(signed(ana, type: 1, seq: 1 << 63, body: good.record.body)) == .malformed)
         #expect(try refusal(signed(ana, type: 1, seq: 5, body: good.record.body)) == .pendingFull)
         #expect(try refusal(signed(ana, type: 1, seq: 2, body: good.record.body, timestamp: testNow + 3_600_000)) == .timestampInFuture)
 
