@@ -98,8 +98,17 @@ import Darwin
             }
             if duringStartup { startupKills += 1 }
 
-            // What survived.
-            let replica = try Replica(path: database, settings: testSettings())
+            // What survived. On odd rounds the test inspects a copy of the files, so the WAL the
+            // killed child left behind stays in place and the next child must recover it itself
+            // (opening the original here would checkpoint and remove it on close).
+            var inspected = database
+            if round % 2 == 1 {
+                inspected = dir.file("inspect-\(round).db")
+                for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: database + suffix) {
+                    try FileManager.default.copyItem(atPath: database + suffix, toPath: inspected + suffix)
+                }
+            }
+            let replica = try Replica(path: inspected, settings: testSettings())
             let vector = try replica.versionVector()
             let counts = try replica.counts()
             #expect(try replica.integrityCheck() == ["ok"], "\(context)")
@@ -125,6 +134,9 @@ import Darwin
                 #expect(counts.records == 0 && vector.isEmpty, "records stored before the child started writing; \(context)")
             }
             try replica.close()
+            if inspected != database {
+                for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: inspected + suffix) }
+            }
         }
 
         let elapsed = ContinuousClock.now - started
