@@ -19,6 +19,9 @@ let package = Package(
         .systemLibrary(name: "CDNSSD", path: "Sources/CDNSSD", pkgConfig: "avahi-compat-libdns_sd",
                        providers: [.apt(["libavahi-compat-libdnssd-dev"])]),
 
+        // Linux calls Swift's Glibc module does not show (SO_PEERCRED's struct ucred, flock, ...).
+        .target(name: "CPosix", path: "Sources/CPosix"),
+
         // Pure core: records, clocks, merge rules. Foundation only, no I/O.
         .target(name: "MentorCore", path: "Sources/MentorCore"),
         // Keys, signing, sealing, key files over libsodium.
@@ -28,9 +31,15 @@ let package = Package(
                 path: "Sources/MentorStore"),
         // JSON-RPC types and line framing shared by daemon and client.
         .target(name: "MentorAPI", path: "Sources/MentorAPI"),
+        // Sockets, the event loop and the API server.
+        .target(name: "MentorNet", dependencies: ["CPosix", "MentorAPI"], path: "Sources/MentorNet"),
+        // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.
+        .target(name: "MentorNode",
+                dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorNet"],
+                path: "Sources/MentorNode"),
 
         .executableTarget(name: "mentormated",
-                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI"],
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorNet", "MentorNode"],
                           path: "Daemon"),
         .executableTarget(name: "mentormate", dependencies: ["MentorAPI"], path: "Client"),
 
@@ -45,6 +54,9 @@ let package = Package(
         .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore"], path: "Tests/MentorCoreTests"),
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
+        .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix"], path: "Tests/MentorNetTests"),
+        .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorAPI", "MentorCrypto", "MentorCore"],
+                    path: "Tests/MentorNodeTests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),
     ],

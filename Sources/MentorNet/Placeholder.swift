@@ -1,0 +1,1 @@
+// Sockets and the API server (issue 3).

@@ -1,0 +1,1 @@
+// The node service arrives here (issue 3).
