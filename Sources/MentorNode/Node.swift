@@ -1,1 +1,185 @@
-// The node service arrives here (issue 3).
+import Dispatch
+import Foundation
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorStore
+
+/// Who is calling: the Unix user (from SO_PEERCRED) and the connection (for uploads and
+/// subscriptions, which end with it).
+public struct Caller: Sendable, Hashable {
+    public var uid: UInt32
+    public var connection: UInt64
+    public init(uid: UInt32, connection: UInt64) { self.uid = uid; self.connection = connection }
+}
+
+/// The node: the API's methods over the replica, for the local users' accounts.
+///
+/// All state is confined to one serial queue (`queue`); `handle` runs each request there, one at
+/// a time — the replica has one writer anyway, and each request is short. `@unchecked Sendable`
+/// is safe because every mutable member is touched only on that queue.
+public final class Node: @unchecked Sendable {
+    public let config: NodeConfig
+    public let replica: Replica
+    public let nodeKeys: SigningKeyPair
+    /// Delivers a notification to one connection (set by the daemon).
+    public var deliver: @Sendable (_ connection: UInt64, _ notification: RPCNotification) -> Void = { _, _ in }
+    /// Daemon facts for status/doctor (set by the daemon).
+    public var runtimeInfo: @Sendable () -> RuntimeInfo = {
+        RuntimeInfo(socketPath: "", listen: nil, discovery: "off", peers: [], startedAt: 0)
+    }
+    /// Logs one line (set by the daemon).
+    public var log: @Sendable (_ level: String, _ message: String) -> Void = { _, _ in }
+
+    let queue = DispatchQueue(label: "MentorNode.Node")
+    /// Unlocked accounts: uid → writer (holds the key).
+    var writers: [UInt32: RecordWriter] = [:]
+    /// Accounts whose users logged out (an unprotected key stays locked until `login`).
+    var loggedOut: Set<UInt32> = []
+    /// Card summaries of every author with a card, for the feed.
+    var cards: [PublicKey: Feed.Candidate] = [:]
+    var names: [PublicKey: String] = [:]
+    /// Unfinished photo uploads: token → (caller, bytes).
+    var uploads: [String: (caller: Caller, data: [UInt8])] = [:]
+    /// Subscriptions: connection → (uid, events).
+    var subscriptions: [UInt64: (uid: UInt32, events: Set<String>)] = [:]
+    /// Last pair summaries seen per local account, to turn replica changes into events.
+    var pairSnapshots: [PublicKey: [PublicKey: PairSummary]] = [:]
+
+    public init(config: NodeConfig, replica: Replica, nodeKeys: SigningKeyPair) {
+        self.config = config
+        self.replica = replica
+        self.nodeKeys = nodeKeys
+    }
+
+    /// Loads the local accounts (unlocking those without a passphrase) and the card index.
+    public func start() throws {
+        try queue.sync {
+            try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            for account in try replica.nodeAccounts() where !account.protected {
+                do {
+                    let keys = try KeyFile.read(from: config.keyPath(uid: account.uid))
+                    try unlock(uid: account.uid, keys: keys)
+                } catch {
+                    log("error", "account of uid \(account.uid) (\(account.account.shortID)…) stays locked: \(error)")
+                }
+            }
+            try rebuildCardIndex()
+        }
+    }
+
+    /// Runs one API request for `caller`.
+    public func handle(_ method: String, _ params: [String: JSON], caller: Caller) -> Result<JSON, RPCError> {
+        queue.sync {
+            do {
+                return .success(try dispatch(method, Params(params, method: method), caller))
+            } catch let e as RPCError {
+                return .failure(e)
+            } catch let e as StoreError {
+                log("error", "storage error in \(method): \(e)")
+                return .failure(RPCError(.storage, "the replica could not be written (\(e.message)); nothing was stored — check free disk space and the state directory"))
+            } catch {
+                log("error", "internal error in \(method): \(error)")
+                return .failure(RPCError(.internalError, "internal error: \(error)"))
+            }
+        }
+    }
+
+    /// Forgets a closed connection's uploads and subscriptions.
+    public func connectionClosed(_ connection: UInt64) {
+        queue.sync {
+            subscriptions[connection] = nil
+            uploads = uploads.filter { $0.value.caller.connection != connection }
+        }
+    }
+
+    /// Applies records that came from elsewhere (peers) and publishes the resulting events.
+    public func applyRemote(_ batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
+        let outcomes = try replica.apply(batch: batch)
+        queue.sync { afterApply(batch.compactMap { try? Record.decode($0) }) }
+        return outcomes
+    }
+
+    // MARK: Internals used by the methods (on `queue`)
+
+    func unlock(uid: UInt32, keys: SigningKeyPair) throws {
+        try replica.unlock(keys)
+        let last = try replica.versionVector()[keys.publicKey.key] ?? 0
+        writers[uid] = RecordWriter(keys: keys, lastSeq: last)
+        pairSnapshots[keys.publicKey.key] = Dictionary(uniqueKeysWithValues: try replica.pairSummaries(of: keys.publicKey.key).map { ($0.other, $0) })
+    }
+
+    func rebuildCardIndex() throws {
+        cards = [:]
+        names = [:]
+        for key in try replica.knownAuthors() { try refreshCard(key) }
+    }
+
+    func refreshCard(_ key: PublicKey) throws {
+        guard let state = try replica.card(of: key) else { return }
+        cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: state.card.courses ?? [],
+                                    updatedAt: state.updatedAt, nearby: false)
+        names[key] = state.card.name
+    }
+
+    /// Signs and applies one record of the caller's account; throws unless it was applied.
+    func write(_ uid: UInt32, _ make: (inout RecordWriter, UInt64) throws(RecordError) -> VerifiedRecord) throws {
+        guard var writer = writers[uid] else { throw try lockedError(uid) }
+        // Another node using the same account may have moved the sequence on.
+        let held = try replica.versionVector()[writer.author] ?? 0
+        if held > writer.lastSeq { writer = RecordWriter(keys: writer.keys, lastSeq: held) }
+        let record: VerifiedRecord
+        do { record = try make(&writer, config.now()) } catch {
+            throw RPCError(.invalidValue, error.message)
+        }
+        let outcome = try replica.apply(verified: [.success(record)])[0]
+        guard outcome == .applied else {
+            throw RPCError(.internalError, "the new record was not applied (\(outcome)); nothing was changed")
+        }
+        writers[uid] = writer
+        afterApply([record.record])
+    }
+
+    /// Updates the card index and publishes match/message/unmatch events after records applied.
+    func afterApply(_ records: [Record]) {
+        for r in records where r.type == .profile { try? refreshCard(r.author) }
+        guard records.contains(where: { $0.type != .profile }) else { return }
+        for (uid, writer) in writers {
+            let me = writer.author
+            guard let now = try? replica.pairSummaries(of: me) else { continue }
+            let before = pairSnapshots[me] ?? [:]
+            for s in now {
+                let old = before[s.other]
+                if s.matched && old?.matched != true {
+                    publish(uid, "match", RPCNotification(method: "event.match", params: ["id": .string(s.other.id), "name": names[s.other].map(JSON.string) ?? .null]))
+                }
+                if let by = s.unmatchedBy, old?.unmatchedBy == nil {
+                    publish(uid, "unmatch", RPCNotification(method: "event.unmatch", params: ["id": .string(s.other.id), "by": .string(by.id)]))
+                }
+                if s.messages > (old?.messages ?? 0), let view = try? replica.pairView(account: me, other: s.other) {
+                    for m in view.messages.suffix(s.messages - (old?.messages ?? 0)) {
+                        publish(uid, "message", RPCNotification(method: "event.message",
+                                                                params: ["with": .string(s.other.id), "message": messageJSON(m, me: me)]))
+                    }
+                }
+            }
+            pairSnapshots[me] = Dictionary(uniqueKeysWithValues: now.map { ($0.other, $0) })
+        }
+    }
+
+    func publish(_ uid: UInt32, _ event: String, _ notification: RPCNotification) {
+        for (connection, sub) in subscriptions where sub.uid == uid && sub.events.contains(event) {
+            deliver(connection, notification)
+        }
+    }
+
+    func lockedError(_ uid: UInt32) throws -> RPCError {
+        guard try replica.nodeAccount(uid: uid) != nil else { return noAccount() }
+        return RPCError(.locked, "your account is locked (passphrase-protected key, or you logged out); run `mentormate login`")
+    }
+
+    func noAccount() -> RPCError {
+        RPCError(.noAccount, "you have no account on this node; run `mentormate signup --email ADDR --name NAME --role student|tutor`")
+    }
+}

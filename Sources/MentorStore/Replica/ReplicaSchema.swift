@@ -76,6 +76,30 @@ enum ReplicaSchema {
                 PRIMARY KEY (account, other)
             ) WITHOUT ROWID;
             """)
+        m.register(2, "node-local accounts, passes and blobs", """
+            -- The accounts of this node's Unix users (never replicated).
+            CREATE TABLE node_accounts (
+                uid         INTEGER PRIMARY KEY,
+                account     BLOB NOT NULL UNIQUE CHECK (length(account) = 32),
+                email       TEXT NOT NULL,
+                protected   INTEGER NOT NULL,
+                created     INTEGER NOT NULL
+            );
+            -- Passes ("swipe left") stay on the account's own node.
+            CREATE TABLE passes (
+                account     BLOB NOT NULL,
+                target      BLOB NOT NULL,
+                at          INTEGER NOT NULL,
+                PRIMARY KEY (account, target)
+            ) WITHOUT ROWID;
+            -- Content-addressed blobs (photos): BLAKE2b-256 of the data.
+            CREATE TABLE blobs (
+                hash        BLOB PRIMARY KEY CHECK (length(hash) = 32),
+                format      INTEGER NOT NULL,
+                size        INTEGER NOT NULL,
+                data        BLOB NOT NULL
+            ) WITHOUT ROWID;
+            """)
         return m
     }
 }

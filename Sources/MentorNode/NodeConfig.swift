@@ -1,0 +1,48 @@
+import MentorCrypto
+
+/// What the node needs to know from the daemon's configuration.
+public struct NodeConfig: Sendable {
+    /// The state directory (replica, node key, account keys).
+    public var stateDirectory: String
+    /// Campus e-mail domains accepted at sign-up; empty accepts any address.
+    public var emailDomains: [String]
+    /// Cost of passphrase protection for account keys.
+    public var passphraseCost: Argon2id.Parameters
+    /// Milliseconds since the Unix epoch (injected for tests).
+    public var now: @Sendable () -> UInt64
+
+    public init(stateDirectory: String, emailDomains: [String] = [], passphraseCost: Argon2id.Parameters = .moderate,
+                now: @escaping @Sendable () -> UInt64) {
+        self.stateDirectory = stateDirectory
+        self.emailDomains = emailDomains
+        self.passphraseCost = passphraseCost
+        self.now = now
+    }
+
+    public var accountsDirectory: String { stateDirectory + "/accounts" }
+    public func keyPath(uid: UInt32) -> String { accountsDirectory + "/\(uid).key" }
+}
+
+/// Facts only the daemon knows, for `status` and `doctor`.
+public struct RuntimeInfo: Sendable {
+    public var socketPath: String
+    public var listen: (host: String, port: UInt16)?
+    public var discovery: String
+    public var peers: [PeerInfo]
+    public var startedAt: UInt64
+
+    public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64) {
+        self.socketPath = socketPath; self.listen = listen; self.discovery = discovery; self.peers = peers; self.startedAt = startedAt
+    }
+}
+
+public struct PeerInfo: Sendable {
+    public var node: String
+    public var address: String
+    public var via: String
+    public var since: UInt64
+
+    public init(node: String, address: String, via: String, since: UInt64) {
+        self.node = node; self.address = address; self.via = via; self.since = since
+    }
+}

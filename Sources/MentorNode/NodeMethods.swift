@@ -1,0 +1,456 @@
+import Foundation
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorStore
+
+extension Node {
+    func dispatch(_ method: String, _ p: Params, _ caller: Caller) throws -> JSON {
+        switch method {
+        case "account.signup": return try signup(p, caller)
+        case "account.login": return try login(p, caller)
+        case "account.logout": try p.allow([]); return try logout(caller)
+        case "account.whoami": try p.allow([]); return try accountInfo(caller.uid)
+        case "profile.show": return try profileShow(p, caller)
+        case "profile.set": return try profileSet(p, caller)
+        case "blob.put": return try blobPut(p, caller)
+        case "blob.get": return try blobGet(p, caller)
+        case "feed": return try feed(p, caller)
+        case "like": return try like(p, caller)
+        case "pass": return try pass(p, caller)
+        case "undo": return try undo(p, caller)
+        case "matches": try p.allow([]); return try matches(caller)
+        case "unmatch": return try unmatch(p, caller)
+        case "chat.send": return try chatSend(p, caller)
+        case "chat.history": return try chatHistory(p, caller)
+        case "subscribe": return try subscribe(p, caller)
+        case "peers": try p.allow([]); return peers()
+        case "status": try p.allow([]); return try status()
+        case "doctor": try p.allow([]); return try doctor()
+        default:
+            throw RPCError(.methodNotFound, "unknown method \"\(method)\"; see docs/API.md for the list")
+        }
+    }
+
+    // MARK: Account
+
+    func signup(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["email", "name", "role", "passphrase"])
+        let email = try p.string("email").trimmingCharacters(in: .whitespaces)
+        let name = try p.string("name").trimmingCharacters(in: .whitespaces)
+        let roleText = try p.string("role")
+        let passphrase = try p.optionalString("passphrase")
+        guard try replica.nodeAccount(uid: caller.uid) == nil else {
+            throw RPCError(.alreadyExists, "you already have an account on this node (one per user); see `mentormate whoami`")
+        }
+        guard let role = ProfileCard.Role(rawValue: roleText) else {
+            throw RPCError(.invalidValue, "role must be student or tutor, not \"\(roleText)\"")
+        }
+        try checkEmail(email)
+        guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
+        if let passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
+
+        let keys = SigningKeyPair.generate()
+        let path = config.keyPath(uid: caller.uid)
+        do {
+            try KeyFile.write(keys, to: path, passphrase: passphrase.map { Array($0.utf8) }, parameters: config.passphraseCost)
+        } catch {
+            throw RPCError(.internalError, "could not write the account key: \(error.message)")
+        }
+        do {
+            try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: keys.publicKey.key, email: email,
+                                                   protected: passphrase != nil, created: config.now()))
+            try unlock(uid: caller.uid, keys: keys)
+            try write(caller.uid) { w, now throws(RecordError) in try w.profile(ProfileCard(name: name, role: role), at: now) }
+        } catch {
+            // Leave nothing half-made: no row, no key.
+            writers[caller.uid] = nil
+            try? replica.removeNodeAccount(uid: caller.uid)
+            try? FileManager.default.removeItem(atPath: path)
+            throw error
+        }
+        log("info", "signup uid=\(caller.uid) account=\(keys.publicKey.key.shortID)")
+        return try accountInfo(caller.uid)
+    }
+
+    func checkEmail(_ email: String) throws {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !email.contains(where: \.isWhitespace) else {
+            throw RPCError(.invalidValue, "\"\(email)\" is not an e-mail address")
+        }
+        guard !config.emailDomains.isEmpty else { return }
+        let domain = parts[1].lowercased()
+        let allowed = config.emailDomains.map { $0.lowercased() }
+        guard allowed.contains(where: { domain == $0 || domain.hasSuffix("." + $0) }) else {
+            throw RPCError(.invalidValue, "sign-up needs an address at \(allowed.joined(separator: " or ")) (this node's email_domains); \(domain) is not one")
+        }
+    }
+
+    func login(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["passphrase"])
+        guard let account = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
+        loggedOut.remove(caller.uid)
+        if writers[caller.uid] == nil {
+            let passphrase = try p.optionalString("passphrase")
+            if account.protected && passphrase == nil {
+                throw RPCError(.wrongPassphrase, "your key is protected: give the passphrase (`mentormate login` asks for it)")
+            }
+            do {
+                let keys = try KeyFile.read(from: config.keyPath(uid: caller.uid),
+                                            passphrase: account.protected ? passphrase.map { Array($0.utf8) } : nil)
+                try unlock(uid: caller.uid, keys: keys)
+            } catch let e as CryptoError where e.code == .wrongPassphrase {
+                throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
+            } catch let e as CryptoError {
+                throw RPCError(.internalError, "could not read your account key: \(e.message)")
+            }
+        }
+        return try accountInfo(caller.uid)
+    }
+
+    func logout(_ caller: Caller) throws -> JSON {
+        guard let writer = writers[caller.uid] else {
+            guard try replica.nodeAccount(uid: caller.uid) != nil else { throw noAccount() }
+            return try accountInfo(caller.uid)
+        }
+        try replica.lock(writer.author)
+        writers[caller.uid] = nil
+        loggedOut.insert(caller.uid)
+        return try accountInfo(caller.uid)
+    }
+
+    func accountInfo(_ uid: UInt32) throws -> JSON {
+        guard let a = try replica.nodeAccount(uid: uid) else { throw noAccount() }
+        let card = try replica.card(of: a.account)
+        return ["id": .string(a.account.id), "name": card?.card.name.map(JSON.string) ?? .null,
+                "email": .string(a.email), "role": card?.card.role.map { .string($0.rawValue) } ?? .null,
+                "protected": .bool(a.protected), "unlocked": .bool(writers[uid] != nil)]
+    }
+
+    /// The caller's account key (whether or not it is unlocked).
+    func me(_ caller: Caller) throws -> PublicKey {
+        guard let a = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
+        return a.account
+    }
+
+    // MARK: Profile
+
+    func resolve(_ text: String) throws -> PublicKey {
+        let query: AccountID.Query
+        do { query = try AccountID.parse(text) } catch { throw RPCError(.invalidValue, error.description) }
+        switch AccountID.resolve(query, among: try replica.knownAuthors()) {
+        case .found(let k): return k
+        case .notFound:
+            throw RPCError(.notFound, "no account \(text) is known on this node (yet); check the ID, or wait until its node syncs")
+        case .ambiguous(let keys):
+            throw RPCError(.ambiguous, "\(text) matches \(keys.count) accounts; give more characters",
+                           data: ["matches": .array(keys.map { .string($0.id) })])
+        }
+    }
+
+    func profileShow(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id"])
+        let key = try p.optionalString("id").map(resolve) ?? me(caller)
+        guard let state = try replica.card(of: key) else {
+            throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
+        }
+        return cardJSON(state)
+    }
+
+    func profileSet(_ p: Params, _ caller: Caller) throws -> JSON {
+        let fields: Set<String> = ["name", "bio", "courses", "wage", "budget", "availability", "photo"]
+        try p.allow(fields)
+        guard p.values.keys.contains(where: fields.contains) else {
+            throw RPCError(.invalidParams, "profile.set needs at least one field to change (\(fields.sorted().joined(separator: ", ")))")
+        }
+        var card = ProfileCard()
+        card.name = try p.optionalString("name")
+        card.bio = try p.optionalString("bio")
+        card.availability = try p.optionalString("availability")
+        card.courses = try p.optionalStrings("courses").map { list in
+            var seen = Set<String>()
+            return list.map(ProfileCard.normalizeCourse).filter { !$0.isEmpty && seen.insert($0).inserted }
+        }
+        for (name, keyPath) in [("wage", \ProfileCard.wage), ("budget", \ProfileCard.budget)] {
+            if let v = try p.optionalInt(name) {
+                guard v >= 0 else { throw RPCError(.invalidValue, "\(name) must be 0 or more") }
+                card[keyPath: keyPath] = UInt64(v)
+            }
+        }
+        if p.has("photo") {
+            if let hex = try p.optionalString("photo") {
+                guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
+                    throw RPCError(.notFound, "no uploaded photo \(hex.prefix(16)); upload it first with blob.put (the client's --photo does)")
+                }
+                card.photo = .some(blob.ref)
+            } else {
+                card.photo = .some(nil)
+            }
+        }
+        let me = try me(caller)
+        try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, at: now) }
+        guard let state = try replica.card(of: me) else { throw RPCError(.internalError, "card missing after write") }
+        return cardJSON(state)
+    }
+
+    static let maxChunk = 512 * 1024
+
+    func blobPut(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["chunk", "upload", "done"])
+        _ = try me(caller)
+        guard let chunk = Data(base64Encoded: try p.string("chunk")) else {
+            throw RPCError(.invalidParams, "blob.put: \"chunk\" is not base64")
+        }
+        guard chunk.count <= Self.maxChunk else {
+            throw RPCError(.invalidValue, "a chunk may hold at most \(Self.maxChunk) bytes; send the file in several chunks")
+        }
+        let done = try p.bool("done")
+        var token = try p.optionalString("upload") ?? Hex.encode(SecureRandom.bytes(12))
+        if try p.optionalString("upload") != nil {
+            guard let up = uploads[token], up.caller == caller else {
+                throw RPCError(.notFound, "no upload \(token) on this connection; start again without \"upload\"")
+            }
+        } else {
+            uploads[token] = (caller, [])
+        }
+        uploads[token]?.data.append(contentsOf: chunk)
+        let size = uploads[token]?.data.count ?? 0
+        guard size <= Limits.maxPhotoBytes else {
+            uploads[token] = nil
+            throw RPCError(.invalidValue, "the photo is over \(Limits.maxPhotoBytes / (1024 * 1024)) MiB; choose a smaller picture")
+        }
+        guard done else { return ["upload": .string(token)] }
+        let data = uploads[token]?.data ?? []
+        uploads[token] = nil
+        token = ""
+        do {
+            let ref = try replica.putBlob(data)
+            return ["hash": .string(Hex.encode(ref.hash)), "size": .int(Int64(ref.size)), "type": .string(ref.format.mimeType)]
+        } catch {
+            if let s = error.storage { throw s }
+            throw RPCError(.invalidValue, error.message)
+        }
+    }
+
+    func blobGet(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["hash", "offset", "length"])
+        let hex = try p.string("hash")
+        guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
+            throw RPCError(.notFound, "no blob \(hex.prefix(16)) on this node")
+        }
+        let offset = Int(try p.optionalInt("offset") ?? 0)
+        let length = Int(try p.optionalInt("length") ?? Int64(Self.maxChunk))
+        guard offset >= 0, offset <= blob.data.count, length > 0, length <= Self.maxChunk else {
+            throw RPCError(.invalidParams, "offset must be 0...\(blob.data.count) and length 1...\(Self.maxChunk)")
+        }
+        let slice = blob.data[offset..<min(blob.data.count, offset + length)]
+        return ["data": .string(Data(slice).base64EncodedString()), "size": .int(Int64(blob.data.count)),
+                "type": .string(blob.ref.format.mimeType)]
+    }
+
+    // MARK: Feed, likes
+
+    func feed(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["course", "limit"])
+        let me = try me(caller)
+        let limit = Int(try p.optionalInt("limit") ?? 20)
+        guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "feed: limit must be 1...100") }
+        guard let mine = cards[me], let role = mine.role else {
+            throw RPCError(.notAllowed, "your card has no role yet; this should not happen after signup — check `mentormate profile show`")
+        }
+        var excluded: Set<PublicKey> = [me]
+        excluded.formUnion(try replica.passes(of: me))
+        for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
+        let course = try p.optionalString("course").map(ProfileCard.normalizeCourse)
+        let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values, course: course, limit: limit)
+        var out: [JSON] = []
+        for item in items {
+            guard let state = try replica.card(of: item.key), case .object(var o) = cardJSON(state) else { continue }
+            o["sharedCourses"] = .array(item.sharedCourses.map(JSON.string))
+            o["nearby"] = .bool(item.nearby)
+            out.append(.object(o))
+        }
+        return ["cards": .array(out)]
+    }
+
+    func target(_ p: Params, _ caller: Caller) throws -> (me: PublicKey, other: PublicKey) {
+        let me = try me(caller)
+        let other = try resolve(try p.string("id"))
+        guard other != me else { throw RPCError(.invalidValue, "that is your own account") }
+        return (me, other)
+    }
+
+    func like(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id"])
+        let (me, other) = try target(p, caller)
+        let view = try replica.pairView(account: me, other: other)
+        if view.unmatchedBy != nil { throw RPCError(.notAllowed, "this match was ended with unmatch, which is final") }
+        if !view.iLike {
+            guard cards[other] != nil else { throw RPCError(.notFound, "\(other.shortID)… has no card on this node yet") }
+            _ = try replica.removePass(account: me, target: other)
+            try write(caller.uid) { w, now throws(RecordError) in try w.like(other, at: now) }
+        }
+        let after = try replica.pairView(account: me, other: other)
+        return ["id": .string(other.id), "matched": .bool(after.matched)]
+    }
+
+    func pass(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id"])
+        let (me, other) = try target(p, caller)
+        let view = try replica.pairView(account: me, other: other)
+        if view.matched { throw RPCError(.notAllowed, "you are matched with \(other.shortID)…; use `mentormate unmatch` to end it") }
+        if view.iLike { throw RPCError(.notAllowed, "you liked \(other.shortID)…; run `mentormate undo \(other.shortID)` first") }
+        try replica.setPass(account: me, target: other, at: config.now())
+        return ["id": .string(other.id)]
+    }
+
+    func undo(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id"])
+        let (me, other) = try target(p, caller)
+        if try replica.removePass(account: me, target: other) { return ["id": .string(other.id), "undone": "pass"] }
+        let view = try replica.pairView(account: me, other: other)
+        if view.matched { throw RPCError(.notAllowed, "you are matched; use `mentormate unmatch` to end it") }
+        guard view.iLike else { throw RPCError(.notAllowed, "there is no like or pass of \(other.shortID)… to undo") }
+        try write(caller.uid) { w, now throws(RecordError) in try w.like(other, liked: false, at: now) }
+        return ["id": .string(other.id), "undone": "like"]
+    }
+
+    func matches(_ caller: Caller) throws -> JSON {
+        let me = try me(caller)
+        var out: [JSON] = []
+        for s in try replica.pairSummaries(of: me).filter(\.matched).sorted(by: { $0.other < $1.other }) {
+            let view = try replica.pairView(account: me, other: s.other)
+            out.append(["id": .string(s.other.id), "name": names[s.other].map(JSON.string) ?? .null,
+                        "messages": .int(Int64(view.messages.count)),
+                        "lastMessage": view.messages.last.map { messageJSON($0, me: me) } ?? .null])
+        }
+        return ["matches": .array(out)]
+    }
+
+    func unmatch(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id"])
+        let (me, other) = try target(p, caller)
+        guard try replica.pairView(account: me, other: other).matched else {
+            throw RPCError(.notAllowed, "you are not matched with \(other.shortID)…")
+        }
+        let seen = try replica.versionVector()[other] ?? 0
+        try write(caller.uid) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, at: now) }
+        return ["id": .string(other.id)]
+    }
+
+    // MARK: Chat
+
+    func chatSend(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id", "text"])
+        let (me, other) = try target(p, caller)
+        let text = try p.string("text")
+        guard !text.isEmpty, text.utf8.count <= ChatPayload.maxTextBytes else {
+            throw RPCError(.invalidValue, "a message is 1 to \(ChatPayload.maxTextBytes) bytes; this one is \(text.utf8.count)")
+        }
+        let view = try replica.pairView(account: me, other: other)
+        if view.unmatchedBy != nil { throw RPCError(.notAllowed, "this conversation was ended with unmatch") }
+        guard view.matched else { throw RPCError(.notAllowed, "you can chat only after you both liked each other") }
+        let seen = try replica.versionVector()[other] ?? 0
+        try write(caller.uid) { w, now throws(RecordError) in try w.chat(to: other, peerSeq: seen, text: text, at: now) }
+        let after = try replica.pairView(account: me, other: other)
+        guard let sent = after.messages.last(where: { $0.author == me }) else { throw RPCError(.internalError, "message missing after write") }
+        return messageJSON(sent, me: me)
+    }
+
+    func chatHistory(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["id", "limit"])
+        let (me, other) = try target(p, caller)
+        let limit = Int(try p.optionalInt("limit") ?? 50)
+        guard limit >= 1 else { throw RPCError(.invalidParams, "chat.history: limit must be at least 1") }
+        let view = try replica.pairView(account: me, other: other)
+        return ["messages": .array(view.messages.suffix(limit).map { messageJSON($0, me: me) }),
+                "matched": .bool(view.matched), "unmatchedBy": view.unmatchedBy.map { .string($0.id) } ?? .null]
+    }
+
+    func subscribe(_ p: Params, _ caller: Caller) throws -> JSON {
+        try p.allow(["events"])
+        let known: Set<String> = ["match", "message", "unmatch", "peer", "sync"]
+        let events = try p.optionalStrings("events") ?? Array(known)
+        if let bad = events.first(where: { !known.contains($0) }) {
+            throw RPCError(.invalidParams, "unknown event \"\(bad)\"; events are \(known.sorted().joined(separator: ", "))")
+        }
+        _ = try me(caller)
+        subscriptions[caller.connection] = (caller.uid, Set(events))
+        return ["events": .array(Set(events).sorted().map(JSON.string))]
+    }
+
+    // MARK: Node
+
+    func peers() -> JSON {
+        ["peers": .array(runtimeInfo().peers.map(peerJSON))]
+    }
+
+    func status() throws -> JSON {
+        let info = runtimeInfo()
+        let counts = try replica.counts()
+        let accounts = try replica.nodeAccounts().count
+        var problems: [String] = []
+        if counts.pending > 0 { problems.append("\(counts.pending) records wait for missing predecessors") }
+        if info.discovery == "unavailable" { problems.append("mDNS discovery is unavailable (is avahi-daemon running?)") }
+        return [
+            "node": .string(nodeKeys.publicKey.key.id), "version": .string(MentorMateVersion.string),
+            "listen": info.listen.map { ["host": .string($0.host), "port": .int(Int64($0.port))] } ?? .null,
+            "socket": .string(info.socketPath), "stateDir": .string(config.stateDirectory),
+            "records": .int(Int64(counts.records)), "authors": .int(Int64(counts.authors)),
+            "pending": .int(Int64(counts.pending)), "accounts": .int(Int64(accounts)),
+            "peers": .int(Int64(info.peers.count)), "discovery": .string(info.discovery),
+            "uptime": .int(Int64((config.now() - min(config.now(), info.startedAt)) / 1000)),
+            "health": .string(problems.isEmpty ? "ok" : "degraded"), "problems": .array(problems.map(JSON.string)),
+        ]
+    }
+}
+
+// MARK: JSON shapes (docs/API.md)
+
+func cardJSON(_ s: CardState) -> JSON {
+    let c = s.card
+    var conflicts: [String: JSON] = [:]
+    for (field, values) in s.conflicts {
+        conflicts[field.description] = .array(values.map { fieldValueJSON(field, $0) })
+    }
+    let photo: JSON
+    if case .some(.some(let ref)) = c.photo {
+        photo = ["hash": .string(Hex.encode(ref.hash)), "size": .int(Int64(ref.size)), "type": .string(ref.format.mimeType)]
+    } else {
+        photo = .null
+    }
+    return [
+        "id": .string(s.author.id), "name": c.name.map(JSON.string) ?? .null,
+        "role": c.role.map { .string($0.rawValue) } ?? .null, "bio": c.bio.map(JSON.string) ?? .null,
+        "courses": .array((c.courses ?? []).map(JSON.string)),
+        "wage": c.wage.map { .int(Int64(clamping: $0)) } ?? .null, "budget": c.budget.map { .int(Int64(clamping: $0)) } ?? .null,
+        "availability": c.availability.map(JSON.string) ?? .null, "photo": photo,
+        "conflicts": .object(conflicts), "forked": .bool(s.forked), "updatedAt": .int(Int64(clamping: s.updatedAt)),
+    ]
+}
+
+/// A losing register value, shown in the field's own type.
+func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
+    guard let card = try? ProfileCard(fieldValues: [(field.rawValue, value)]) else { return .null }
+    switch field {
+    case .name: return card.name.map(JSON.string) ?? .null
+    case .role: return card.role.map { .string($0.rawValue) } ?? .null
+    case .bio: return card.bio.map(JSON.string) ?? .null
+    case .courses: return .array((card.courses ?? []).map(JSON.string))
+    case .wage: return card.wage.map { .int(Int64(clamping: $0)) } ?? .null
+    case .budget: return card.budget.map { .int(Int64(clamping: $0)) } ?? .null
+    case .availability: return card.availability.map(JSON.string) ?? .null
+    case .photo:
+        if case .some(.some(let ref)) = card.photo { return .string(Hex.encode(ref.hash)) }
+        return .null
+    }
+}
+
+func messageJSON(_ m: PairView.Message, me: PublicKey) -> JSON {
+    ["id": .string(Hex.encode(m.recordID)), "from": .string(m.author.id), "text": .string(m.text),
+     "sentAt": .int(Int64(clamping: m.timestamp)), "mine": .bool(m.author == me)]
+}
+
+func peerJSON(_ p: PeerInfo) -> JSON {
+    ["node": .string(p.node), "address": .string(p.address), "via": .string(p.via), "since": .int(Int64(clamping: p.since))]
+}
