@@ -1,1 +1,182 @@
+import Foundation
 import Testing
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorStore
+@testable import MentorNode
+
+/// A node on a temp state directory with a fixed clock; callers are fake Unix users.
+final class TestNode {
+    let dir: String
+    let node: Node
+    let events = EventLog()
+
+    init(domains: [String] = []) throws {
+        dir = NSTemporaryDirectory() + "mm-node-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let clock = TestClock()
+        var settings = Replica.Settings()
+        settings.now = { clock.tick() }
+        let replica = try Replica(path: dir + "/replica.db", settings: settings)
+        let config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
+        node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate())
+        let log = events
+        node.deliver = { connection, n in log.append(connection, n) }
+        try node.start()
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: dir) }
+
+    @discardableResult
+    func call(_ uid: UInt32, _ method: String, _ params: [String: JSON] = [:], connection: UInt64 = 1) throws(RPCError) -> JSON {
+        try node.handle(method, params, caller: Caller(uid: uid, connection: connection)).get()
+    }
+
+    func error(_ uid: UInt32, _ method: String, _ params: [String: JSON] = [:]) -> RPCError? {
+        if case .failure(let e) = node.handle(method, params, caller: Caller(uid: uid, connection: 1)) { return e }
+        return nil
+    }
+}
+
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var t: UInt64 = 1_800_000_000_000
+    func tick() -> UInt64 { lock.lock(); defer { lock.unlock() }; t += 1000; return t }
+}
+
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [(UInt64, RPCNotification)] = []
+    func append(_ c: UInt64, _ n: RPCNotification) { lock.lock(); items.append((c, n)); lock.unlock() }
+    var all: [(UInt64, RPCNotification)] { lock.lock(); defer { lock.unlock() }; return items }
+}
+
+@Suite struct NodeTests {
+    let ana: UInt32 = 1001, ben: UInt32 = 1002, cy: UInt32 = 1003
+
+    func signup(_ t: TestNode, _ uid: UInt32, _ name: String, _ role: String, courses: [String]) throws -> String {
+        let info = try t.call(uid, "account.signup", ["email": .string("\(name.lowercased())@uni.edu"), "name": .string(name), "role": .string(role)])
+        try t.call(uid, "profile.set", ["courses": .array(courses.map(JSON.string))])
+        return info["id"]?.stringValue ?? ""
+    }
+
+    @Test func signupCreatesOneAccountPerUserWithA0600KeyAndACard() throws {
+        let t = try TestNode()
+        let info = try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        #expect(info["id"]?.stringValue?.hasPrefix("mm1") == true)
+        #expect(info["unlocked"] == true && info["protected"] == false)
+        let mode = try FileManager.default.attributesOfItem(atPath: t.dir + "/accounts/\(ana).key")[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        #expect(t.error(ana, "account.signup", ["email": "a2@uni.edu", "name": "Ana", "role": "student"])?.code == -32003)
+        #expect(try t.call(ana, "account.whoami")["name"] == "Ana")
+        #expect(t.error(ben, "account.whoami")?.code == -32001)
+    }
+
+    @Test func emailDomainsAreEnforcedAndNothingIsLeftBehindOnRefusal() throws {
+        let t = try TestNode(domains: ["uni.edu"])
+        let e = t.error(ana, "account.signup", ["email": "ana@gmail.com", "name": "Ana", "role": "student"])
+        #expect(e?.code == -32007 && e?.message.contains("uni.edu") == true)
+        #expect(!FileManager.default.fileExists(atPath: t.dir + "/accounts/\(ana).key"))
+        #expect(try t.call(ana, "account.signup", ["email": "ana@cs.uni.edu", "name": "Ana", "role": "student"])["id"] != nil)
+        #expect(t.error(ben, "account.signup", ["email": "not-an-address", "name": "B", "role": "tutor"])?.code == -32007)
+        #expect(t.error(ben, "account.signup", ["email": "b@uni.edu", "name": "B", "role": "wizard"])?.code == -32007)
+        #expect(t.error(ben, "account.signup", ["email": "b@uni.edu", "name": "B", "role": "tutor", "nmae": "x"])?.code == -32602)
+    }
+
+    @Test func passphraseAccountLocksOnLogoutAndUnlocksOnlyWithTheRightPassphrase() throws {
+        let t = try TestNode()
+        try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "correct horse"])
+        #expect(try t.call(ana, "account.whoami")["protected"] == true)
+        try t.call(ana, "account.logout")
+        #expect(t.error(ana, "profile.set", ["bio": "x"])?.code == -32002)
+        #expect(t.error(ana, "account.login", ["passphrase": "wrong"])?.code == -32009)
+        #expect(t.error(ana, "account.login")?.code == -32009)
+        #expect(try t.call(ana, "account.login", ["passphrase": "correct horse"])["unlocked"] == true)
+        #expect(try t.call(ana, "profile.set", ["bio": "back"])["bio"] == "back")
+    }
+
+    @Test func profileSetNormalizesCoursesRefusesOverLimitValuesAndStoresPhotos() throws {
+        let t = try TestNode()
+        _ = try signup(t, ana, "Ana", "student", courses: [])
+        let card = try t.call(ana, "profile.set", ["courses": ["cs  490", "CS 490", "math 221"], "budget": 20])
+        #expect(card["courses"] == ["CS 490", "MATH 221"] && card["budget"] == 20)
+        #expect(t.error(ana, "profile.set", ["bio": .string(String(repeating: "x", count: 3000))])?.code == -32007)
+        #expect(t.error(ana, "profile.set", [:])?.code == -32602)
+        #expect(t.error(ana, "profile.set", ["wage": "lots"])?.code == -32602)
+        // A PNG in two chunks.
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 1000)
+        let first = try t.call(ana, "blob.put", ["chunk": .string(Data(png.prefix(500)).base64EncodedString()), "done": false])
+        let done = try t.call(ana, "blob.put", ["chunk": .string(Data(png.dropFirst(500)).base64EncodedString()),
+                                                "upload": first["upload"] ?? .null, "done": true])
+        #expect(done["type"] == "image/png" && done["size"] == 1008)
+        let withPhoto = try t.call(ana, "profile.set", ["photo": done["hash"] ?? .null])
+        #expect(withPhoto["photo"]?["hash"] == done["hash"])
+        let back = try t.call(ana, "blob.get", ["hash": done["hash"] ?? .null])
+        #expect(Data(base64Encoded: back["data"]?.stringValue ?? "") == Data(png))
+        // Not an image: refused by content.
+        #expect(t.error(ana, "blob.put", ["chunk": .string(Data("<svg/>".utf8).base64EncodedString()), "done": true])?.code == -32007)
+        #expect(try t.call(ana, "profile.set", ["photo": .null])["photo"] == .null)
+    }
+
+    @Test func theStoryOnOneNodeFeedLikeMatchChatUnmatch() throws {
+        let t = try TestNode()
+        let anaID = try signup(t, ana, "Ana", "student", courses: ["CS 490"])
+        let benID = try signup(t, ben, "Ben", "tutor", courses: ["CS 490", "MATH 221"])
+        _ = try signup(t, cy, "Cy", "tutor", courses: ["ART 100"])
+        try t.call(ana, "subscribe", ["events": ["match", "message", "unmatch"]], connection: 10)
+        try t.call(ben, "subscribe", ["events": ["match", "message", "unmatch"]], connection: 20)
+
+        let feed = try t.call(ana, "feed")["cards"]?.arrayValue ?? []
+        #expect(feed.first?["id"]?.stringValue == benID)              // shared course ranks first
+        #expect(feed.first?["sharedCourses"] == ["CS 490"])
+        #expect(try t.call(ana, "feed", ["course": "cs 490"])["cards"]?.arrayValue?.count == 1)
+        #expect(t.error(ana, "chat.send", ["id": .string(benID), "text": "hi"])?.code == -32006)
+
+        #expect(try t.call(ana, "like", ["id": .string(String(benID.prefix(12)))])["matched"] == false)
+        #expect(try t.call(ben, "like", ["id": .string(anaID)])["matched"] == true)
+        #expect(t.events.all.filter { $0.1.method == "event.match" }.map(\.0).sorted() == [10, 20])
+        #expect(try t.call(ana, "feed")["cards"]?.arrayValue?.contains { $0["id"]?.stringValue == benID } == false)
+
+        let sent = try t.call(ana, "chat.send", ["id": .string(benID), "text": "Can we meet Tuesday?"])
+        #expect(sent["mine"] == true)
+        try t.call(ben, "chat.send", ["id": .string(anaID), "text": "Yes, 3pm"])
+        let history = try t.call(ben, "chat.history", ["id": .string(anaID)])["messages"]?.arrayValue ?? []
+        #expect(history.map { $0["text"]?.stringValue } == ["Can we meet Tuesday?", "Yes, 3pm"])
+        #expect(t.events.all.contains { $0.0 == 20 && $0.1.method == "event.message" && $0.1.params["message"]?["text"] == "Can we meet Tuesday?" })
+        #expect(try t.call(ana, "matches")["matches"]?.arrayValue?.first?["messages"] == 2)
+
+        try t.call(ben, "unmatch", ["id": .string(anaID)])
+        #expect(t.events.all.contains { $0.0 == 10 && $0.1.method == "event.unmatch" })
+        #expect(t.error(ana, "chat.send", ["id": .string(benID), "text": "hello?"])?.code == -32006)
+        #expect(try t.call(ana, "matches")["matches"]?.arrayValue?.isEmpty == true)
+    }
+
+    @Test func passAndUndoStayLocalAndUndoTakesBackALike() throws {
+        let t = try TestNode()
+        _ = try signup(t, ana, "Ana", "student", courses: ["CS 490"])
+        let benID = try signup(t, ben, "Ben", "tutor", courses: ["CS 490"])
+        let records = try t.node.replica.counts().records
+        try t.call(ana, "pass", ["id": .string(benID)])
+        #expect(try t.node.replica.counts().records == records)           // no record for a pass
+        #expect(try t.call(ana, "feed")["cards"]?.arrayValue?.isEmpty == true)
+        #expect(try t.call(ana, "undo", ["id": .string(benID)])["undone"] == "pass")
+        try t.call(ana, "like", ["id": .string(benID)])
+        #expect(try t.call(ana, "undo", ["id": .string(benID)])["undone"] == "like")
+        #expect(try t.call(ana, "feed")["cards"]?.arrayValue?.count == 1)
+        #expect(t.error(ana, "undo", ["id": .string(benID)])?.code == -32006)
+    }
+
+    @Test func idsAreResolvedByPrefixAndBadOnesAreExplained() throws {
+        let t = try TestNode()
+        _ = try signup(t, ana, "Ana", "student", courses: [])
+        let benID = try signup(t, ben, "Ben", "tutor", courses: [])
+        #expect(try t.call(ana, "profile.show", ["id": .string(String(benID.prefix(10)))])["name"] == "Ben")
+        #expect(t.error(ana, "profile.show", ["id": "mm1qq"])?.code == -32007)       // too short
+        var typo = Array(benID); typo[20] = typo[20] == "q" ? "p" : "q"
+        #expect(t.error(ana, "profile.show", ["id": .string(String(typo))])?.code == -32007)
+        #expect(t.error(ana, "like", ["id": .string(try t.call(ana, "account.whoami")["id"]?.stringValue ?? "")])?.code == -32007)
+        #expect(t.error(ana, "no.such.method")?.code == -32601)
+    }
+
+}
