@@ -1,0 +1,123 @@
+import Foundation
+import MentorAPI
+
+/// The daemon's settings: defaults, then the config file, then the command-line flags (flags
+/// win). Documented key by key in docs/OPERATIONS.md.
+public struct DaemonConfiguration: Sendable, Equatable {
+    public enum LogLevel: String, Sendable, CaseIterable, Comparable {
+        case debug, info, notice, warning, error
+        var rank: Int { Self.allCases.firstIndex(of: self) ?? 0 }
+        public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
+    }
+
+    public var stateDirectory: String
+    public var socketPath: String
+    public var listen: String = "0.0.0.0:0"
+    public var peers: [String] = []
+    public var mdns: Bool = true
+    public var networkKeyFile: String?
+    public var logLevel: LogLevel = .info
+    public var emailDomains: [String] = []
+    /// Set by the config file only when the file named it (so flags can tell what to override).
+    public var configFile: String?
+
+    /// Defaults for user mode (XDG directories) or system mode (/var/lib, /run).
+    public static func defaults(systemMode: Bool, environment: [String: String]) -> DaemonConfiguration {
+        let state: String
+        if systemMode {
+            state = environment["STATE_DIRECTORY"].flatMap { $0.split(separator: ":").first.map(String.init) } ?? "/var/lib/mentormate"
+        } else if let x = environment["XDG_STATE_HOME"], !x.isEmpty {
+            state = x + "/mentormate"
+        } else {
+            state = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state/mentormate"
+        }
+        return DaemonConfiguration(stateDirectory: state,
+                                   socketPath: SocketPath.resolve(flag: nil, environment: environment, systemMode: systemMode))
+    }
+
+    public struct FileError: Error, Equatable, Sendable, CustomStringConvertible {
+        public var path: String
+        public var line: Int
+        public var message: String
+        public var description: String { line > 0 ? "\(path):\(line): \(message)" : "\(path): \(message)" }
+    }
+
+    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains"]
+
+    /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
+    public mutating func apply(file text: String, path: String) throws(FileError) {
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.isEmpty { continue }
+            guard let eq = trimmed.firstIndex(of: "=") else {
+                throw FileError(path: path, line: index + 1, message: "expected `key = value`, got \"\(trimmed)\"")
+            }
+            let key = trimmed[..<eq].trimmingCharacters(in: .whitespaces)
+            var value = trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)
+            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") { value = String(value.dropFirst().dropLast()) }
+            do {
+                try set(key, value)
+            } catch {
+                throw FileError(path: path, line: index + 1, message: error.message)
+            }
+        }
+        configFile = path
+    }
+
+    public struct ValueError: Error, Sendable { public var message: String }
+
+    /// Sets one setting by its config-file key (flags use the same checks).
+    public mutating func set(_ key: String, _ value: String) throws(ValueError) {
+        switch key {
+        case "state_dir": stateDirectory = try nonEmpty(key, value)
+        case "socket": socketPath = try nonEmpty(key, value)
+        case "listen": listen = try Self.checkAddress(key, value)
+        case "peer": peers.append(try Self.checkAddress(key, value))
+        case "peers":
+            for part in value.split(separator: ",") { peers.append(try Self.checkAddress(key, part.trimmingCharacters(in: .whitespaces))) }
+        case "mdns":
+            switch value.lowercased() {
+            case "true", "yes", "on", "1": mdns = true
+            case "false", "no", "off", "0": mdns = false
+            default: throw ValueError(message: "mdns must be true or false, not \"\(value)\"")
+            }
+        case "network_key_file": networkKeyFile = try nonEmpty(key, value)
+        case "log_level":
+            guard let l = LogLevel(rawValue: value.lowercased()) else {
+                throw ValueError(message: "log_level must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
+            }
+            logLevel = l
+        case "email_domains":
+            emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+            if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {
+                throw ValueError(message: "email_domains: \"\(bad)\" is not a domain like uni.edu")
+            }
+        default:
+            throw ValueError(message: "unknown setting \"\(key)\"; known settings: \(Self.keys.joined(separator: ", "))")
+        }
+    }
+
+    private func nonEmpty(_ key: String, _ value: String) throws(ValueError) -> String {
+        guard !value.isEmpty else { throw ValueError(message: "\(key) is empty") }
+        return value
+    }
+
+    /// HOST:PORT, with [v6]:PORT; port 0...65535.
+    public static func checkAddress(_ key: String, _ value: String) throws(ValueError) -> String {
+        guard splitAddress(value) != nil else {
+            throw ValueError(message: "\(key) must be HOST:PORT (e.g. 0.0.0.0:4711 or [::1]:4711), not \"\(value)\"")
+        }
+        return value
+    }
+
+    public static func splitAddress(_ value: String) -> (host: String, port: UInt16)? {
+        guard let colon = value.lastIndex(of: ":") else { return nil }
+        var host = String(value[..<colon])
+        guard let port = UInt16(value[value.index(after: colon)...]) else { return nil }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        return (host, port)
+    }
+}
+
