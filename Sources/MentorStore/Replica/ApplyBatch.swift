@@ -16,11 +16,26 @@ struct ApplyBatch {
     }
     /// Authors touched by this batch; written back in `finish()`.
     private var authors: [PublicKey: AuthorState] = [:]
+    /// For each author (by id) touched by this batch, a bound no seq in `records` of that author
+    /// exceeds: a record past it cannot be a stored duplicate, so its lookup is skipped.
+    private var recordSeqBound: [Int64: UInt64] = [:]
     private var pendingCount: Int?
+    /// Whether `pending` has rows, when known and `pendingCount` is not: false lets a batch skip
+    /// the hold-back lookups (the usual case, a sync delivering each author's records in order).
+    private var pendingHasRows: Bool?
+    /// The statements run for every record, by the address of their SQL literal: looking them up
+    /// in the connection's cache by text hashed the whole SQL string on every use.
+    private let statements = StatementsByLiteral()
     /// Pairs whose view must be recomputed at the end of the batch.
     private var dirtyPairs: Set<PairKey> = []
+    /// The entries of each card register this batch has read or written, exactly as a SELECT
+    /// of `card_entries` would return them now, so a register written again in the same batch
+    /// is not read back and its clocks not decoded again. Emptied when card entries change
+    /// anywhere else (`unstore`, `rebuildCard`).
+    private var cardRegisters: [CardRegister: [RegisterEntry<[UInt8]>]] = [:]
 
     struct PairKey: Hashable { var account: PublicKey; var other: PublicKey }
+    struct CardRegister: Hashable { var author: Int64; var field: UInt8 }
 
     init(db: Database, settings: Replica.Settings, openers: [PublicKey: SealedOpener]) {
         self.db = db
@@ -33,9 +48,16 @@ struct ApplyBatch {
     mutating func apply(_ v: VerifiedRecord) throws(StoreError) -> ApplyOutcome {
         let r = v.record
         var author = try state(of: r.author)
-        let inRecords = try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id)
-        let inPending = try exists("SELECT 1 FROM pending WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id)
-        if inRecords || inPending { return .duplicate }
+        // Each lookup runs only where the record could be: not past the author's highest stored
+        // seq, not while `pending` is known to be empty.
+        if r.seq <= recordSeqBound[author.id, default: .max],
+           try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
+            return .duplicate
+        }
+        if try pendingMayHaveRows(),
+           try exists("SELECT 1 FROM pending WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
+            return .duplicate
+        }
         if r.seq <= author.contiguous {
             return try applyVariant(v, author: &author)
         }
@@ -56,7 +78,7 @@ struct ApplyBatch {
             return .refused(RecordError(.pendingFull,
                 "\(pending) records are already waiting for missing predecessors; try again after syncing"))
         }
-        try db.cachedStatement("INSERT INTO pending(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
+        try statement("INSERT INTO pending(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
             .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
         pendingCount = pending + 1
         return .held
@@ -92,9 +114,9 @@ struct ApplyBatch {
     }
 
     private mutating func releasePending(of key: PublicKey) throws(StoreError) {
-        guard var author = authors[key] else { return }
-        let select = try db.cachedStatement("SELECT id, bytes FROM pending WHERE author = ? AND seq = ? ORDER BY id")
-        let delete = try db.cachedStatement("DELETE FROM pending WHERE author = ? AND seq = ?")
+        guard var author = authors[key], try pendingMayHaveRows() else { return }
+        let select = try statement("SELECT id, bytes FROM pending WHERE author = ? AND seq = ? ORDER BY id")
+        let delete = try statement("DELETE FROM pending WHERE author = ? AND seq = ?")
         while true {
             let next = author.contiguous + 1
             let rows = try select.query([.integer(author.id), .integer(Int64(next))])
@@ -120,9 +142,10 @@ struct ApplyBatch {
 
     private mutating func store(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
         let r = v.record
-        try db.cachedStatement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
+        try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
             .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
                   .integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
+        if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
         guard let schema = RecordSchemas.schema(for: r.type) else { return }
         switch schema.publicMerge {
         case .fieldRegisters:
@@ -135,6 +158,7 @@ struct ApplyBatch {
     /// Removes a record that lost its place among an (author, seq)'s variants, and rebuilds
     /// what it had touched from the records that remain.
     private mutating func unstore(recordID: [UInt8], author: PublicKey, authorID: Int64, seq: UInt64) throws(StoreError) {
+        cardRegisters.removeAll()
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
         try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(authorID), .blob(recordID)])
@@ -147,29 +171,60 @@ struct ApplyBatch {
         try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(recordID)])
     }
 
-    private func mergeCardFields(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
+    private mutating func mergeCardFields(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
         let fields: FieldList
-        do { fields = try FieldList.decode(v.record.body, known: Set(ProfileCard.Field.allCases.map(\.rawValue)), what: "profile") }
+        do { fields = try FieldList.decode(v.record.body, known: Self.cardFieldTags, what: "profile") }
         catch { return } // cannot happen: the body was validated when decoded
         let clock = v.record.effectiveClock
-        let select = try db.cachedStatement(
+        let clockBytes = clock.encoded
+        let select = try statement(
             "SELECT record_id, clock, timestamp, value FROM card_entries WHERE author = ? AND field = ?")
-        let delete = try db.cachedStatement("DELETE FROM card_entries WHERE author = ? AND field = ? AND record_id = ?")
-        let insert = try db.cachedStatement(
+        let delete = try statement("DELETE FROM card_entries WHERE author = ? AND field = ? AND record_id = ?")
+        let insert = try statement(
             "INSERT INTO card_entries(author, field, record_id, clock, timestamp, value) VALUES (?, ?, ?, ?, ?, ?)")
+        let replace = try statement("""
+            UPDATE card_entries SET record_id = ?, clock = ?, timestamp = ?, value = ?
+            WHERE author = ? AND field = ? AND record_id = ?
+            """)
         for (tag, value) in fields.fields {
-            let current = try select.query([.integer(authorID), .integer(Int64(tag))]).compactMap(Self.registerEntry)
+            let register = CardRegister(author: authorID, field: tag)
+            let current: [RegisterEntry<[UInt8]>]
+            if let known = cardRegisters[register] {
+                current = known
+            } else {
+                current = try select.query([.integer(authorID), .integer(Int64(tag))]).compactMap(Self.registerEntry)
+            }
             let new = RegisterEntry(clock: clock, timestamp: v.record.timestamp, recordID: v.id, value: value)
-            guard let merged = MVRegister.merge(current, new) else { continue }
-            for e in current where !merged.contains(where: { $0.recordID == e.recordID }) {
+            guard let merged = MVRegister.merge(current, new) else {
+                cardRegisters[register] = current
+                continue
+            }
+            var superseded = current.filter { e in !merged.contains(where: { $0.recordID == e.recordID }) }
+            if merged.contains(where: { $0.recordID == v.id }) {
+                let stored: [SQLValue] = [.blob(v.id), .blob(clockBytes), .integer(Int64(clamping: v.record.timestamp)), .blob(value)]
+                if let replaced = superseded.popLast() {
+                    // One statement where the usual case (a newer write replaces the register's
+                    // only entry) would take a DELETE and an INSERT; the rows end up the same.
+                    try replace.run(stored + [.integer(authorID), .integer(Int64(tag)), .blob(replaced.recordID)])
+                } else {
+                    try insert.run([.integer(authorID), .integer(Int64(tag))] + stored)
+                }
+            }
+            for e in superseded {
                 try delete.run([.integer(authorID), .integer(Int64(tag)), .blob(e.recordID)])
             }
-            if merged.contains(where: { $0.recordID == v.id }) {
-                try insert.run([.integer(authorID), .integer(Int64(tag)), .blob(v.id), .blob(clock.encoded),
-                                .integer(Int64(clamping: v.record.timestamp)), .blob(value)])
+            // What the table now holds for the register; the new entry as it reads back (its
+            // timestamp clamped to the column's range).
+            cardRegisters[register] = merged.map { e in
+                guard e.recordID == v.id else { return e }
+                var stored = e
+                stored.timestamp = UInt64(Int64(clamping: e.timestamp))
+                return stored
             }
         }
     }
+
+    private static let cardFieldTags = Set(ProfileCard.Field.allCases.map(\.rawValue))
 
     static func registerEntry(_ row: Row) -> RegisterEntry<[UInt8]>? {
         guard let id = row.blob(0), let clockBytes = row.blob(1), let ts = row.int64(2), let value = row.blob(3) else { return nil }
@@ -179,7 +234,8 @@ struct ApplyBatch {
     }
 
     /// Recomputes an author's card registers from all its held card records.
-    private func rebuildCard(authorID: Int64) throws(StoreError) {
+    private mutating func rebuildCard(authorID: Int64) throws(StoreError) {
+        cardRegisters.removeAll()
         try db.execute("DELETE FROM card_entries WHERE author = ?", [.integer(authorID)])
         let rows = try db.query("SELECT bytes FROM records WHERE author = ? AND type = ? ORDER BY seq, id",
                                 [.integer(authorID), .integer(Int64(RecordType.profile.rawValue))])
@@ -250,20 +306,38 @@ struct ApplyBatch {
 
     private mutating func state(of key: PublicKey) throws(StoreError) -> AuthorState {
         if let s = authors[key] { return s }
-        let select = try db.cachedStatement("SELECT id, contiguous, forked FROM authors WHERE key = ?")
+        let select = try statement("SELECT id, contiguous, forked FROM authors WHERE key = ?")
         if let row = try select.queryOne([.blob(key.bytes)]), let id = row.int64(0), let c = row.int64(1) {
             let s = AuthorState(id: id, contiguous: UInt64(c), forked: row.int64(2) == 1, dirty: false)
+            // An index seek to the author's last (seq, id); NULL (no records) reads as 0.
+            let highest = try statement("SELECT max(seq) FROM records WHERE author = ?").queryOne([.integer(id)])?.int64(0)
+            recordSeqBound[id] = UInt64(max(highest ?? 0, 0))
             authors[key] = s
             return s
         }
-        try db.cachedStatement("INSERT INTO authors(key) VALUES (?)").run([.blob(key.bytes)])
+        try statement("INSERT INTO authors(key) VALUES (?)").run([.blob(key.bytes)])
         let s = AuthorState(id: db.lastInsertRowID, contiguous: 0, forked: false, dirty: false)
+        recordSeqBound[s.id] = 0
         authors[key] = s
         return s
     }
 
-    private func exists(_ sql: String, _ author: Int64, _ seq: UInt64, _ id: [UInt8]) throws(StoreError) -> Bool {
-        try db.cachedStatement(sql).queryOne([.integer(author), .integer(Int64(seq)), .blob(id)]) != nil
+    private func exists(_ sql: StaticString, _ author: Int64, _ seq: UInt64, _ id: [UInt8]) throws(StoreError) -> Bool {
+        try statement(sql).queryOne([.integer(author), .integer(Int64(seq)), .blob(id)]) != nil
+    }
+
+    /// The connection's cached statement for `sql`, found by the literal's address.
+    private func statement(_ sql: StaticString) throws(StoreError) -> Statement {
+        try statements.statement(sql, in: db)
+    }
+
+    /// False only when `pending` is known to be empty.
+    private mutating func pendingMayHaveRows() throws(StoreError) -> Bool {
+        if let c = pendingCount { return c > 0 }
+        if let known = pendingHasRows { return known }
+        let hasRows = try statement("SELECT 1 FROM pending LIMIT 1").queryOne() != nil
+        pendingHasRows = hasRows
+        return hasRows
     }
 
     private mutating func pendingTotal() throws(StoreError) -> Int {
@@ -271,6 +345,22 @@ struct ApplyBatch {
         let c = try db.queryOne("SELECT count(*) FROM pending")?.int(0) ?? 0
         pendingCount = c
         return c
+    }
+}
+
+/// Statements of one `ApplyBatch`, keyed by the address of their SQL literal (a `StaticString`
+/// has one address for the life of the process), each fetched once from the connection's cache.
+/// A class so the batch's non-mutating methods can fill it; it lives only as long as the batch,
+/// inside one `Replica.write`, and the statements stay owned by the connection's cache.
+private final class StatementsByLiteral {
+    private var byAddress: [UnsafeRawPointer: Statement] = [:]
+
+    func statement(_ sql: StaticString, in db: Database) throws(StoreError) -> Statement {
+        let address = UnsafeRawPointer(sql.utf8Start)
+        if let statement = byAddress[address] { return statement }
+        let statement = try db.cachedStatement(sql.description)
+        byAddress[address] = statement
+        return statement
     }
 }
 

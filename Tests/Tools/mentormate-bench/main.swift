@@ -1,1 +1,41 @@
-print("placeholder")
+import Foundation
+
+// mentormate-bench: `mentormate-bench merge [--records N] [--authors M] [--batch B] [--seed S] [--breakdown]`.
+// Exit status: 0 measured (targets may still say MISS), 1 the run failed or its result was
+// wrong (records missing, refused, integrity check failed), 2 usage error.
+
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+}
+
+let tokens = Token.lex(CommandLine.arguments.dropFirst())
+let status: Int32
+switch tokens.first {
+case nil:
+    printError(Usage.text)
+    status = 2
+case .option(let name, _)? where name == "--help" || name == "-h":
+    print(Usage.text)
+    status = 0
+case .argument(MergeCommand.name)?:
+    do {
+        switch try MergeCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(MergeCommand.help)
+            status = 0
+        case .run(let command):
+            try command.validate()
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(MergeCommand.name) --help` for usage.")
+        status = 2
+    }
+case .argument(let other)?:
+    printError("error: unknown command '\(other)'\n\n\(Usage.text)")
+    status = 2
+case .option(let name, _)?:
+    printError("error: unknown option '\(name)' (a command comes first)\n\n\(Usage.text)")
+    status = 2
+}
+exit(status)

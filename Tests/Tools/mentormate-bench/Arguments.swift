@@ -1,0 +1,85 @@
+/// Command-line parsing for `mentormate-bench`: a small lexer splits argv into tokens, and each
+/// command parses its options from the tokens, then validates them apart from running.
+
+/// A usage mistake: printed with a hint to `--help`, exit status 2.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One element of argv after lexing.
+enum Token: Equatable {
+    /// `--name`, `--name=value` or `-x` (value only from the `=` form; the parser takes the next
+    /// token as the value for options that need one).
+    case option(name: String, value: String?)
+    /// Anything else, including everything after a lone `--`.
+    case argument(String)
+
+    static func lex(_ argv: some Sequence<String>) -> [Token] {
+        var tokens: [Token] = []
+        var onlyArguments = false
+        for arg in argv {
+            if onlyArguments || arg == "-" || !arg.hasPrefix("-") {
+                tokens.append(.argument(arg))
+            } else if arg == "--" {
+                onlyArguments = true
+            } else if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
+                tokens.append(.option(name: String(arg[..<eq]), value: String(arg[arg.index(after: eq)...])))
+            } else {
+                tokens.append(.option(name: arg, value: nil))
+            }
+        }
+        return tokens
+    }
+}
+
+/// Consumes tokens for one command.
+struct TokenReader {
+    private var tokens: ArraySlice<Token>
+    let command: String
+
+    init(_ tokens: ArraySlice<Token>, command: String) {
+        self.tokens = tokens
+        self.command = command
+    }
+
+    mutating func next() -> Token? { tokens.popFirst() }
+
+    /// The value of option `name`: from `--name=value`, or the token after it.
+    mutating func value(for name: String, inline: String?) throws(UsageError) -> String {
+        if let inline { return inline }
+        guard case .argument(let v)? = tokens.first else {
+            throw UsageError("\(command): \(name) needs a value")
+        }
+        tokens.removeFirst()
+        return v
+    }
+
+    /// An integer option value; accepts `_` and `,` as digit separators and a `k` suffix (×1000).
+    mutating func integer(for name: String, inline: String?) throws(UsageError) -> Int {
+        let text = try value(for: name, inline: inline)
+        var digits = text.filter { $0 != "_" && $0 != "," }
+        var scale = 1
+        if digits.hasSuffix("k") || digits.hasSuffix("K") { digits.removeLast(); scale = 1000 }
+        guard let n = Int(digits), n >= 0, n <= Int.max / scale else {
+            throw UsageError("\(command): \(name) wants a whole number, got '\(text)'")
+        }
+        return n * scale
+    }
+}
+
+/// The whole program's usage.
+enum Usage {
+    static let text = """
+        mentormate-bench: performance measurements for MentorMate.
+
+        USAGE: mentormate-bench <command> [options]
+
+        COMMANDS:
+          merge     Verify + merge + commit throughput of a replica against the single-core
+                    signature-verify rate and the raw SQLite insert rate.
+
+        Run `mentormate-bench <command> --help` for a command's options.
+        Build with -c release; debug builds are many times slower.
+        """
+}

@@ -1,0 +1,230 @@
+import Dispatch
+import MentorCore
+import MentorCrypto
+
+/// A deterministic synthetic workload: `records` signed records from `authors` accounts.
+///
+/// Each author writes a full card first, then a mix of about 60% card edits (one to three
+/// fields: bio, availability, courses, wage or budget, photo, name, role), 25% likes or undone
+/// likes and 15% chat messages to other authors. Keys, contents, timestamps and delivery order
+/// derive from `seed` through `SeededRandom`; the sealed bodies of likes and chats differ from
+/// run to run only in their encryption nonces, which `RecordWriter` draws from the system.
+///
+/// Authors are generated in parallel, each into one contiguous buffer; the buffers are then
+/// interleaved into the file in delivery order (each author's records in seq order, authors
+/// taking turns with runs of 1...`maxRun` records, as a sync with many peers delivers them).
+struct Workload {
+    let records: Int
+    let authors: Int
+    let seed: UInt64
+
+    /// Longest run of one author's records in the delivery order.
+    static let maxRun = 16
+    /// Timestamps start here (2025-06-15) and advance 45 s per record of an author.
+    static let baseTimestamp: UInt64 = 1_750_000_000_000
+
+    struct Stats {
+        var records = 0
+        var profiles = 0
+        var likes = 0
+        var chats = 0
+        var bytes = 0
+        var deliveryRuns = 0
+        var elapsed: Duration = .zero
+    }
+
+    /// One author's output: length-prefixed encodings, back to back.
+    private struct AuthorOutput: Sendable {
+        var buffer: [UInt8] = []
+        var profiles = 0, likes = 0, chats = 0, count = 0
+        var failure: RecordError?
+    }
+
+    func write(to path: String) throws -> Stats {
+        let clock = ContinuousClock()
+        let start = clock.now
+
+        // Keys and per-author seeds come from one generator, in order, before the parallel part.
+        var master = SeededRandom(seed: seed)
+        var seeds: [[UInt8]] = []
+        var authorSeeds: [UInt64] = []
+        for _ in 0..<authors {
+            seeds.append(master.bytes(32))
+            authorSeeds.append(master.next())
+        }
+        let keys = try seeds.map { seed in try SigningKeyPair(seed: seed) }
+        let publicKeys = keys.map(\.publicKey.key)
+
+        let outputs = UnsafeMutableBufferPointer<AuthorOutput>.allocate(capacity: authors)
+        outputs.initialize(repeating: AuthorOutput())
+        defer { outputs.deinitialize(); outputs.deallocate() }
+        // Each iteration writes only its own author's slot, so the unchecked sharing is race-free.
+        nonisolated(unsafe) let slots = outputs
+        let (total, authors, perAuthorSeed) = (records, authors, authorSeeds)
+        DispatchQueue.concurrentPerform(iterations: authors) { a in
+            let count = total / authors + (a < total % authors ? 1 : 0)
+            slots[a] = Self.generateAuthor(index: a, count: count, keys: keys[a], seed: perAuthorSeed[a], everyone: publicKeys)
+        }
+
+        var stats = Stats()
+        for a in 0..<authors {
+            if let failure = outputs[a].failure { throw failure }
+            stats.records += outputs[a].count
+            stats.profiles += outputs[a].profiles
+            stats.likes += outputs[a].likes
+            stats.chats += outputs[a].chats
+            stats.bytes += outputs[a].buffer.count - 4 * outputs[a].count
+        }
+
+        // Interleave into the file: authors take turns, each delivering its next run of records.
+        let file = try RecordFileWriter(path: path)
+        var order = SeededRandom(seed: seed ^ 0x6F72_6465_72)   // "order"
+        var cursors = [Int](repeating: 0, count: authors)
+        var remaining = (0..<authors).map { outputs[$0].count }
+        var left = records
+        while left > 0 {
+            for a in 0..<authors where remaining[a] > 0 {
+                let run = min(remaining[a], Int.random(in: 1...Self.maxRun, using: &order))
+                let buffer = outputs[a].buffer
+                var end = cursors[a]
+                for _ in 0..<run {
+                    end += 4 + Int(RecordFileReader.length(buffer, at: end))
+                }
+                try file.write(buffer[cursors[a]..<end])
+                cursors[a] = end
+                remaining[a] -= run
+                left -= run
+                stats.deliveryRuns += 1
+            }
+        }
+        try file.close()
+        stats.elapsed = clock.now - start
+        return stats
+    }
+
+    // MARK: One author
+
+    private static func generateAuthor(index: Int, count: Int, keys: SigningKeyPair, seed: UInt64,
+                                       everyone: [PublicKey]) -> AuthorOutput {
+        var rng = SeededRandom(seed: seed)
+        var writer = RecordWriter(keys: keys)
+        var out = AuthorOutput()
+        out.buffer.reserveCapacity(count * 300)
+        let role: ProfileCard.Role = rng.next() % 3 == 0 ? .tutor : .student
+        do {
+            for i in 0..<count {
+                let timestamp = baseTimestamp + UInt64(i) * 45_000 + UInt64(index) * 7
+                let record: VerifiedRecord
+                let roll = Int.random(in: 0..<100, using: &rng)
+                if i == 0 {
+                    record = try writer.profile(Content.fullCard(role: role, rng: &rng), at: timestamp)
+                    out.profiles += 1
+                } else if roll < 60 {
+                    record = try writer.profile(Content.cardEdit(role: role, rng: &rng), at: timestamp)
+                    out.profiles += 1
+                } else if roll < 85 {
+                    let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
+                    record = try writer.like(target, liked: Int.random(in: 0..<100, using: &rng) < 85, at: timestamp)
+                    out.likes += 1
+                } else {
+                    let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
+                    record = try writer.chat(to: target, peerSeq: UInt64(Int.random(in: 0...i, using: &rng)),
+                                             text: Content.sentence(words: 3...30, rng: &rng), at: timestamp)
+                    out.chats += 1
+                }
+                var w = ByteWriter(capacity: 4)
+                w.u32(UInt32(record.encoded.count))
+                out.buffer.append(contentsOf: w.bytes)
+                out.buffer.append(contentsOf: record.encoded)
+                out.count += 1
+            }
+        } catch {
+            out.failure = error
+        }
+        return out
+    }
+}
+
+/// Realistic card and message content from word lists.
+enum Content {
+    static let firstNames = ["Ada", "Ben", "Chloé", "Dmitri", "Elif", "Farah", "Gustavo", "Hana", "Ivan", "Jun",
+                             "Kwame", "Lucía", "Mateo", "Nadia", "Omar", "Priya", "Quinn", "Rosa", "Sven", "Tariq",
+                             "Uma", "Viktor", "Wen", "Ximena", "Yusuf", "Zoë"]
+    static let lastNames = ["Okafor", "Nguyen", "Schmidt", "García", "Kowalski", "Haddad", "Tanaka", "Silva",
+                            "Müller", "Rossi", "Kim", "Dubois", "Ivanova", "Mensah", "O'Brien", "Patel"]
+    static let courses = ["CS 101", "CS 125", "CS 225", "CS 374", "CS 411", "CS 490", "MATH 221", "MATH 231",
+                          "MATH 241", "MATH 415", "STAT 400", "PHYS 211", "PHYS 212", "CHEM 102", "CHEM 232",
+                          "BIO 150", "ECON 102", "ECON 302", "PSYC 100", "HIST 172", "ENG 115", "ME 200",
+                          "ECE 210", "ECE 391", "SPAN 122", "FR 101", "PHIL 103", "ARTH 110"]
+    static let words = ["calculus", "proofs", "exam", "midterm", "homework", "lab", "report", "tonight",
+                        "library", "coffee", "review", "session", "recursion", "pointers", "integrals",
+                        "derivatives", "essay", "draft", "thanks", "happy", "to", "help", "with", "the",
+                        "problem", "set", "before", "Friday", "can", "we", "meet", "at", "noon", "online",
+                        "or", "in", "person", "I", "struggle", "a", "bit", "linear", "algebra", "vectors",
+                        "matrices", "organic", "chemistry", "graphs", "trees", "hash", "tables", "practice",
+                        "questions", "flashcards", "patient", "clear", "explanations", "weekly", "sessions"]
+    static let days = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+    static func pick<T>(_ list: [T], _ rng: inout SeededRandom) -> T {
+        list[Int.random(in: 0..<list.count, using: &rng)]
+    }
+
+    static func sentence(words range: ClosedRange<Int>, rng: inout SeededRandom) -> String {
+        let n = Int.random(in: range, using: &rng)
+        return (0..<n).map { _ in pick(words, &rng) }.joined(separator: " ")
+    }
+
+    static func name(_ rng: inout SeededRandom) -> String { pick(firstNames, &rng) + " " + pick(lastNames, &rng) }
+
+    static func courseList(_ rng: inout SeededRandom) -> [String] {
+        var chosen: [String] = []
+        for _ in 0..<Int.random(in: 1...5, using: &rng) {
+            let c = pick(courses, &rng)
+            if !chosen.contains(c) { chosen.append(c) }
+        }
+        return chosen
+    }
+
+    static func availability(_ rng: inout SeededRandom) -> String {
+        (0..<Int.random(in: 1...4, using: &rng)).map { _ in
+            let from = Int.random(in: 8...19, using: &rng)
+            return "\(pick(days, &rng)) \(from)-\(from + Int.random(in: 1...3, using: &rng))"
+        }.joined(separator: ", ")
+    }
+
+    static func photo(_ rng: inout SeededRandom) -> PhotoRef {
+        PhotoRef(hash: rng.bytes(32), size: UInt32(Int.random(in: 20_000...2_000_000, using: &rng)),
+                 format: pick(PhotoRef.Format.allCases, &rng))
+    }
+
+    static func rate(_ rng: inout SeededRandom) -> UInt64 { UInt64(Int.random(in: 10...80, using: &rng)) }
+
+    static func fullCard(role: ProfileCard.Role, rng: inout SeededRandom) -> ProfileCard {
+        ProfileCard(name: name(&rng), role: role, bio: sentence(words: 8...40, rng: &rng), courses: courseList(&rng),
+                    wage: role == .tutor ? rate(&rng) : nil, budget: role == .student ? rate(&rng) : nil,
+                    availability: availability(&rng), photo: .some(photo(&rng)))
+    }
+
+    /// An edit of one to three fields, weighted toward what people change often.
+    static func cardEdit(role: ProfileCard.Role, rng: inout SeededRandom) -> ProfileCard {
+        var card = ProfileCard()
+        for _ in 0..<Int.random(in: 1...3, using: &rng) {
+            switch Int.random(in: 0..<100, using: &rng) {
+            case 0..<30: card.bio = sentence(words: 5...40, rng: &rng)
+            case 30..<55: card.availability = availability(&rng)
+            case 55..<70: card.courses = courseList(&rng)
+            case 70..<85:
+                if role == .tutor { card.wage = rate(&rng) } else { card.budget = rate(&rng) }
+            case 85..<93: card.photo = Int.random(in: 0..<10, using: &rng) == 0 ? .some(nil) : .some(photo(&rng))
+            case 93..<98: card.name = name(&rng)
+            default: card.role = role
+            }
+        }
+        return card
+    }
+
+    static func someoneElse(than index: Int, among everyone: [PublicKey], rng: inout SeededRandom) -> PublicKey {
+        let other = Int.random(in: 0..<(everyone.count - 1), using: &rng)
+        return everyone[other >= index ? other + 1 : other]
+    }
+}
