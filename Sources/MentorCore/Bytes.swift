@@ -67,39 +67,39 @@ public struct ByteReader: Sendable {
     public var remaining: Int { bytes.count - offset }
     public var isAtEnd: Bool { offset == bytes.count }
 
-    public mutating func u8(_ what: String) throws(RecordError) -> UInt8 {
-        try need(1, what)
+    public mutating func u8(_ what: @autoclosure () -> String) throws(RecordError) -> UInt8 {
+        try need(1, what())
         defer { offset += 1 }
         return bytes[offset]
     }
-    public mutating func u16(_ what: String) throws(RecordError) -> UInt16 {
-        try need(2, what)
+    public mutating func u16(_ what: @autoclosure () -> String) throws(RecordError) -> UInt16 {
+        try need(2, what())
         defer { offset += 2 }
         return UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
     }
-    public mutating func u32(_ what: String) throws(RecordError) -> UInt32 {
-        try need(4, what)
+    public mutating func u32(_ what: @autoclosure () -> String) throws(RecordError) -> UInt32 {
+        try need(4, what())
         var v: UInt32 = 0
         for i in 0..<4 { v = v << 8 | UInt32(bytes[offset + i]) }
         offset += 4
         return v
     }
-    public mutating func u64(_ what: String) throws(RecordError) -> UInt64 {
-        try need(8, what)
+    public mutating func u64(_ what: @autoclosure () -> String) throws(RecordError) -> UInt64 {
+        try need(8, what())
         var v: UInt64 = 0
         for i in 0..<8 { v = v << 8 | UInt64(bytes[offset + i]) }
         offset += 8
         return v
     }
-    public mutating func raw(_ count: Int, _ what: String) throws(RecordError) -> [UInt8] {
-        try need(count, what)
+    public mutating func raw(_ count: Int, _ what: @autoclosure () -> String) throws(RecordError) -> [UInt8] {
+        try need(count, what())
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
     }
 
-    private func need(_ n: Int, _ what: String) throws(RecordError) {
+    private func need(_ n: Int, _ what: @autoclosure () -> String) throws(RecordError) {
         guard n >= 0, remaining >= n else {
-            throw RecordError(.malformed, "truncated while reading \(what) at byte \(offset) (need \(n), have \(remaining))")
+            throw RecordError(.malformed, "truncated while reading \(what()) at byte \(offset) (need \(n), have \(remaining))")
         }
     }
 }

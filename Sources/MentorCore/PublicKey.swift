@@ -11,6 +11,16 @@ public struct PublicKey: Hashable, Comparable, Sendable, CustomStringConvertible
 
     public static func < (a: PublicKey, b: PublicKey) -> Bool { a.bytes.lexicographicallyPrecedes(b.bytes) }
 
+    /// Keys are uniformly distributed: the first 8 bytes hash as well as all 32 (equality
+    /// still compares all of them).
+    public func hash(into h: inout Hasher) {
+        var prefix: UInt64 = 0
+        for b in bytes.prefix(8) { prefix = prefix << 8 | UInt64(b) }
+        h.combine(prefix)
+    }
+
+    public static func == (a: PublicKey, b: PublicKey) -> Bool { a.bytes == b.bytes }
+
     /// The printed, typo-checked form: bech32 with prefix "mm" ("mm1" + 52 data + 6 checksum characters).
     public var id: String { Bech32.encode(hrp: AccountID.hrp, data: bytes) }
     public var description: String { id }

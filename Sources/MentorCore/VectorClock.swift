@@ -42,12 +42,19 @@ public struct VectorClock: Hashable, Sendable {
 
     /// Causal order of two clocks: `.before` means self happened before other.
     public func compare(_ other: VectorClock) -> Order {
+        // Both entry lists are sorted by key: walk them side by side.
         var less = false, greater = false
-        var keys = Set(entries.map(\.key))
-        keys.formUnion(other.entries.map(\.key))
-        for k in keys {
-            let a = self[k], b = other[k]
-            if a < b { less = true } else if a > b { greater = true }
+        var i = 0, j = 0
+        let a = entries, b = other.entries
+        while i < a.count || j < b.count {
+            if j == b.count || (i < a.count && a[i].key < b[j].key) {
+                greater = true; i += 1                      // only we know this writer
+            } else if i == a.count || b[j].key < a[i].key {
+                less = true; j += 1                         // only they know this writer
+            } else {
+                if a[i].seq < b[j].seq { less = true } else if a[i].seq > b[j].seq { greater = true }
+                i += 1; j += 1
+            }
             if less && greater { return .concurrent }
         }
         switch (less, greater) {

@@ -123,9 +123,11 @@ struct ApplyBatch {
             if rows.isEmpty { break }
             try delete.run([.integer(author.id), .integer(Int64(next))])
             pendingCount = pendingCount.map { $0 - rows.count }
-            for (i, row) in rows.enumerated() {
-                // Held records were verified before they were held.
-                guard let bytes = row.blob(1), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+            // Held records were verified before they were held; one that no longer decodes
+            // (a damaged database) is dropped, and the first that does becomes the seq's record.
+            let held = rows.compactMap { row in row.blob(1).flatMap { try? VerifiedRecord(alreadyVerified: $0) } }
+            guard !held.isEmpty else { break }
+            for (i, v) in held.enumerated() {
                 if i == 0 {
                     try store(v, authorID: author.id)
                     author.contiguous = next
@@ -271,7 +273,7 @@ struct ApplyBatch {
     mutating func rescanSealed() throws(StoreError) {
         let sealedTypes = RecordSchemas.all.filter { $0.publicMerge == .sealed }.map { String($0.type.rawValue) }
         var rows: [[UInt8]] = []
-        try db.eachRow("SELECT bytes FROM records WHERE type IN (\(sealedTypes.joined(separator: ",")))") { row in
+        try db.forEachRow("SELECT bytes FROM records WHERE type IN (\(sealedTypes.joined(separator: ",")))") { row in
             if let b = row.blob(0) { rows.append(b) }
         }
         for bytes in rows {
@@ -361,18 +363,5 @@ private final class StatementsByLiteral {
         let statement = try db.cachedStatement(sql.description)
         byAddress[address] = statement
         return statement
-    }
-}
-
-extension Database {
-    /// `forEachRow` with a non-throwing body, keeping the error typed.
-    func eachRow(_ sql: String, _ arguments: [SQLValue] = [], _ body: (Row) -> Void) throws(StoreError) {
-        do {
-            try forEachRow(sql, arguments) { row in body(row) }
-        } catch let e as StoreError {
-            throw e
-        } catch {
-            throw StoreError(.misuse, "unexpected error: \(error)", sql: sql)
-        }
     }
 }

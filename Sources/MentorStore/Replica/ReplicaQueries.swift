@@ -53,7 +53,7 @@ extension Replica {
         try read { db throws(StoreError) in
             var h = BLAKE2b.Hasher(outputLength: 32)
             h.update(Array("mentormate digest v1\u{0}records\u{0}".utf8))
-            try db.eachRow("""
+            try db.forEachRow("""
                 SELECT a.key, r.seq, r.id FROM records r JOIN authors a ON a.id = r.author ORDER BY a.key, r.seq, r.id
                 """) { row in
                 var w = ByteWriter(capacity: 72)
@@ -61,7 +61,7 @@ extension Replica {
                 h.update(w.bytes)
             }
             h.update(Array("cards\u{0}".utf8))
-            try db.eachRow("""
+            try db.forEachRow("""
                 SELECT a.key, c.field, c.record_id, c.value FROM card_entries c JOIN authors a ON a.id = c.author
                 ORDER BY a.key, c.field, c.record_id
                 """) { row in
@@ -72,7 +72,7 @@ extension Replica {
                 h.update(w.bytes)
             }
             h.update(Array("forked\u{0}".utf8))
-            try db.eachRow("SELECT key FROM authors WHERE forked = 1 ORDER BY key") { row in h.update(row.blob(0) ?? []) }
+            try db.forEachRow("SELECT key FROM authors WHERE forked = 1 ORDER BY key") { row in h.update(row.blob(0) ?? []) }
             if includePrivate {
                 h.update(Array("pairs\u{0}".utf8))
                 let pairs = try db.query("SELECT account, other FROM pairs ORDER BY account, other")
@@ -128,7 +128,7 @@ extension Replica {
     public func versionVector() throws(StoreError) -> [PublicKey: UInt64] {
         try read { db throws(StoreError) in
             var out: [PublicKey: UInt64] = [:]
-            try db.eachRow("SELECT key, contiguous FROM authors WHERE contiguous > 0") { row in
+            try db.forEachRow("SELECT key, contiguous FROM authors WHERE contiguous > 0") { row in
                 if let k = row.blob(0).flatMap(PublicKey.init(bytes:)), let c = row.int64(1) { out[k] = UInt64(c) }
             }
             return out
