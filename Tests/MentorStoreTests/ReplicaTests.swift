@@ -175,6 +175,21 @@ import MentorCrypto
         #expect(try node.pairView(account: a.author, other: b.author).matched)
     }
 
+    @Test func sealedRecordsArrivingWhileLockedAreOpenedAtTheNextUnlock() throws {
+        var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let node = try memoryReplica(unlocking: [ana])
+        _ = try node.applyOne(try a.like(b.author, at: 1))
+        try node.lock(a.author)
+        _ = try node.applyOne(try b.like(a.author, at: 2))
+        #expect(try !node.pairView(account: a.author, other: b.author).matched)
+        let waiting = try node.read { db throws(StoreError) in try db.queryOne("SELECT count(*) FROM unopened")?.int(0) }
+        #expect(waiting == 1)
+        try node.unlock(ana)
+        #expect(try node.pairView(account: a.author, other: b.author).matched)
+        let left = try node.read { db throws(StoreError) in try db.queryOne("SELECT count(*) FROM unopened")?.int(0) }
+        #expect(left == 0)
+    }
+
     @Test func stateSurvivesCloseAndReopenAndSchemaIsVersioned() throws {
         let dir = try TempDir()
         let path = dir.file("replica.db")

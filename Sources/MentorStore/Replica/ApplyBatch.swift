@@ -153,7 +153,7 @@ struct ApplyBatch {
         case .fieldRegisters:
             try mergeCardFields(v, authorID: authorID)
         case .sealed:
-            try openSealed(v)
+            try openSealed(v, authorID: authorID)
         }
     }
 
@@ -171,6 +171,7 @@ struct ApplyBatch {
             }
         }
         try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(recordID)])
+        try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(recordID)])
     }
 
     private mutating func mergeCardFields(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
@@ -247,7 +248,20 @@ struct ApplyBatch {
         }
     }
 
-    private mutating func openSealed(_ v: VerifiedRecord) throws(StoreError) {
+    /// Local accounts that are not unlocked (their sealed records wait in `unopened`).
+    private var lockedAccounts: [PublicKey]?
+
+    private mutating func openSealed(_ v: VerifiedRecord, authorID: Int64? = nil) throws(StoreError) {
+        if let authorID {
+            if lockedAccounts == nil {
+                lockedAccounts = try db.query("SELECT key FROM local_accounts").compactMap { $0.blob(0).flatMap(PublicKey.init(bytes:)) }
+                    .filter { openers[$0] == nil }
+            }
+            for key in lockedAccounts ?? [] {
+                try db.cachedStatement("INSERT OR IGNORE INTO unopened(account, author, seq, id) VALUES (?, ?, ?, ?)")
+                    .run([.blob(key.bytes), .integer(authorID), .integer(Int64(v.record.seq)), .blob(v.id)])
+            }
+        }
         for key in openers.keys.sorted() {
             guard var opener = openers[key] else { continue }
             let opened = opener.open(v)
@@ -269,13 +283,26 @@ struct ApplyBatch {
         }
     }
 
-    /// Opens every held sealed record for the unlocked accounts (used when an account unlocks).
-    mutating func rescanSealed() throws(StoreError) {
-        let sealedTypes = RecordSchemas.all.filter { $0.publicMerge == .sealed }.map { String($0.type.rawValue) }
+    /// Opens, for an account that is being unlocked, the sealed records it has not seen: all
+    /// held ones the first time, afterwards only those that arrived while it was locked.
+    mutating func openPending(for account: PublicKey) throws(StoreError) {
+        let scanned = try db.queryOne("SELECT scanned FROM local_accounts WHERE key = ?", [.blob(account.bytes)])?.int64(0) == 1
         var rows: [[UInt8]] = []
-        try db.forEachRow("SELECT bytes FROM records WHERE type IN (\(sealedTypes.joined(separator: ",")))") { row in
-            if let b = row.blob(0) { rows.append(b) }
+        if scanned {
+            try db.forEachRow("""
+                SELECT r.bytes FROM unopened u JOIN records r ON r.author = u.author AND r.seq = u.seq AND r.id = u.id
+                WHERE u.account = ?
+                """, [.blob(account.bytes)]) { row in
+                if let b = row.blob(0) { rows.append(b) }
+            }
+        } else {
+            let sealedTypes = RecordSchemas.all.filter { $0.publicMerge == .sealed }.map { String($0.type.rawValue) }
+            try db.forEachRow("SELECT bytes FROM records WHERE type IN (\(sealedTypes.joined(separator: ",")))") { row in
+                if let b = row.blob(0) { rows.append(b) }
+            }
         }
+        try db.execute("DELETE FROM unopened WHERE account = ?", [.blob(account.bytes)])
+        try db.execute("UPDATE local_accounts SET scanned = 1 WHERE key = ?", [.blob(account.bytes)])
         for bytes in rows {
             guard let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
             try openSealed(v)

@@ -108,13 +108,14 @@ public final class Replica: @unchecked Sendable {
     // MARK: Local accounts
 
     /// Hosts `account` here: its sealed records (likes, chats, unmatches) are opened and
-    /// materialized from now on, and every sealed record already held is scanned once.
+    /// materialized from now on. The first unlock opens every sealed record already held; later
+    /// ones open only those that arrived while the account was locked.
     public func unlock(_ account: SigningKeyPair) throws(StoreError) {
         try write { db throws(StoreError) in
             let key = account.publicKey.key
             try db.execute("INSERT OR IGNORE INTO local_accounts(key) VALUES (?)", [.blob(key.bytes)])
             var batch = ApplyBatch(db: db, settings: settings, openers: [key: SealedOpener(account: account)])
-            try batch.rescanSealed()
+            try batch.openPending(for: key)
             openers[key] = batch.openers[key]
         }
     }

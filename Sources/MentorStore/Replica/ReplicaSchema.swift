@@ -48,7 +48,16 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             -- Accounts hosted on this node: their sealed records are opened and materialized.
             CREATE TABLE local_accounts (
-                key         BLOB PRIMARY KEY CHECK (length(key) = 32)
+                key         BLOB PRIMARY KEY CHECK (length(key) = 32),
+                scanned     INTEGER NOT NULL DEFAULT 0    -- 1 once every held sealed record was opened for it
+            ) WITHOUT ROWID;
+            -- Sealed records that arrived while a local account was locked: opened at its next unlock.
+            CREATE TABLE unopened (
+                account     BLOB NOT NULL REFERENCES local_accounts(key),
+                author      INTEGER NOT NULL,
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,
+                PRIMARY KEY (account, author, seq, id)
             ) WITHOUT ROWID;
             -- Decrypted private entries (likes, chats, unmatches) of a local account's pairs.
             CREATE TABLE pair_entries (
