@@ -1,0 +1,160 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MentorAPI
+
+/// The real surroundings of `mentormate`: stdout and stderr, the socket, files, the terminal
+/// and signals. Everything a command decides is in MentorAPI/CommandLine; this is only I/O.
+final class SystemHost: ClientHost {
+    /// How long one call may wait for its answer. Long enough for Argon2id at sign-up and login
+    /// on a slow machine; `chat --follow` waits for events without a limit.
+    static let callTimeout: Duration = .seconds(60)
+
+    func output(_ text: String) { StandardStream.output(text) }
+    func error(_ text: String) { StandardStream.error(text) }
+
+    var timeZone: TimeZone { .current }
+
+    func socketPath(flag: String?) -> String {
+        SocketPath.clientDefault(flag: flag, environment: ProcessInfo.processInfo.environment)
+    }
+
+    func connect(to socketPath: String) throws -> any APITransport {
+        try RPCClient(path: socketPath, timeout: Self.callTimeout)
+    }
+
+    func readFile(_ path: String, limit: Int) throws(FileReadFailure) -> [UInt8] {
+        // O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT, ENOTDIR: throw .missing
+            case EACCES, EPERM: throw .permissionDenied
+            case let code: throw .other(String(cString: strerror(code)))
+            }
+        }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw .other(String(cString: strerror(errno))) }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: break
+        case S_IFDIR: throw .isDirectory
+        default: throw .notRegular
+        }
+        guard st.st_size <= limit else { throw .tooLarge(size: Int(st.st_size)) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                if errno == EISDIR { throw .isDirectory }
+                throw .other(String(cString: strerror(errno)))
+            }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[..<n])
+            // The file grew after fstat: still refused, without reading it all.
+            if bytes.count > limit { throw .tooLarge(size: bytes.count) }
+        }
+    }
+
+    var secretsFromTerminal: Bool { isatty(0) == 1 }
+
+    func readSecret(prompt: String) throws(ClientError) -> String? {
+        guard secretsFromTerminal else { return try Self.readLine(fd: 0) }
+        var saved = termios()
+        guard tcgetattr(0, &saved) == 0 else {
+            throw ClientError("cannot read the terminal's settings: \(String(cString: strerror(errno)))",
+                              hint: "pipe the passphrase on stdin instead")
+        }
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        TerminalRestore.saved = saved
+        // A signal while echo is off puts the terminal back before the default action runs.
+        let previous = TerminalRestore.signals.map { ($0, signal($0, restoreTerminalAndResignal)) }
+        defer {
+            _ = tcsetattr(0, TCSAFLUSH, &saved)
+            for (number, handler) in previous { _ = signal(number, handler) }
+            Self.writeRaw("\n")
+        }
+        Self.writeRaw(prompt)
+        guard tcsetattr(0, TCSAFLUSH, &quiet) == 0 else {
+            throw ClientError("cannot turn off the terminal's echo: \(String(cString: strerror(errno)))",
+                              hint: "pipe the passphrase on stdin instead")
+        }
+        return try Self.readLine(fd: 0)
+    }
+
+    func interruptEndsCleanly() {
+        _ = signal(SIGINT) { _ in _exit(0) }
+    }
+
+    /// Longest passphrase line accepted (a guard against a runaway pipe, not a policy).
+    static let maxSecretBytes = 64 * 1024
+
+    /// One line from `fd`, read byte by byte so nothing after it is consumed; nil at the end of
+    /// the input before any byte. A final "\r" is dropped.
+    static func readLine(fd: Int32) throws(ClientError) -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(fd, &byte, 1)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ClientError("cannot read the passphrase: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 {
+                if bytes.isEmpty { return nil }
+                break
+            }
+            if byte == 0x0A { break }
+            bytes.append(byte)
+            guard bytes.count <= maxSecretBytes else {
+                throw ClientError("the passphrase line is longer than 64 KiB", hint: "give a shorter passphrase")
+            }
+        }
+        if bytes.last == 0x0D { bytes.removeLast() }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw ClientError("the passphrase is not valid UTF-8 text", hint: "check the terminal's or the pipe's encoding")
+        }
+        return text
+    }
+
+    /// Writes to stderr without the newline `StandardStream` adds (for a prompt).
+    static func writeRaw(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}
+
+/// The terminal settings a signal handler restores while a passphrase is read with echo off.
+enum TerminalRestore {
+    static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+    /// Written before the handlers are installed, read only by them: the client has one thread,
+    /// and the handler runs on it, so there is no concurrent access.
+    nonisolated(unsafe) static var saved = termios()
+}
+
+/// Puts the terminal back (tcsetattr and write are async-signal-safe), then lets the signal do
+/// what it would have done.
+private func restoreTerminalAndResignal(_ number: Int32) {
+    _ = tcsetattr(0, TCSAFLUSH, &TerminalRestore.saved)
+    _ = write(2, "\n", 1)
+    _ = signal(number, SIG_DFL)
+    _ = raise(number)
+}
+
+extension RPCClient: APITransport {
+    /// Waits without a limit (`chat --follow` runs until interrupted); a closed connection
+    /// throws `.connection(.closed)`.
+    public func nextNotification() throws -> RPCNotification? {
+        try nextNotification(timeout: nil)
+    }
+}

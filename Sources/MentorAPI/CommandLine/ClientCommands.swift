@@ -1,0 +1,583 @@
+/// The `mentormate` commands of SPEC §5, one struct each, nested in `MentormateCLI` the way
+/// swift-argument-parser nests subcommands. Each declares its options with their help, checks
+/// them in `validate()`, and in `run(_:)` calls the daemon's methods (docs/API.md) and prints.
+
+/// A `mentormate` command: parsed and validated before it runs.
+public protocol ClientCommand: ParsableCommand {
+    func run(_ context: CommandContext) throws(ClientError)
+}
+
+extension CommandArgument {
+    /// An account ID or a prefix of one: at least 6 characters after `mm1` (the daemon looks it
+    /// up and checks the checksum of a full ID).
+    static func accountID(_ keyPath: WritableKeyPath<Command, String>) -> Self {
+        Self("ID", optional: false, help: MentormateCLI.idHelp) { command, text throws(UsageError) in
+            command[keyPath: keyPath] = try MentormateCLI.checkID(text)
+        }
+    }
+
+    static func optionalAccountID(_ keyPath: WritableKeyPath<Command, String?>, help: String) -> Self {
+        Self("ID", optional: true, help: help) { command, text throws(UsageError) in
+            command[keyPath: keyPath] = try MentormateCLI.checkID(text)
+        }
+    }
+}
+
+public enum MentormateCLI {
+    public static let program = "mentormate"
+
+    static let idHelp = "An account ID (mm1…), or a unique prefix of it of at least 6 characters after mm1."
+
+    /// Checks the shape of an ID argument: long enough to be a prefix, not longer than an ID.
+    static func checkID(_ text: String) throws(UsageError) -> String {
+        let id = text.cliTrimmed
+        let body = id.lowercased().hasPrefix("mm1") ? id.dropFirst(3) : id[...]
+        guard body.count >= 6 else {
+            throw UsageError("'\(ClientFormat.sanitize(text))' is too short for an ID: give at least 6 characters after mm1",
+                             hint: "`mentormate feed` and `mentormate matches` show IDs; the first 12 characters are enough")
+        }
+        guard id.count <= 61 else {
+            throw UsageError("'\(ClientFormat.sanitize(text))' is longer than an ID (61 characters)",
+                             hint: "copy the ID again from `mentormate feed`, `mentormate matches` or `mentormate whoami`")
+        }
+        return id
+    }
+
+    // MARK: Account
+
+    public struct Signup: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                program: program, path: ["signup"],
+                abstract: "Create your account on this node: a new key and a first profile card.",
+                discussion: """
+                    Each user of this computer can have one account on the node. The e-mail address must be
+                    in the campus domains the node is set up with; it stays on this node and is never
+                    published. With --passphrase your key is encrypted with a passphrase (typed twice without
+                    echo, or one line read from stdin when stdin is not a terminal); then `mentormate login`
+                    is needed after every restart of the daemon.
+                    """)
+        }
+
+        public var email: String?
+        public var name: String?
+        public var role: String?
+        public var passphrase = false
+
+        public static var options: [CommandOption<Self>] {
+            [.string("--email", value: "ADDR", \.email, required: true,
+                     help: "Your campus e-mail address (checked against the node's domains, never published)."),
+             .string("--name", value: "NAME", \.name, required: true, help: "The name others see on your card."),
+             .choice("--role", ["student", "tutor"], \.role, required: true,
+                     help: "student to find tutors, tutor to find students."),
+             .flag("--passphrase", \.passphrase, help: "Protect your key with a passphrase (asked for, never an argument).")]
+        }
+
+        public init() {}
+
+        public func validate() throws(UsageError) {
+            let parts = (email ?? "").split(separator: "@", omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix(".") else {
+                throw UsageError("--email needs an e-mail address, not '\(ClientFormat.sanitize(email ?? ""))'",
+                                 hint: "for example --email ana@uni.edu")
+            }
+            guard !(name ?? "").cliTrimmed.isEmpty else {
+                throw UsageError("--name is empty", hint: "give the name others should see, for example --name \"Ana Lima\"")
+            }
+        }
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            var params: [String: JSON] = ["email": .string(email ?? ""), "name": .string(name ?? ""), "role": .string(role ?? "")]
+            if passphrase {
+                // Typing a passphrase twice for an account that exists already would be wasted.
+                let existing: JSON?
+                do {
+                    existing = try context.call("account.whoami")
+                } catch let e where e.rpcError?.code == RPCError.Code.noAccount.rawValue {
+                    existing = nil
+                }
+                if let existing {
+                    throw ClientError("you already have an account on this node: \(ClientFormat.sanitize(existing["id"]?.stringValue ?? "?"))",
+                                      hint: "`mentormate whoami` shows it; each user has one account per node")
+                }
+                params["passphrase"] = .string(try PassphrasePrompt.ask(context.host, confirm: true))
+            }
+            let info = try context.call("account.signup", params)
+            if context.json { return context.printJSON(info) }
+            context.print("Signed up.\n" + ClientFormat.account(info))
+            context.print("Next: mentormate profile set --courses \"CS 101,MATH 221\" --bio \"...\"; then mentormate feed")
+        }
+    }
+
+    public struct Login: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                program: program, path: ["login"],
+                abstract: "Unlock your account key (after a daemon restart, or after logout).",
+                discussion: """
+                    Asks for the passphrase only when the account has one: typed without echo, or one line
+                    read from stdin when stdin is not a terminal.
+                    """)
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let info: JSON
+            do {
+                info = try context.call("account.whoami")
+            } catch let e where e.rpcError?.code == RPCError.Code.locked.rawValue {
+                // A daemon that refuses even whoami while locked: the key has a passphrase.
+                info = ["protected": true, "unlocked": false]
+            }
+            let result: JSON
+            var already = false
+            if info["protected"]?.boolValue == true {
+                if info["unlocked"]?.boolValue == true {
+                    result = info
+                    already = true
+                } else {
+                    let passphrase = try PassphrasePrompt.ask(context.host, confirm: false)
+                    result = try context.call("account.login", ["passphrase": .string(passphrase)])
+                }
+            } else {
+                result = try context.call("account.login")
+            }
+            if context.json { return context.printJSON(result) }
+            context.print((already ? "Already logged in.\n" : "Logged in.\n") + ClientFormat.account(result))
+        }
+    }
+
+    public struct Logout: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["logout"],
+                                 abstract: "Drop your account key from the daemon's memory; changes need `mentormate login` again.")
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let info = try context.call("account.logout")
+            if context.json { return context.printJSON(info) }
+            context.print("Logged out; `mentormate login` unlocks your account again.\n" + ClientFormat.account(info))
+        }
+    }
+
+    public struct Whoami: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["whoami"],
+                                 abstract: "Show your account: full ID, name, e-mail, role, and whether the key is protected and unlocked.")
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let info = try context.call("account.whoami")
+            if context.json { return context.printJSON(info) }
+            context.print(ClientFormat.account(info))
+        }
+    }
+
+    // MARK: Profile
+
+    public enum Profile {
+        static let abstract = "Show or change profile cards."
+
+        public struct Show: ClientCommand {
+            public static var configuration: CommandConfiguration {
+                CommandConfiguration(program: program, path: ["profile", "show"],
+                                     abstract: "Show a profile card: yours, or the account with ID.")
+            }
+            public var id: String?
+            public static var options: [CommandOption<Self>] { [] }
+            public static var arguments: [CommandArgument<Self>] {
+                [.optionalAccountID(\.id, help: "Whose card to show (default: yours). " + idHelp)]
+            }
+            public init() {}
+
+            public func run(_ context: CommandContext) throws(ClientError) {
+                var params: [String: JSON] = [:]
+                if let id { params["id"] = .string(id) }
+                let card = try context.call("profile.show", params)
+                if context.json { return context.printJSON(card) }
+                context.print(ClientFormat.card(card, in: context.host.timeZone))
+            }
+        }
+
+        public struct Set: ClientCommand {
+            public static var configuration: CommandConfiguration {
+                CommandConfiguration(
+                    program: program, path: ["profile", "set"],
+                    abstract: "Change fields of your profile card; fields not given stay as they are.",
+                    discussion: """
+                        Courses are normalized by the daemon (`cs 490` becomes `CS 490`); --courses "" clears
+                        them. A photo must be a JPEG, PNG or WebP image (by content) of at most 4 MiB.
+                        """)
+            }
+
+            public var name: String?
+            public var bio: String?
+            public var courses: [String]?
+            public var wage: Int64?
+            public var budget: Int64?
+            public var availability: String?
+            public var photo: String?
+            public var noPhoto = false
+
+            public static var options: [CommandOption<Self>] {
+                [.string("--name", value: "N", \.name, help: "The name others see."),
+                 .string("--bio", value: "TEXT", \.bio, help: "A few words about you."),
+                 .list("--courses", value: "C1,C2", \.courses, help: "Your courses, comma-separated (replaces the list)."),
+                 .integer("--wage", \.wage, help: "What you charge per hour, as a tutor (a whole number ≥ 0)."),
+                 .integer("--budget", \.budget, help: "What you can pay per hour, as a student (a whole number ≥ 0)."),
+                 .string("--availability", value: "TEXT", \.availability, help: "When you are free, e.g. \"Mon-Wed afternoons\"."),
+                 .string("--photo", value: "FILE", \.photo, help: "Upload FILE (JPEG, PNG or WebP, ≤ 4 MiB) as your photo."),
+                 .flag("--no-photo", \.noPhoto, help: "Remove the photo from your card.")]
+            }
+
+            public init() {}
+
+            public func validate() throws(UsageError) {
+                if photo != nil && noPhoto {
+                    throw UsageError("--photo and --no-photo contradict each other", hint: "give one of them")
+                }
+                if photo?.isEmpty == true {
+                    throw UsageError("--photo needs a file name", hint: "for example --photo ~/me.jpg")
+                }
+                if name == nil && bio == nil && courses == nil && wage == nil && budget == nil
+                    && availability == nil && photo == nil && !noPhoto {
+                    throw UsageError("`profile set` needs at least one field to change",
+                                     hint: "for example: mentormate profile set --courses \"CS 490,MATH 221\" --wage 25; "
+                                        + "`mentormate profile set --help` lists the fields")
+                }
+            }
+
+            /// The `profile.set` parameters apart from an uploaded photo.
+            public var params: [String: JSON] {
+                var p: [String: JSON] = [:]
+                if let name { p["name"] = .string(name) }
+                if let bio { p["bio"] = .string(bio) }
+                if let courses { p["courses"] = .array(courses.map { .string($0) }) }
+                if let wage { p["wage"] = .int(wage) }
+                if let budget { p["budget"] = .int(budget) }
+                if let availability { p["availability"] = .string(availability) }
+                if noPhoto { p["photo"] = .null }
+                return p
+            }
+
+            public func run(_ context: CommandContext) throws(ClientError) {
+                var params = self.params
+                if let photo {
+                    // Checked before the daemon is contacted: a wrong file fails fast.
+                    let file = try PhotoUpload.load(photo, host: context.host)
+                    params["photo"] = .string(try PhotoUpload.upload(file.bytes, context: context))
+                }
+                let card = try context.call("profile.set", params)
+                if context.json { return context.printJSON(card) }
+                context.print("Profile updated.\n" + ClientFormat.card(card, in: context.host.timeZone))
+            }
+        }
+    }
+
+    // MARK: Finding people
+
+    public struct Feed: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                program: program, path: ["feed"],
+                abstract: "List people to like or pass: tutors for students, students for tutors.",
+                discussion: """
+                    Best first: the most shared courses, then people whose node is nearby now, then the
+                    most recently updated cards. Nobody you liked, passed or matched appears.
+                    """)
+        }
+        public var course: String?
+        public var limit: Int64?
+        public static var options: [CommandOption<Self>] {
+            [.string("--course", value: "C", \.course, help: "Only people who list course C."),
+             .integer("--limit", \.limit, range: 1...100, help: "Show at most N people (1-100; default 20).")]
+        }
+        public init() {}
+
+        public func validate() throws(UsageError) {
+            if let course, course.cliTrimmed.isEmpty {
+                throw UsageError("--course is empty", hint: "give a course, for example --course \"CS 490\", or leave --course out")
+            }
+        }
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            var params: [String: JSON] = [:]
+            if let course { params["course"] = .string(course) }
+            if let limit { params["limit"] = .int(limit) }
+            let result = try context.call("feed", params)
+            if context.json { return context.printJSON(result) }
+            context.print(ClientFormat.feed(result))
+        }
+    }
+
+    public struct Like: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["like"],
+                                 abstract: "Like someone; when they like you too it is a match and you can chat.",
+                                 discussion: "Only the person you like can see the like.")
+        }
+        public var id = ""
+        public static var options: [CommandOption<Self>] { [] }
+        public static var arguments: [CommandArgument<Self>] { [.accountID(\.id)] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("like", ["id": .string(id)])
+            if context.json { return context.printJSON(result) }
+            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
+            if result["matched"]?.boolValue == true {
+                context.print("You liked \(who), and they like you: it's a match!\nSay hello: mentormate chat \(who) \"Hi!\"")
+            } else {
+                context.print("You liked \(who). If they like you too, it's a match (`mentormate matches`).")
+            }
+        }
+    }
+
+    public struct Pass: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["pass"],
+                                 abstract: "Pass on someone: they leave your feed. A pass stays on your node.")
+        }
+        public var id = ""
+        public static var options: [CommandOption<Self>] { [] }
+        public static var arguments: [CommandArgument<Self>] { [.accountID(\.id)] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("pass", ["id": .string(id)])
+            if context.json { return context.printJSON(result) }
+            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
+            context.print("Passed on \(who). `mentormate undo \(who)` takes it back.")
+        }
+    }
+
+    public struct Undo: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["undo"],
+                                 abstract: "Take back a like that has not matched yet, or a pass.",
+                                 discussion: "After a match, use `mentormate unmatch ID` instead.")
+        }
+        public var id = ""
+        public static var options: [CommandOption<Self>] { [] }
+        public static var arguments: [CommandArgument<Self>] { [.accountID(\.id)] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("undo", ["id": .string(id)])
+            if context.json { return context.printJSON(result) }
+            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
+            let what = result["undone"]?.stringValue == "like" ? "like of" : "pass on"
+            context.print("Took back your \(what) \(who).")
+        }
+    }
+
+    public struct Matches: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["matches"],
+                                 abstract: "List your matches, with the number of messages and the latest one.")
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("matches")
+            if context.json { return context.printJSON(result) }
+            context.print(ClientFormat.matches(result, in: context.host.timeZone))
+        }
+    }
+
+    public struct Unmatch: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["unmatch"],
+                                 abstract: "End a match: the conversation closes for both of you. This is final.")
+        }
+        public var id = ""
+        public static var options: [CommandOption<Self>] { [] }
+        public static var arguments: [CommandArgument<Self>] { [.accountID(\.id)] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("unmatch", ["id": .string(id)])
+            if context.json { return context.printJSON(result) }
+            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
+            context.print("Unmatched \(who): the conversation is closed for both of you.")
+        }
+    }
+
+    // MARK: Chat
+
+    public struct Chat: ClientCommand {
+        /// docs/API.md: a message is 1…4000 bytes.
+        public static let maxMessageBytes = 4000
+
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(
+                program: program, path: ["chat"],
+                abstract: "Send a message to a match, or show your conversation with them.",
+                discussion: """
+                    With MESSAGE: send it. Without: print the conversation. With --follow: print the
+                    conversation, then new messages as they arrive, until Ctrl-C or until the match ends.
+                    With --json, --follow prints one JSON object per line: the history, then each event.
+                    A message that starts with - goes after --: mentormate chat ID -- "-_-"
+                    """,
+                extraArgumentHint: "quote a message with spaces: mentormate chat ID \"see you at noon\"")
+        }
+
+        public var id = ""
+        public var message: String?
+        public var follow = false
+
+        public static var options: [CommandOption<Self>] {
+            [.flag("--follow", \.follow, help: "Keep printing new messages until Ctrl-C or an unmatch.")]
+        }
+        public static var arguments: [CommandArgument<Self>] {
+            [.accountID(\.id),
+             .optional("MESSAGE", \.message, help: "The message to send (quote it; 1-4000 bytes).")]
+        }
+        public init() {}
+
+        public func validate() throws(UsageError) {
+            if follow && message != nil {
+                throw UsageError("--follow streams the conversation and sends nothing; a MESSAGE cannot go with it",
+                                 hint: "send first with `mentormate chat ID \"MESSAGE\"`, then follow with `mentormate chat ID --follow`")
+            }
+            if let message {
+                if message.cliTrimmed.isEmpty {
+                    throw UsageError("the message is empty", hint: "mentormate chat ID \"your message\"")
+                }
+                let bytes = message.utf8.count
+                if bytes > Self.maxMessageBytes {
+                    throw UsageError("the message is \(bytes) bytes; a message may be at most \(Self.maxMessageBytes)",
+                                     hint: "split it into several messages")
+                }
+            }
+        }
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let zone = context.host.timeZone
+            if let message {
+                let sent = try context.call("chat.send", ["id": .string(id), "text": .string(message)])
+                if context.json { return context.printJSON(sent) }
+                context.print(ClientFormat.message(sent, otherName: "", speakerWidth: 3, in: zone))
+                return
+            }
+            if follow { return try runFollow(context) }
+            if context.json { return context.printJSON(try context.call("chat.history", ["id": .string(id)])) }
+            // The card gives the other's name and full ID (and reports an unknown or ambiguous ID).
+            let card = try context.call("profile.show", ["id": .string(id)])
+            let other = card["id"]?.stringValue ?? id
+            let history = try context.call("chat.history", ["id": .string(other)])
+            context.print(ClientFormat.conversation(history, otherName: card["name"]?.stringValue ?? ClientFormat.shortID(other),
+                                                    otherID: other, in: zone))
+        }
+
+        /// Subscribes before reading the history so that nothing sent in between is lost;
+        /// a message both in the history and in an event is printed once.
+        func runFollow(_ context: CommandContext) throws(ClientError) {
+            let zone = context.host.timeZone
+            let card = try context.call("profile.show", ["id": .string(id)])
+            let other = card["id"]?.stringValue ?? id
+            let name = ClientFormat.cell(card["name"]?.stringValue ?? ClientFormat.shortID(other), width: 24)
+            context.host.interruptEndsCleanly()
+            _ = try context.call("subscribe", ["events": ["message", "unmatch"]])
+            let history = try context.call("chat.history", ["id": .string(other)])
+            var seen = Swift.Set((history["messages"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+            if context.json {
+                context.print(history.description)
+            } else {
+                context.print(ClientFormat.conversation(history, otherName: name, otherID: other, in: zone))
+            }
+            if !(history["unmatchedBy"]?.isNull ?? true) { return }
+            if !context.json { context.host.error("(following new messages; Ctrl-C stops)") }
+            let width = max(3, name.count)
+            while true {
+                guard let event = try context.nextNotification() else {
+                    throw ClientError.connectionLost(socket: context.socketPath, reason: "the daemon closed the connection")
+                }
+                switch event.method {
+                case "event.message" where event.params["with"]?.stringValue == other:
+                    guard let message = event.params["message"] else { continue }
+                    if let mid = message["id"]?.stringValue {
+                        guard !seen.contains(mid) else { continue }
+                        seen.insert(mid)
+                    }
+                    context.print(context.json ? JSON.object(["method": .string(event.method), "params": event.params]).description
+                                  : ClientFormat.message(message, otherName: name, speakerWidth: width, in: zone))
+                case "event.unmatch" where event.params["id"]?.stringValue == other:
+                    if context.json {
+                        context.print(JSON.object(["method": .string(event.method), "params": event.params]).description)
+                    } else {
+                        let byThem = event.params["by"]?.stringValue == other
+                        context.print(byThem ? "\(name) ended the match; the conversation is closed."
+                                             : "You ended the match; the conversation is closed.")
+                    }
+                    return
+                case "event.overflow":
+                    let dropped = ClientFormat.text(event.params["dropped"]) ?? "some"
+                    context.host.error("mentormate: missed \(dropped) events while the output was slow; "
+                                       + "`mentormate chat \(ClientFormat.shortID(other))` shows the whole conversation")
+                default:
+                    continue
+                }
+            }
+        }
+    }
+
+    // MARK: Node
+
+    public struct Peers: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["peers"],
+                                 abstract: "List the nodes connected now and how they were found (mdns, config or incoming).")
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("peers")
+            if context.json { return context.printJSON(result) }
+            context.print(ClientFormat.peers(result, in: context.host.timeZone))
+        }
+    }
+
+    public struct Status: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["status"],
+                                 abstract: "Show this node: ID, version, listen address and port, counts, discovery and health.")
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("status")
+            if context.json { return context.printJSON(result) }
+            context.print(ClientFormat.status(result))
+        }
+    }
+
+    public struct Doctor: ClientCommand {
+        public static var configuration: CommandConfiguration {
+            CommandConfiguration(program: program, path: ["doctor"],
+                                 abstract: "Check what the node needs: Avahi, D-Bus, multicast, firewall, the socket and disk space.",
+                                 discussion: "Exits with status 1 when a check fails, so scripts can use it too.")
+        }
+        public static var options: [CommandOption<Self>] { [] }
+        public init() {}
+
+        public func run(_ context: CommandContext) throws(ClientError) {
+            let result = try context.call("doctor")
+            if context.json { context.printJSON(result) } else { context.print(ClientFormat.doctor(result)) }
+            let checks = result["checks"]?.arrayValue ?? []
+            let failed = checks.filter { $0["ok"]?.boolValue != true }.count
+            if failed > 0 {
+                throw ClientError("\(failed) of \(checks.count) checks failed",
+                                  hint: context.json ? "each failed check has a \"fix\"" : "each failed check says how to fix it")
+            }
+        }
+    }
+}

@@ -1,0 +1,232 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `mentormate`'s commands need from the world, behind protocols so that tests run every
+/// command against a fake daemon and a fake terminal. The real implementations live in Client/.
+
+/// A connection to the daemon's API. `RPCClient` is the real one.
+public protocol APITransport: AnyObject {
+    /// Sends a request and waits for its response. Throws `RPCError` (or `RPCClientError.server`)
+    /// when the daemon answers with an error, `RPCClientError.connection` (or anything else)
+    /// when the connection fails. Notifications that arrive meanwhile are kept for
+    /// `nextNotification()`.
+    func call(_ method: String, _ params: [String: JSON]) throws -> JSON
+    /// The next notification (after `subscribe`), waiting for one; nil when the daemon closed
+    /// the connection.
+    func nextNotification() throws -> RPCNotification?
+}
+
+/// Why a local file could not be read.
+public enum FileReadFailure: Error, Equatable, Sendable {
+    case missing
+    case isDirectory
+    case notRegular
+    case permissionDenied
+    /// Larger than the limit asked for; `size` is the file's size in bytes.
+    case tooLarge(size: Int)
+    case other(String)
+}
+
+/// The program's surroundings: standard streams, files, the terminal, signals, the socket.
+public protocol ClientHost: AnyObject {
+    func output(_ text: String)
+    func error(_ text: String)
+    /// The socket to use: `--socket`, then `MENTORMATE_SOCKET`, then the default paths.
+    func socketPath(flag: String?) -> String
+    /// Connects to the daemon; a failure means the daemon cannot be reached.
+    func connect(to socketPath: String) throws -> any APITransport
+    /// Reads a whole regular file of at most `limit` bytes (checked before reading it).
+    func readFile(_ path: String, limit: Int) throws(FileReadFailure) -> [UInt8]
+    /// True when secrets are typed at a terminal (then they are asked twice and not echoed).
+    var secretsFromTerminal: Bool { get }
+    /// Reads one secret line: from the terminal without echo after showing `prompt`, or one
+    /// line of stdin. nil at the end of the input.
+    func readSecret(prompt: String) throws(ClientError) -> String?
+    /// From now on an interrupt (Ctrl-C) ends the program with status 0: for output that
+    /// streams until the user stops it.
+    func interruptEndsCleanly()
+    /// The time zone for printed times.
+    var timeZone: TimeZone { get }
+}
+
+/// The exit status of `mentormate`.
+public struct ClientExitStatus: RawRepresentable, Hashable, Sendable {
+    public let rawValue: Int32
+    public init(rawValue: Int32) { self.rawValue = rawValue }
+
+    public static let success = ClientExitStatus(rawValue: 0)
+    /// The daemon refused or failed, or a local file or input was unusable.
+    public static let failure = ClientExitStatus(rawValue: 1)
+    /// The command line was wrong; nothing was sent.
+    public static let usage = ClientExitStatus(rawValue: 2)
+    /// The daemon could not be reached (or the connection broke).
+    public static let unreachable = ClientExitStatus(rawValue: 3)
+}
+
+/// A failure the client reports: one line of what happened, a hint of what to do, a status.
+public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var message: String
+    public var hint: String?
+    public var status: ClientExitStatus
+    /// The daemon's error, when it was one.
+    public var rpcError: RPCError?
+
+    public init(_ message: String, hint: String? = nil, status: ClientExitStatus = .failure, rpcError: RPCError? = nil) {
+        self.message = message
+        self.hint = hint
+        self.status = status
+        self.rpcError = rpcError
+    }
+
+    public var description: String { message }
+
+    /// What goes to stderr: `mentormate: ...` and, where one applies, `hint: ...`.
+    public var report: String {
+        var text = "mentormate: \(message)"
+        if let hint { text += "\nhint: \(hint)" }
+        return text
+    }
+
+    public static func usage(_ e: UsageError) -> ClientError {
+        ClientError(e.message, hint: e.hint, status: .usage)
+    }
+
+    /// Any failure of a transport call: the daemon's error answer, or a connection problem.
+    public static func transport(_ error: any Error, socket: String, method: String) -> ClientError {
+        switch error {
+        case let e as RPCError: return daemon(e, method: method)
+        case RPCClientError.server(let e): return daemon(e, method: method)
+        case RPCClientError.connection(let c): return connection(c, socket: socket)
+        case let c as RPCConnectionError: return connection(c, socket: socket)
+        default: return unreachable(socket: socket, reason: "\(error)")
+        }
+    }
+
+    public static func unreachable(socket: String, reason: String) -> ClientError {
+        ClientError("cannot reach mentormated at \(socket): \(reason)", hint: startHint, status: .unreachable)
+    }
+
+    public static func connectionLost(socket: String, reason: String) -> ClientError {
+        ClientError("lost the connection to mentormated at \(socket): \(reason)",
+                    hint: "the daemon may have stopped or restarted; run the command again (`mentormate status` tells whether it is back)",
+                    status: .unreachable)
+    }
+
+    static let startHint = "start the daemon with `mentormated` (or `systemctl start mentormated` for the system service); "
+        + "if it uses another socket, give it with --socket PATH or MENTORMATE_SOCKET"
+
+    /// `RPCClient`'s connection failures, worded for a person at the command line.
+    public static func connection(_ c: RPCConnectionError, socket: String) -> ClientError {
+        let why = c.errno == 0 ? "" : " (" + String(cString: strerror(c.errno)) + ")"
+        switch c.code {
+        case .socketMissing:
+            return ClientError("mentormated is not running: there is no socket at \(socket)", hint: startHint, status: .unreachable)
+        case .permissionDenied:
+            return ClientError("permission denied on mentormated's socket \(socket)",
+                               hint: "the socket or its directory is not open to your user; use your own daemon's socket "
+                                   + "(--socket PATH) or ask the administrator to check the modes of the socket directory",
+                               status: .unreachable)
+        case .staleSocket:
+            return ClientError("no mentormated is listening at \(socket) (the socket file was left by a daemon that stopped)",
+                               hint: "start mentormated again (`mentormated`, or `systemctl start mentormated`); it replaces the stale socket",
+                               status: .unreachable)
+        case .timedOut:
+            return ClientError("mentormated at \(socket) did not answer in time",
+                               hint: "it may be busy or stuck: `mentormate status`, or its log (journalctl -u mentormated)",
+                               status: .unreachable)
+        case .closed:
+            return connectionLost(socket: socket, reason: "the daemon closed it")
+        case .badResponse:
+            return ClientError("\(socket) does not speak MentorMate's API: \(c.message)",
+                               hint: "check that --socket or MENTORMATE_SOCKET names mentormated's socket", status: .unreachable)
+        default:
+            return ClientError("cannot talk to mentormated at \(socket)\(why)", hint: startHint, status: .unreachable)
+        }
+    }
+
+    /// An error answer of the daemon, with the hint that fits its code.
+    public static func daemon(_ e: RPCError, method: String) -> ClientError {
+        let code = RPCError.Code(rawValue: e.code)
+        let hint: String?
+        switch code {
+        case .noAccount:
+            hint = "create your account first: mentormate signup --email ADDR --name NAME --role student|tutor"
+        case .locked:
+            hint = "run `mentormate login` to unlock your account"
+        case .alreadyExists:
+            hint = "`mentormate whoami` shows your account"
+        case .wrongPassphrase:
+            hint = "run the command again with the passphrase you chose at sign-up"
+        case .ambiguous:
+            let matches = (e.data?["matches"]?.arrayValue ?? []).compactMap(\.stringValue)
+            hint = matches.isEmpty ? "give more characters of the ID"
+                : "give more characters of one of these IDs:\n" + matches.map { "  " + ClientFormat.sanitize($0) }.joined(separator: "\n")
+        case .notFound:
+            hint = method.hasPrefix("blob.") ? nil : "`mentormate feed` and `mentormate matches` show the IDs you can use"
+        case .notAllowed:
+            hint = method.hasPrefix("chat.") ? "you can chat once you both liked each other; `mentormate matches` lists your matches" : nil
+        case .storage:
+            hint = "free disk space or fix the state directory's permissions; `mentormate doctor` checks both"
+        case .methodNotFound, .invalidParams, .invalidRequest, .parseError:
+            hint = "this client (\(MentorMateVersion.string)) and the daemon may be different versions; `mentormate status` shows the daemon's"
+        case .internalError:
+            hint = "the daemon's log has the details (journalctl -u mentormated, or its stderr)"
+        default:
+            hint = nil
+        }
+        return ClientError(ClientFormat.sanitize(e.message), hint: hint, status: .failure, rpcError: e)
+    }
+}
+
+/// One run of a command: the global options, the host, and the connection (opened on the
+/// first call, so usage errors and local file errors never need a daemon).
+public final class CommandContext {
+    public let host: any ClientHost
+    public let json: Bool
+    public let socketPath: String
+    private var transport: (any APITransport)?
+
+    public init(host: any ClientHost, json: Bool, socketPath: String) {
+        self.host = host
+        self.json = json
+        self.socketPath = socketPath
+    }
+
+    private func connection() throws(ClientError) -> any APITransport {
+        if let transport { return transport }
+        do {
+            let t = try host.connect(to: socketPath)
+            transport = t
+            return t
+        } catch {
+            throw ClientError.transport(error, socket: socketPath, method: "")
+        }
+    }
+
+    /// Calls a method; the daemon's errors and connection failures become `ClientError`s.
+    public func call(_ method: String, _ params: [String: JSON] = [:]) throws(ClientError) -> JSON {
+        let t = try connection()
+        do {
+            return try t.call(method, params)
+        } catch {
+            throw ClientError.transport(error, socket: socketPath, method: method)
+        }
+    }
+
+    public func nextNotification() throws(ClientError) -> RPCNotification? {
+        let t = try connection()
+        do {
+            return try t.nextNotification()
+        } catch {
+            throw ClientError.transport(error, socket: socketPath, method: "")
+        }
+    }
+
+    /// Prints text to stdout.
+    public func print(_ text: String) { host.output(text) }
+
+    /// Prints a result for scripts: pretty JSON with sorted keys.
+    public func printJSON(_ value: JSON) { host.output(ClientFormat.prettyJSON(value)) }
+}

@@ -1,0 +1,294 @@
+import Foundation
+
+/// How `mentormate` prints the daemon's results for people: aligned tables and labelled blocks.
+/// Pure functions of the JSON (and a time zone), so tests pin the exact text.
+public enum ClientFormat {
+    /// IDs in tables: the first 12 characters, which still work as a prefix on the command line.
+    public static func shortID(_ id: String) -> String { String(sanitize(id).prefix(12)) }
+
+    /// Text from the network is shown, never obeyed: control characters (terminal escape
+    /// sequences) and bidirectional overrides become `?`; newlines stay only when asked.
+    public static func sanitize(_ text: String, keepNewlines: Bool = false) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if scalar == "\n" && keepNewlines {
+                out.append(scalar)
+            } else if scalar == "\t" {
+                out.append(" ")
+            } else if v < 0x20 || v == 0x7F || (0x80...0x9F).contains(v)
+                        || (0x202A...0x202E).contains(v) || (0x2066...0x2069).contains(v) {
+                out.append("?")
+            } else {
+                out.append(scalar)
+            }
+        }
+        return String(out)
+    }
+
+    /// One line for a table cell: sanitized, newlines as spaces, cut at `width` with "…".
+    public static func cell(_ text: String, width: Int = 40) -> String {
+        let clean = sanitize(text.replacingOccurrences(of: "\r\n", with: " ").replacingOccurrences(of: "\n", with: " "))
+        return clean.count > width ? String(clean.prefix(width - 1)) + "…" : clean
+    }
+
+    /// Columns padded to their widest cell, two spaces apart; `right` holds the indexes of
+    /// columns aligned right (numbers). No trailing spaces.
+    public static func table(_ headers: [String], _ rows: [[String]], right: Set<Int> = []) -> String {
+        let all = [headers] + rows
+        var widths = [Int](repeating: 0, count: headers.count)
+        for row in all {
+            for (i, c) in row.enumerated() where i < widths.count { widths[i] = max(widths[i], c.count) }
+        }
+        return all.map { row in
+            var line = ""
+            for (i, c) in row.enumerated() where i < widths.count {
+                let pad = String(repeating: " ", count: widths[i] - c.count)
+                line += (i == 0 ? "" : "  ") + (right.contains(i) ? pad + c : c + pad)
+            }
+            return String(line.reversed().drop(while: { $0 == " " }).reversed())
+        }.joined(separator: "\n")
+    }
+
+    /// Labelled lines (`  label   value`); a value with newlines continues under itself.
+    public static func block(_ pairs: [(String, String)], indent: Int = 2) -> String {
+        let width = pairs.map(\.0.count).max() ?? 0
+        let pad = String(repeating: " ", count: indent)
+        return pairs.map { label, value in
+            let lines = value.split(separator: "\n", omittingEmptySubsequences: false)
+            let continuation = "\n" + pad + String(repeating: " ", count: width + 2)
+            return pad + label.cliPadded(to: width) + "  " + lines.joined(separator: continuation)
+        }.joined(separator: "\n")
+    }
+
+    /// Milliseconds since the epoch as local `yyyy-MM-dd HH:mm`.
+    public static func time(_ milliseconds: Int64, in zone: TimeZone) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = zone
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
+    }
+
+    /// Bytes as `812 B`, `47.1 KiB`, `3.9 MiB`.
+    public static func size(_ bytes: Int64) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        let kib = Double(bytes) / 1024
+        if kib < 1024 { return String(format: "%.1f KiB", kib) }
+        return String(format: "%.1f MiB", kib / 1024)
+    }
+
+    /// Seconds as `42s`, `5m 3s`, `2h 13m`, `3d 4h`.
+    public static func duration(_ seconds: Int64) -> String {
+        let s = max(seconds, 0)
+        if s < 60 { return "\(s)s" }
+        if s < 3600 { return "\(s / 60)m \(s % 60)s" }
+        if s < 86400 { return "\(s / 3600)h \(s % 3600 / 60)m" }
+        return "\(s / 86400)d \(s % 86400 / 3600)h"
+    }
+
+    /// The daemon's result for scripts: pretty, sorted keys, slashes unescaped.
+    public static func prettyJSON(_ value: JSON) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return value.description }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func text(_ value: JSON?) -> String? {
+        switch value {
+        case .string(let s)?: return s
+        case .int(let i)?: return String(i)
+        case .double(let d)?: return String(d)
+        case .bool(let b)?: return b ? "yes" : "no"
+        default: return nil
+        }
+    }
+
+    // MARK: Results
+
+    /// `whoami`, `login`, `logout`, `signup`: an `AccountInfo`.
+    public static func account(_ info: JSON) -> String {
+        let name = sanitize(info["name"]?.stringValue ?? "(no name)")
+        let role = sanitize(info["role"]?.stringValue ?? "?")
+        let key: String
+        switch (info["protected"]?.boolValue ?? false, info["unlocked"]?.boolValue ?? false) {
+        case (true, true): key = "protected by a passphrase, unlocked"
+        case (true, false): key = "protected by a passphrase, locked (`mentormate login` unlocks it)"
+        case (false, true): key = "not protected by a passphrase, unlocked"
+        case (false, false): key = "locked (`mentormate login` unlocks it)"
+        }
+        var pairs = [("id", sanitize(info["id"]?.stringValue ?? "?"))]
+        if let email = info["email"]?.stringValue { pairs.append(("email", sanitize(email))) }
+        pairs.append(("key", key))
+        return "\(name) (\(role))\n" + block(pairs)
+    }
+
+    /// `profile show` and `profile set`: a `Card`, with the full ID.
+    public static func card(_ card: JSON, in zone: TimeZone) -> String {
+        let name = sanitize(card["name"]?.stringValue ?? "(no name)")
+        let role = sanitize(card["role"]?.stringValue ?? "?")
+        var pairs: [(String, String)] = [("id", sanitize(card["id"]?.stringValue ?? "?"))]
+        if let bio = card["bio"]?.stringValue { pairs.append(("bio", sanitize(bio, keepNewlines: true))) }
+        let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+        pairs.append(("courses", courses.isEmpty ? "none" : courses.joined(separator: ", ")))
+        if let wage = card["wage"]?.intValue { pairs.append(("wage", "\(wage)")) }
+        if let budget = card["budget"]?.intValue { pairs.append(("budget", "\(budget)")) }
+        if let availability = card["availability"]?.stringValue {
+            pairs.append(("availability", sanitize(availability, keepNewlines: true)))
+        }
+        if let photo = card["photo"], let hash = photo["hash"]?.stringValue {
+            var details: [String] = []
+            if let bytes = photo["size"]?.intValue { details.append(size(bytes)) }
+            if let type = photo["type"]?.stringValue { details.append(sanitize(type)) }
+            pairs.append(("photo", sanitize(hash) + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")))
+        }
+        if let updated = card["updatedAt"]?.intValue { pairs.append(("updated", time(updated, in: zone))) }
+        if let conflicts = card["conflicts"]?.objectValue, !conflicts.isEmpty {
+            var lines: [String] = []
+            for (field, values) in conflicts.sorted(by: { $0.key < $1.key }) {
+                for v in values.arrayValue ?? [values] {
+                    lines.append("\(sanitize(field)): " + cell(text(v) ?? v.description, width: 60))
+                }
+            }
+            pairs.append(("conflicts", lines.joined(separator: "\n")))
+        }
+        var out = "\(name) (\(role))\n" + block(pairs)
+        if !(card["conflicts"]?.objectValue?.isEmpty ?? true) {
+            out += "\n\nConflicts are concurrent edits that lost the tie-break; they stay until the next change of the field."
+        }
+        if card["forked"]?.boolValue == true {
+            out += "\n\nWarning: this account's key signed two different records with one sequence number: "
+                + "the key is used on two nodes, or was stolen."
+        }
+        return out
+    }
+
+    /// `feed`: one row per card, best first.
+    public static func feed(_ result: JSON) -> String {
+        let cards = result["cards"]?.arrayValue ?? []
+        if cards.isEmpty {
+            return "Nobody new to show right now. People appear as their nodes are discovered; try again later or without --course."
+        }
+        var anyShared = false
+        let rows: [[String]] = cards.map { card in
+            let shared = Set((card["sharedCourses"]?.arrayValue ?? []).compactMap(\.stringValue))
+            let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let ordered = courses.filter { shared.contains($0) }.map { $0 + "*" } + courses.filter { !shared.contains($0) }
+            if !shared.isEmpty { anyShared = true }
+            let role = card["role"]?.stringValue ?? ""
+            let pay = role == "tutor" ? card["wage"]?.intValue : card["budget"]?.intValue
+            return [shortID(card["id"]?.stringValue ?? "?"),
+                    cell(card["name"]?.stringValue ?? "", width: 24),
+                    cell(role, width: 8),
+                    pay.map(String.init) ?? "-",
+                    cell(ordered.joined(separator: ", "), width: 40),
+                    card["nearby"]?.boolValue == true ? "yes" : "no"]
+        }
+        var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "NEARBY"], rows, right: [3])
+        if anyShared { out += "\n\n* a course you share. PAY is a tutor's wage or a student's budget." }
+        out += "\n`mentormate profile show ID` shows a card; `mentormate like ID` or `mentormate pass ID` decides."
+        return out
+    }
+
+    /// `matches`: one row per match with its latest message.
+    public static func matches(_ result: JSON, in zone: TimeZone) -> String {
+        let matches = result["matches"]?.arrayValue ?? []
+        if matches.isEmpty { return "No matches yet. `mentormate feed` shows people to like." }
+        let rows: [[String]] = matches.map { m in
+            var last = ""
+            if let message = m["lastMessage"], !message.isNull {
+                let who = message["mine"]?.boolValue == true ? "you" : "them"
+                let when = message["sentAt"]?.intValue.map { time($0, in: zone) } ?? ""
+                last = "\(when) \(who): " + cell(message["text"]?.stringValue ?? "", width: 40)
+            }
+            return [shortID(m["id"]?.stringValue ?? "?"), cell(m["name"]?.stringValue ?? "", width: 24),
+                    text(m["messages"]) ?? "0", last]
+        }
+        return table(["ID", "NAME", "MESSAGES", "LAST"], rows, right: [2])
+    }
+
+    /// One chat message, as in `chat ID` and `chat ID --follow`.
+    public static func message(_ message: JSON, otherName: String, speakerWidth: Int, in zone: TimeZone) -> String {
+        let mine = message["mine"]?.boolValue == true
+        let who = (mine ? "you" : otherName).cliPadded(to: speakerWidth)
+        let when = message["sentAt"]?.intValue.map { time($0, in: zone) } ?? "????-??-?? ??:??"
+        let lead = "\(when)  \(who)  "
+        let lines = sanitize(message["text"]?.stringValue ?? "", keepNewlines: true).split(separator: "\n", omittingEmptySubsequences: false)
+        return lead + lines.joined(separator: "\n" + String(repeating: " ", count: lead.count))
+    }
+
+    /// `chat ID`: the conversation, oldest first, and whether it is still open.
+    public static func conversation(_ history: JSON, otherName: String, otherID: String, in zone: TimeZone) -> String {
+        let name = cell(otherName, width: 24)
+        var out = "Conversation with \(name) (\(shortID(otherID)))"
+        let messages = history["messages"]?.arrayValue ?? []
+        let width = max(3, name.count)
+        if messages.isEmpty { out += "\nNo messages yet." }
+        for m in messages { out += "\n" + message(m, otherName: name, speakerWidth: width, in: zone) }
+        if let by = history["unmatchedBy"]?.stringValue {
+            out += "\n" + (by == otherID ? "\(name) ended the match; the conversation is closed."
+                                         : "You ended the match; the conversation is closed.")
+        } else if history["matched"]?.boolValue == false {
+            out += "\nYou are not matched with \(name): chat opens once you both liked each other."
+        }
+        return out
+    }
+
+    /// `peers`.
+    public static func peers(_ result: JSON, in zone: TimeZone) -> String {
+        let peers = result["peers"]?.arrayValue ?? []
+        if peers.isEmpty {
+            return "No peers right now. `mentormate doctor` checks discovery (Avahi, multicast, firewall)."
+        }
+        let rows: [[String]] = peers.map { p in
+            [shortID(p["node"]?.stringValue ?? "?"), cell(p["address"]?.stringValue ?? "", width: 48),
+             cell(p["via"]?.stringValue ?? "", width: 10), p["since"]?.intValue.map { time($0, in: zone) } ?? ""]
+        }
+        return table(["NODE", "ADDRESS", "VIA", "SINCE"], rows)
+    }
+
+    /// `status`.
+    public static func status(_ s: JSON) -> String {
+        var pairs: [(String, String)] = [
+            ("node", sanitize(s["node"]?.stringValue ?? "?")),
+            ("version", sanitize(text(s["version"]) ?? "?")),
+        ]
+        if let listen = s["listen"], !listen.isNull {
+            let host = sanitize(listen["host"]?.stringValue ?? "?")
+            let port = text(listen["port"]) ?? "?"
+            pairs.append(("listen", host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"))
+        } else {
+            pairs.append(("listen", "not listening"))
+        }
+        pairs.append(("socket", sanitize(text(s["socket"]) ?? "?")))
+        pairs.append(("state dir", sanitize(text(s["stateDir"]) ?? "?")))
+        pairs.append(("records", "\(text(s["records"]) ?? "?") from \(text(s["authors"]) ?? "?") authors, \(text(s["pending"]) ?? "?") pending"))
+        pairs.append(("accounts", text(s["accounts"]) ?? "?"))
+        pairs.append(("peers", text(s["peers"]) ?? "?"))
+        pairs.append(("discovery", sanitize(text(s["discovery"]) ?? "?")))
+        pairs.append(("uptime", s["uptime"]?.intValue.map(duration) ?? "?"))
+        pairs.append(("health", sanitize(text(s["health"]) ?? "?")))
+        var out = block(pairs, indent: 0)
+        let problems = (s["problems"]?.arrayValue ?? []).compactMap(\.stringValue)
+        if !problems.isEmpty {
+            out += "\nproblems:\n" + problems.map { "  - " + sanitize($0) }.joined(separator: "\n")
+        }
+        return out
+    }
+
+    /// `doctor`: one line per check, with the fix under a failed one.
+    public static func doctor(_ result: JSON) -> String {
+        let checks = result["checks"]?.arrayValue ?? []
+        let width = checks.map { cell($0["name"]?.stringValue ?? "", width: 20).count }.max() ?? 0
+        return checks.map { c in
+            let ok = c["ok"]?.boolValue == true
+            var line = (ok ? "ok    " : "FAIL  ") + cell(c["name"]?.stringValue ?? "", width: 20).cliPadded(to: width)
+                + "  " + sanitize(c["detail"]?.stringValue ?? "")
+            if !ok, let fix = c["fix"]?.stringValue {
+                line += "\n" + String(repeating: " ", count: 6 + width + 2) + "fix: " + sanitize(fix)
+            }
+            return line
+        }.joined(separator: "\n")
+    }
+}
