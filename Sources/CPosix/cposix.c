@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "cposix.h"
+#include <stddef.h>
 #include <sys/socket.h>
 
 int cposix_peer_cred(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
@@ -10,4 +11,8 @@ int cposix_peer_cred(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     *uid = cred.uid;
     *gid = cred.gid;
     return 0;
+}
+
+int cposix_accept4(int fd, int flags) {
+    return accept4(fd, NULL, NULL, flags);
 }

@@ -3,11 +3,12 @@ import Foundation
 import MentorAPI
 import MentorCore
 import MentorCrypto
+import MentorNet
 import MentorStore
 
 /// Who is calling: the Unix user (from SO_PEERCRED) and the connection (for uploads and
 /// subscriptions, which end with it).
-public struct Caller: Sendable, Hashable {
+public struct Requester: Sendable, Hashable {
     public var uid: UInt32
     public var connection: UInt64
     public init(uid: UInt32, connection: UInt64) { self.uid = uid; self.connection = connection }
@@ -19,7 +20,7 @@ public struct Caller: Sendable, Hashable {
 /// a time — the replica has one writer anyway, and each request is short. `@unchecked Sendable`
 /// is safe because every mutable member is touched only on that queue.
 public final class Node: @unchecked Sendable {
-    public let config: NodeConfig
+    public private(set) var config: NodeConfig
     public let replica: Replica
     public let nodeKeys: SigningKeyPair
     /// Delivers a notification to one connection (set by the daemon).
@@ -28,8 +29,8 @@ public final class Node: @unchecked Sendable {
     public var runtimeInfo: @Sendable () -> RuntimeInfo = {
         RuntimeInfo(socketPath: "", listen: nil, discovery: "off", peers: [], startedAt: 0)
     }
-    /// Logs one line (set by the daemon).
-    public var log: @Sendable (_ level: String, _ message: String) -> Void = { _, _ in }
+    /// Where the node logs (set by the daemon).
+    public var logger: any Logger = DiscardingLogger()
 
     let queue = DispatchQueue(label: "MentorNode.Node")
     /// Unlocked accounts: uid → writer (holds the key).
@@ -40,7 +41,7 @@ public final class Node: @unchecked Sendable {
     var cards: [PublicKey: Feed.Candidate] = [:]
     var names: [PublicKey: String] = [:]
     /// Unfinished photo uploads: token → (caller, bytes).
-    var uploads: [String: (caller: Caller, data: [UInt8])] = [:]
+    var uploads: [String: (caller: Requester, data: [UInt8])] = [:]
     /// Subscriptions: connection → (uid, events).
     var subscriptions: [UInt64: (uid: UInt32, events: Set<String>)] = [:]
     /// Last pair summaries seen per local account, to turn replica changes into events.
@@ -62,7 +63,7 @@ public final class Node: @unchecked Sendable {
                     let keys = try KeyFile.read(from: config.keyPath(uid: account.uid))
                     try unlock(uid: account.uid, keys: keys)
                 } catch {
-                    log("error", "account of uid \(account.uid) (\(account.account.shortID)…) stays locked: \(error)")
+                    logger.log(.error, "account stays locked: its key could not be read", ["uid": "\(account.uid)", "error": "\(error)"])
                 }
             }
             try rebuildCardIndex()
@@ -70,20 +71,25 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Runs one API request for `caller`.
-    public func handle(_ method: String, _ params: [String: JSON], caller: Caller) -> Result<JSON, RPCError> {
+    public func handle(_ method: String, _ params: [String: JSON], caller: Requester) -> Result<JSON, RPCError> {
         queue.sync {
             do {
                 return .success(try dispatch(method, Params(params, method: method), caller))
             } catch let e as RPCError {
                 return .failure(e)
             } catch let e as StoreError {
-                log("error", "storage error in \(method): \(e)")
+                logger.log(.error, "storage error", ["method": method, "error": "\(e)"])
                 return .failure(RPCError(.storage, "the replica could not be written (\(e.message)); nothing was stored — check free disk space and the state directory"))
             } catch {
-                log("error", "internal error in \(method): \(error)")
+                logger.log(.error, "internal error", ["method": method, "error": "\(error)"])
                 return .failure(RPCError(.internalError, "internal error: \(error)"))
             }
         }
+    }
+
+    /// Applies a reloaded configuration's e-mail domains (SIGHUP).
+    public func reload(emailDomains: [String]) {
+        queue.sync { config.emailDomains = emailDomains }
     }
 
     /// Forgets a closed connection's uploads and subscriptions.

@@ -2,10 +2,11 @@ import Foundation
 import MentorAPI
 import MentorCore
 import MentorCrypto
+import MentorNet
 import MentorStore
 
 extension Node {
-    func dispatch(_ method: String, _ p: Params, _ caller: Caller) throws -> JSON {
+    func dispatch(_ method: String, _ p: Params, _ caller: Requester) throws -> JSON {
         switch method {
         case "account.signup": return try signup(p, caller)
         case "account.login": return try login(p, caller)
@@ -34,7 +35,7 @@ extension Node {
 
     // MARK: Account
 
-    func signup(_ p: Params, _ caller: Caller) throws -> JSON {
+    func signup(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["email", "name", "role", "passphrase"])
         let email = try p.string("email").trimmingCharacters(in: .whitespaces)
         let name = try p.string("name").trimmingCharacters(in: .whitespaces)
@@ -69,7 +70,7 @@ extension Node {
             try? FileManager.default.removeItem(atPath: path)
             throw error
         }
-        log("info", "signup uid=\(caller.uid) account=\(keys.publicKey.key.shortID)")
+        logger.info("account created", ["uid": "\(caller.uid)", "account": keys.publicKey.key.shortID])
         return try accountInfo(caller.uid)
     }
 
@@ -86,7 +87,7 @@ extension Node {
         }
     }
 
-    func login(_ p: Params, _ caller: Caller) throws -> JSON {
+    func login(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["passphrase"])
         guard let account = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
         loggedOut.remove(caller.uid)
@@ -108,7 +109,7 @@ extension Node {
         return try accountInfo(caller.uid)
     }
 
-    func logout(_ caller: Caller) throws -> JSON {
+    func logout(_ caller: Requester) throws -> JSON {
         guard let writer = writers[caller.uid] else {
             guard try replica.nodeAccount(uid: caller.uid) != nil else { throw noAccount() }
             return try accountInfo(caller.uid)
@@ -128,7 +129,7 @@ extension Node {
     }
 
     /// The caller's account key (whether or not it is unlocked).
-    func me(_ caller: Caller) throws -> PublicKey {
+    func me(_ caller: Requester) throws -> PublicKey {
         guard let a = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
         return a.account
     }
@@ -148,7 +149,7 @@ extension Node {
         }
     }
 
-    func profileShow(_ p: Params, _ caller: Caller) throws -> JSON {
+    func profileShow(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id"])
         let key = try p.optionalString("id").map(resolve) ?? me(caller)
         guard let state = try replica.card(of: key) else {
@@ -157,7 +158,7 @@ extension Node {
         return cardJSON(state)
     }
 
-    func profileSet(_ p: Params, _ caller: Caller) throws -> JSON {
+    func profileSet(_ p: Params, _ caller: Requester) throws -> JSON {
         let fields: Set<String> = ["name", "bio", "courses", "wage", "budget", "availability", "photo"]
         try p.allow(fields)
         guard p.values.keys.contains(where: fields.contains) else {
@@ -195,7 +196,7 @@ extension Node {
 
     static let maxChunk = 512 * 1024
 
-    func blobPut(_ p: Params, _ caller: Caller) throws -> JSON {
+    func blobPut(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["chunk", "upload", "done"])
         _ = try me(caller)
         guard let chunk = Data(base64Encoded: try p.string("chunk")) else {
@@ -232,7 +233,7 @@ extension Node {
         }
     }
 
-    func blobGet(_ p: Params, _ caller: Caller) throws -> JSON {
+    func blobGet(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["hash", "offset", "length"])
         let hex = try p.string("hash")
         guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
@@ -250,7 +251,7 @@ extension Node {
 
     // MARK: Feed, likes
 
-    func feed(_ p: Params, _ caller: Caller) throws -> JSON {
+    func feed(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["course", "limit"])
         let me = try me(caller)
         let limit = Int(try p.optionalInt("limit") ?? 20)
@@ -273,14 +274,14 @@ extension Node {
         return ["cards": .array(out)]
     }
 
-    func target(_ p: Params, _ caller: Caller) throws -> (me: PublicKey, other: PublicKey) {
+    func target(_ p: Params, _ caller: Requester) throws -> (me: PublicKey, other: PublicKey) {
         let me = try me(caller)
         let other = try resolve(try p.string("id"))
         guard other != me else { throw RPCError(.invalidValue, "that is your own account") }
         return (me, other)
     }
 
-    func like(_ p: Params, _ caller: Caller) throws -> JSON {
+    func like(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id"])
         let (me, other) = try target(p, caller)
         let view = try replica.pairView(account: me, other: other)
@@ -294,7 +295,7 @@ extension Node {
         return ["id": .string(other.id), "matched": .bool(after.matched)]
     }
 
-    func pass(_ p: Params, _ caller: Caller) throws -> JSON {
+    func pass(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id"])
         let (me, other) = try target(p, caller)
         let view = try replica.pairView(account: me, other: other)
@@ -304,7 +305,7 @@ extension Node {
         return ["id": .string(other.id)]
     }
 
-    func undo(_ p: Params, _ caller: Caller) throws -> JSON {
+    func undo(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id"])
         let (me, other) = try target(p, caller)
         if try replica.removePass(account: me, target: other) { return ["id": .string(other.id), "undone": "pass"] }
@@ -315,7 +316,7 @@ extension Node {
         return ["id": .string(other.id), "undone": "like"]
     }
 
-    func matches(_ caller: Caller) throws -> JSON {
+    func matches(_ caller: Requester) throws -> JSON {
         let me = try me(caller)
         var out: [JSON] = []
         for s in try replica.pairSummaries(of: me).filter(\.matched).sorted(by: { $0.other < $1.other }) {
@@ -327,7 +328,7 @@ extension Node {
         return ["matches": .array(out)]
     }
 
-    func unmatch(_ p: Params, _ caller: Caller) throws -> JSON {
+    func unmatch(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id"])
         let (me, other) = try target(p, caller)
         guard try replica.pairView(account: me, other: other).matched else {
@@ -340,7 +341,7 @@ extension Node {
 
     // MARK: Chat
 
-    func chatSend(_ p: Params, _ caller: Caller) throws -> JSON {
+    func chatSend(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id", "text"])
         let (me, other) = try target(p, caller)
         let text = try p.string("text")
@@ -357,7 +358,7 @@ extension Node {
         return messageJSON(sent, me: me)
     }
 
-    func chatHistory(_ p: Params, _ caller: Caller) throws -> JSON {
+    func chatHistory(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["id", "limit"])
         let (me, other) = try target(p, caller)
         let limit = Int(try p.optionalInt("limit") ?? 50)
@@ -367,7 +368,7 @@ extension Node {
                 "matched": .bool(view.matched), "unmatchedBy": view.unmatchedBy.map { .string($0.id) } ?? .null]
     }
 
-    func subscribe(_ p: Params, _ caller: Caller) throws -> JSON {
+    func subscribe(_ p: Params, _ caller: Requester) throws -> JSON {
         try p.allow(["events"])
         let known: Set<String> = ["match", "message", "unmatch", "peer", "sync"]
         let events = try p.optionalStrings("events") ?? Array(known)

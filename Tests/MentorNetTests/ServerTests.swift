@@ -1,1 +1,478 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import MentorAPI
+import MentorNet
+import Synchronization
 import Testing
+
+// MARK: Requests and errors
+
+@Test func echoRoundTripCarriesTheCallersPeerCredentials() async throws {
+    try await withServer { env in
+        let result = try await offPool {
+            try RPCClient(path: env.path, timeout: .seconds(5)).call("echo", ["text": "héllo", "n": 42])
+        }
+        #expect(result["params"] == ["text": "héllo", "n": 42])
+        #expect(result["uid"]?.intValue == Int64(getuid()))
+        #expect(result["gid"]?.intValue == Int64(getgid()))
+        #expect(result["pid"]?.intValue == Int64(getpid()))  // the client runs in this process
+    }
+}
+
+@Test func garbageBytesGetAParseErrorAndTheConnectionStaysUsable() async throws {
+    try await withServer { env in
+        let (garbage, after) = try await offPool {
+            let client = try RawClient(path: env.path)
+            client.send([0xFF, 0xFE, 0x00, 0x7B, 0x0A])
+            let garbage = client.readJSON()
+            client.request(2, "echo", ["x": 1])
+            return (garbage, client.readJSON())
+        }
+        #expect(garbage?.errorCode == -32700)
+        #expect(garbage?["id"] == .null)
+        #expect(after?["id"] == 2)
+        #expect(after?["result"]?["params"] == ["x": 1])
+    }
+}
+
+@Test func invalidEnvelopesGetInvalidRequestWithTheIdWhenKnown() async throws {
+    try await withServer { env in
+        let answers = try await offPool {
+            let client = try RawClient(path: env.path)
+            var answers: [JSON?] = []
+            for line in ["42", #"[{"jsonrpc":"2.0","id":1,"method":"echo"}]"#, #"{"id":7,"method":"echo"}"#,
+                         #"{"jsonrpc":"2.0","id":8,"method":"echo","params":[1,2]}"#] {
+                client.send(line + "\n")
+                answers.append(client.readJSON())
+            }
+            return answers
+        }
+        #expect(answers[0]?.errorCode == -32600)
+        #expect(answers[0]?["id"] == .null)
+        #expect(answers[1]?.errorCode == -32600)
+        #expect(answers[1]?.errorMessage?.contains("batches") == true)
+        #expect(answers[2]?.errorCode == -32600)
+        #expect(answers[2]?["id"] == 7)
+        #expect(answers[3]?.errorCode == -32602)
+        #expect(answers[3]?["id"] == 8)
+        // None of these reached the handler.
+        #expect(env.handler.methods.isEmpty)
+    }
+}
+
+@Test func unknownMethodsArePassedToTheHandlerWhichAnswersMethodNotFound() async throws {
+    try await withServer { env in
+        let outcome = try await offPool {
+            clientError { _ = try RPCClient(path: env.path, timeout: .seconds(5)).call("no.such.method") }
+        }
+        guard case .server(let error)? = outcome else {
+            Issue.record("expected a server error, got \(String(describing: outcome))")
+            return
+        }
+        #expect(error.code == -32601)
+        #expect(error.message == "the test handler has no method \"no.such.method\"")
+        #expect(env.handler.methods == ["no.such.method"])
+    }
+}
+
+@Test func wrongParameterTypesAreInvalidParamsNamingTheParameter() async throws {
+    try await withServer { env in
+        let (sum, wrong, unknown) = try await offPool {
+            let client = try RPCClient(path: env.path, timeout: .seconds(5))
+            let sum = try client.call("add", ["a": 2, "b": 40])
+            func failure(_ params: [String: JSON]) -> RPCError? {
+                if case .server(let error)? = clientError({ _ = try client.call("add", params) }) { return error }
+                return nil
+            }
+            return (sum, failure(["a": "two", "b": 40]), failure(["a": 1, "b": 2, "c": 3]))
+        }
+        #expect(sum == 42)
+        #expect(wrong == RPCError(.invalidParams, "add: parameter \"a\" must be an integer"))
+        #expect(unknown?.code == -32602)
+        #expect(unknown?.message.contains("\"c\"") == true)
+    }
+}
+
+@Test func requestsWithoutIdAreHandledButNotAnswered() async throws {
+    try await withServer { env in
+        let next = try await offPool {
+            let client = try RawClient(path: env.path)
+            client.send(#"{"jsonrpc":"2.0","method":"echo"}"# + "\n")
+            client.request(5, "add", ["a": 1, "b": 1])
+            return client.readJSON()
+        }
+        #expect(next?["id"] == 5)  // the first line produced no response
+        #expect(env.handler.methods == ["echo", "add"])
+    }
+}
+
+// MARK: Ordering and independence
+
+@Test func responsesOnOneConnectionComeInRequestOrder() async throws {
+    try await withServer { env in
+        let ids = try await offPool {
+            let client = try RawClient(path: env.path)
+            // Pipelined in one write: a slow request first must still be answered first.
+            var batch: [UInt8] = []
+            batch += RPCRequest(id: 1, method: "sleep", params: ["ms": 150]).line
+            batch += RPCRequest(id: 2, method: "echo").line
+            batch += Array("garbage\n".utf8)
+            batch += RPCRequest(id: 4, method: "sleep", params: ["ms": 20]).line
+            batch += RPCRequest(id: 5, method: "echo").line
+            client.send(batch)
+            return (0..<5).map { _ in client.readJSON()?["id"] }
+        }
+        #expect(ids == [1, 2, .null, 4, 5])
+    }
+}
+
+@Test func aSlowRequestDoesNotHoldUpOtherConnections() async throws {
+    try await withServer { env in
+        let slow = try await offPool { () -> RawClient in
+            let client = try RawClient(path: env.path)
+            client.request(1, "sleep", ["ms": 2000])
+            return client
+        }
+        #expect(await eventually { env.handler.sleepsStarted == 1 })
+        let started = ContinuousClock.now
+        let fast = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo", ["q": 1]) }
+        #expect(fast["params"] == ["q": 1])
+        #expect(ContinuousClock.now - started < .seconds(1))
+        #expect(env.handler.sleepsFinished == 0)  // the slow one is still running
+        _ = slow
+    }
+}
+
+// MARK: Hostile and careless clients
+
+@Test func anEndlessLineGetsAnErrorAndIsClosedWhileOthersAreServed() async throws {
+    try await withServer { env in
+        let flooder = try await offPool { try RawClient(path: env.path) }
+        // 2 MiB without a newline, from its own thread: the send blocks once the server stops reading.
+        let sender = Task.detached { flooder.send([UInt8](repeating: 0x61, count: 2 << 20)) }
+        let other = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo", ["still": true]) }
+        #expect(other["params"] == ["still": true])
+
+        let (error, closed) = try await offPool { (flooder.readJSON(), flooder.waitClosed()) }
+        #expect(error?.errorCode == -32600)
+        #expect(error?.errorMessage?.hasPrefix("request line longer than 1 MiB") == true)
+        #expect(error?["id"] == .null)
+        #expect(closed)
+        _ = await sender.value  // the rest of its 2 MiB was refused (EPIPE/ECONNRESET), not buffered
+        #expect(await eventually { env.server.connectionCount == 0 })
+        #expect(env.logger.contains("over the limit"))
+        // One log line for the incident, not one per byte or per chunk.
+        #expect(env.logger.lines.withLock { $0.filter { $0.1.contains("over the limit") }.count } == 1)
+    }
+}
+
+@Test func aHalfSentRequestThenDisconnectLeavesTheServerFine() async throws {
+    try await withServer { env in
+        try await offPool {
+            let client = try RawClient(path: env.path)
+            client.send(#"{"jsonrpc":"2.0","id":1,"method":"ec"#)
+        }  // the client is released here: its socket closes mid-line
+        #expect(await eventually { env.handler.closed.count == 1 })
+        #expect(env.handler.methods.isEmpty)  // the partial line was discarded, not parsed
+        let answer = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }
+        #expect(answer["params"] == [:])
+        #expect(await eventually { env.server.connectionCount == 0 })
+    }
+}
+
+@Test func aClientThatLeavesMidRequestHasItsResponseDiscarded() async throws {
+    try await withServer { env in
+        try await offPool {
+            let client = try RawClient(path: env.path)
+            client.request(1, "sleep", ["ms": 100])
+            shutdown(client.fd, Int32(SHUT_RDWR))
+        }
+        #expect(await eventually { env.handler.sleepsFinished == 1 })
+        #expect(await eventually { env.handler.closed.count == 1 && env.server.connectionCount == 0 })
+        let answer = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("add", ["a": 1, "b": 2]) }
+        #expect(answer == 3)
+    }
+}
+
+@Test func aHalfClosedClientStillGetsItsAnswers() async throws {
+    // `echo '{...}' | socat - UNIX-CONNECT:…` sends, shuts down its write side, then reads.
+    try await withServer { env in
+        let (first, second, closed) = try await offPool {
+            let client = try RawClient(path: env.path)
+            client.request(1, "sleep", ["ms": 50])
+            client.request(2, "echo")
+            shutdown(client.fd, Int32(SHUT_WR))
+            return (client.readJSON(), client.readJSON(), client.waitClosed())
+        }
+        #expect(first?["result"]?["slept"] == 50)
+        #expect(second?["id"] == 2)
+        #expect(closed)
+    }
+}
+
+@Test func aSubscriberThatNeverReadsCannotGrowTheServerAndOthersStayServed() async throws {
+    try await withServer { env in
+        let sleeper = try await offPool {
+            let client = try RawClient(path: env.path)
+            client.request(1, "subscribe")
+            _ = client.readJSON()
+            return client
+        }
+        let handle = try #require(env.handler.subscribers.first)
+        let total = 100_000
+        let accepted = try await offPool {
+            var accepted = 0
+            for i in 0..<total where handle.send(RPCNotification(method: "event.test", params: ["n": .int(Int64(i))])) {
+                accepted += 1
+            }
+            return accepted
+        }
+        // Bounded: at most 1,000 wait in the server; the rest were dropped and counted.
+        #expect(handle.queuedNotifications <= 1000)
+        #expect(accepted + handle.droppedNotifications == total)
+        #expect(handle.droppedNotifications >= total - 1000 - 20_000)  // the socket buffer holds a few
+        // Another client is answered promptly meanwhile.
+        let started = ContinuousClock.now
+        let answer = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo", ["ok": true]) }
+        #expect(answer["params"] == ["ok": true])
+        #expect(ContinuousClock.now - started < .seconds(1))
+
+        // When the sleeper finally reads, it gets what was kept, then one event.overflow with
+        // the exact number it missed.
+        let (received, overflow, after) = try await offPool { () -> (Int, JSON?, ReadResult) in
+            var received = 0
+            while true {
+                guard let json = sleeper.readJSON() else { return (received, nil, .timedOut) }
+                if json["method"] == "event.overflow" {
+                    return (received, json["params"], sleeper.readLine(timeout: .milliseconds(100)))
+                }
+                received += 1
+            }
+        }
+        #expect(received == accepted)
+        #expect(overflow?["dropped"]?.intValue == Int64(total - accepted))
+        #expect(after == .timedOut)  // a single overflow notice
+        #expect(handle.queuedNotifications == 0)
+    }
+}
+
+@Test func overTheConnectionLimitExtraClientsGetAnErrorAndTheServerCarriesOn() async throws {
+    var settings = APIServer.Settings()
+    settings.maxConnections = 256
+    try await withServer(settings: settings) { env in
+        let clients = try await offPool { try (0..<300).map { _ in try RawClient(path: env.path) } }
+        #expect(await eventually { env.server.connectionCount == 256 })
+        // The 44 refused ones were told why and closed.
+        let refusals = try await offPool {
+            clients.filter { $0.hasPendingInput }.map { ($0.readJSON(), $0.waitClosed()) }
+        }
+        #expect(refusals.count == 44)
+        #expect(refusals.allSatisfy { $0.0?.errorCode == -32603 && $0.0?.errorMessage?.contains("256 connections") == true && $0.1 })
+        #expect(env.logger.lines.withLock { $0.filter { $0.1.contains("limit reached") }.count } == 1)
+        // The admitted ones work.
+        let answers = try await offPool {
+            clients.filter { !$0.hasPendingInput }.prefix(3).map { client in
+                client.request(9, "echo")
+                return client.readJSON()?["id"]
+            }
+        }
+        #expect(answers == [9, 9, 9])
+        // Once they leave, new clients are admitted again.
+        clients.forEach { $0.close() }
+        #expect(await eventually { env.server.connectionCount == 0 })
+        let answer = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }
+        #expect(answer["params"] == [:])
+    }
+}
+
+@Test func theClosedCallbackNamesEachConnectionOnce() async throws {
+    try await withServer { env in
+        let ids = try await offPool { () -> [Int64] in
+            var ids: [Int64] = []
+            for _ in 0..<3 {
+                let client = try RawClient(path: env.path)
+                client.request(1, "echo")
+                ids.append(client.readJSON()?["result"]?["conn"]?.intValue ?? -1)
+            }
+            return ids
+        }
+        #expect(await eventually { env.handler.closed.count == 3 })
+        #expect(env.handler.closed.sorted().map { Int64($0) } == ids.sorted())
+        #expect(Set(ids).count == 3)
+    }
+}
+
+// MARK: Shutdown
+
+@Test func shutdownLetsAnInFlightRequestFinishAndDeliverItsResponse() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/api.sock"
+        let handler = TestHandler()
+        let server = APIServer(listener: try UnixListener(path: path), handler: handler)
+        let running = Task { try await server.run() }
+        let client = try await offPool {
+            let client = try RawClient(path: path)
+            client.request(1, "sleep", ["ms": 300])
+            return client
+        }
+        #expect(await eventually { handler.sleepsStarted == 1 })
+        server.shutdown()
+        // The listener goes at once: the socket file is removed and nobody new gets in.
+        #expect(await eventually { !FileManager.default.fileExists(atPath: path) })
+        #expect(throws: (any Error).self) { try RawClient(path: path) }
+        let (response, closed) = try await offPool { (client.readJSON(), client.waitClosed()) }
+        #expect(response?["result"]?["slept"] == 300)
+        #expect(response?["result"]?["cancelled"] == false)
+        #expect(closed)
+        try await running.value  // run() returns once everything is closed
+        #expect(server.connectionCount == 0)
+    }
+}
+
+@Test func shutdownClosesConnectionsWhoseRequestsOutlastTheGracePeriod() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/api.sock"
+        let handler = TestHandler()
+        var settings = APIServer.Settings()
+        settings.shutdownGrace = .milliseconds(200)
+        let server = APIServer(listener: try UnixListener(path: path), handler: handler, settings: settings)
+        let running = Task { try await server.run() }
+        let client = try await offPool {
+            let client = try RawClient(path: path)
+            client.request(1, "sleep", ["ms": 60_000])
+            return client
+        }
+        #expect(await eventually { handler.sleepsStarted == 1 })
+        let started = ContinuousClock.now
+        server.shutdown()
+        let closed = try await offPool { client.waitClosed(timeout: .seconds(5)) }
+        #expect(closed)
+        try await running.value
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(handler.sleepsFinished == 1)  // the handler was cancelled, not left behind
+    }
+}
+
+@Test func shutdownBeforeRunMakesRunReturnAndRemovesTheSocket() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/api.sock"
+        let server = APIServer(listener: try UnixListener(path: path), handler: TestHandler())
+        server.shutdown()
+        try await server.run()
+        #expect(await eventually { !FileManager.default.fileExists(atPath: path) })
+    }
+}
+
+@Test func runTwiceIsRefused() async throws {
+    try await withServer { env in
+        await #expect(throws: NetError.self) { try await env.server.run() }
+    }
+}
+
+// MARK: The socket file
+
+@Test func theSocketDirectoryIsCreatedPrivateAndTheSocketIsOpenToAll() async throws {
+    try await withServer { env in
+        let directory = try FileManager.default.attributesOfItem(atPath: env.directory + "/run")
+        #expect((directory[.posixPermissions] as? Int) == 0o700)
+        let socket = try FileManager.default.attributesOfItem(atPath: env.path)
+        #expect((socket[.posixPermissions] as? Int) == 0o666)
+        #expect((socket[.type] as? FileAttributeType) == .typeSocket)
+    }
+}
+
+@Test func aLiveSocketIsNotTakenOver() async throws {
+    try await withServer { env in
+        let error = #expect(throws: NetError.self) { try UnixListener(path: env.path) }
+        #expect(error?.code == .socketInUse)
+        #expect(error?.description.contains("another mentormated is serving \(env.path)") == true)
+        // The running server was not disturbed.
+        let answer = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }
+        #expect(answer["params"] == [:])
+    }
+}
+
+@Test func aStaleSocketIsReplaced() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/api.sock"
+        try makeStaleSocket(at: path)
+        // The client recognizes it too.
+        #expect(connectionError { _ = try RPCClient(path: path) }?.code == .staleSocket)
+
+        let server = APIServer(listener: try UnixListener(path: path), handler: TestHandler())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let answer = try await offPool { try RPCClient(path: path, timeout: .seconds(5)).call("add", ["a": 2, "b": 3]) }
+            #expect(answer == 5)
+            server.shutdown()
+            try await group.waitForAll()
+        }
+    }
+}
+
+@Test func aPathThatIsNotASocketIsRefusedAndLeftAlone() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/api.sock"
+        try Data("precious".utf8).write(to: URL(fileURLWithPath: path))
+        let error = #expect(throws: NetError.self) { try UnixListener(path: path) }
+        #expect(error?.code == .notASocket)
+        #expect(error?.description.contains(path) == true)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
+
+        let notDirectory = #expect(throws: NetError.self) { try UnixListener(path: path + "/inner.sock") }
+        #expect(notDirectory?.code == .notADirectory)
+    }
+}
+
+@Test func aPathTooLongForSockaddrIsRefusedClearly() throws {
+    let path = "/tmp/" + String(repeating: "x", count: 120) + "/api.sock"
+    let error = #expect(throws: NetError.self) { try UnixListener(path: path) }
+    #expect(error?.code == .pathTooLong)
+    #expect(!FileManager.default.fileExists(atPath: "/tmp/" + String(repeating: "x", count: 120)))
+}
+
+@Test func anAdoptedListenerIsServedAndItsFileIsLeftInPlace() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/activated.sock"
+        let fd = try listeningSocket(at: path)
+        let server = APIServer(listener: try UnixListener(adopting: fd, path: path), handler: TestHandler())
+        #expect(server.socketPath == path)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await server.run() }
+            let answer = try await offPool { try RPCClient(path: path, timeout: .seconds(5)).call("echo", ["via": "systemd"]) }
+            #expect(answer["params"] == ["via": "systemd"])
+            server.shutdown()
+            try await group.waitForAll()
+        }
+        #expect(FileManager.default.fileExists(atPath: path))  // systemd's file, not ours to remove
+    }
+}
+
+@Test func adoptingADescriptorThatIsNotListeningIsRefused() throws {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    let error = #expect(throws: NetError.self) { try UnixListener(adopting: fd) }
+    #expect(error?.code == .notListening)
+    #expect(fcntl(fd, F_GETFD) >= 0)  // still open: it was not ours to close
+}
+
+// MARK: Helpers
+
+/// A socket file nobody listens on, as a killed daemon leaves it.
+private func makeStaleSocket(at path: String) throws {
+    let fd = try listeningSocket(at: path)
+    close(fd)
+}
+
+private func listeningSocket(at path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    let address = try #require(UnixSocketAddress(path: path))
+    guard address.withSockaddr({ bind(fd, $0, $1) }) == 0, listen(fd, 16) == 0 else {
+        let code = errno
+        close(fd)
+        throw TestSocketError(what: "bind/listen \(path)", code: code)
+    }
+    return fd
+}

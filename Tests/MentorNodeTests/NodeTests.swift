@@ -30,11 +30,11 @@ final class TestNode {
 
     @discardableResult
     func call(_ uid: UInt32, _ method: String, _ params: [String: JSON] = [:], connection: UInt64 = 1) throws(RPCError) -> JSON {
-        try node.handle(method, params, caller: Caller(uid: uid, connection: connection)).get()
+        try node.handle(method, params, caller: Requester(uid: uid, connection: connection)).get()
     }
 
     func error(_ uid: UInt32, _ method: String, _ params: [String: JSON] = [:]) -> RPCError? {
-        if case .failure(let e) = node.handle(method, params, caller: Caller(uid: uid, connection: 1)) { return e }
+        if case .failure(let e) = node.handle(method, params, caller: Requester(uid: uid, connection: 1)) { return e }
         return nil
     }
 }

@@ -1,0 +1,78 @@
+import MentorAPI
+import MentorNode
+
+/// `mentormated`'s flags (SPEC §5). Flags win over the config file.
+struct DaemonCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        program: "mentormated", path: [],
+        abstract: "the MentorMate peer-to-peer sync daemon",
+        discussion: """
+            Without root it runs in user mode: state in $XDG_STATE_HOME/mentormate, the API socket in
+            $XDG_RUNTIME_DIR/mentormate/api.sock. As root (or under systemd) it uses /var/lib/mentormate
+            and /run/mentormate/api.sock. Every config-file key is described in docs/OPERATIONS.md.
+            Signals: SIGTERM/SIGINT stop gracefully, SIGHUP reloads the config file.
+            """)
+
+    var stateDir: String?
+    var socket: String?
+    var listen: String?
+    var peers: [String] = []
+    var noMDNS = false
+    var config: String?
+    var networkKey: String?
+    var logLevel: String?
+    var help = false
+    var version = false
+
+    static var options: [CommandOption<DaemonCommand>] { [
+        .string("--state-dir", value: "DIR", \.stateDir, help: "where the replica and keys live"),
+        .string("--socket", value: "PATH", \.socket, help: "the API socket (also MENTORMATE_SOCKET)"),
+        .string("--listen", value: "HOST:PORT", \.listen, help: "address for peers; port 0 picks a free port (see `mentormate status`)"),
+        .appending("--peer", value: "HOST:PORT", \.peers, help: "a static peer; repeat for more"),
+        .flag("--no-mdns", \.noMDNS, help: "do not discover peers over mDNS"),
+        .string("--config", value: "FILE", \.config, help: "read settings from FILE (key = value lines)"),
+        .string("--network-key", value: "FILE", \.networkKey, help: "a 32-byte network key file (default: the built-in key)"),
+        .choice("--log-level", DaemonConfiguration.LogLevel.allCases.map(\.rawValue), \.logLevel, help: "the least important level logged"),
+        .flag("--help", short: "-h", \.help, help: "show this help"),
+        .flag("--version", \.version, help: "print the version"),
+    ] }
+
+    /// Defaults, then the config file, then these flags.
+    func configuration(systemMode: Bool, environment: [String: String], readFile: (String) throws -> String) throws(DaemonError) -> DaemonConfiguration {
+        var c = DaemonConfiguration.defaults(systemMode: systemMode, environment: environment)
+        if let socket = SocketPath.resolve(flag: socket, environment: environment, systemMode: systemMode) as String? {
+            c.socketPath = socket
+        }
+        if let config {
+            let text: String
+            do { text = try readFile(config) } catch {
+                throw DaemonError("cannot read the config file \(config): \(error)", hint: "check the path given to --config")
+            }
+            do { try c.apply(file: text, path: config) } catch {
+                throw DaemonError("bad config file: \(error)", hint: "docs/OPERATIONS.md lists every setting")
+            }
+            // A socket given by flag or environment still wins over the file.
+            if self.socket != nil || environment["MENTORMATE_SOCKET"] != nil {
+                c.socketPath = SocketPath.resolve(flag: self.socket, environment: environment, systemMode: systemMode)
+            }
+        }
+        do {
+            if let stateDir { try c.set("state_dir", stateDir) }
+            if let listen { try c.set("listen", listen) }
+            for p in peers { try c.set("peer", p) }
+            if noMDNS { c.mdns = false }
+            if let networkKey { try c.set("network_key_file", networkKey) }
+            if let logLevel { try c.set("log_level", logLevel) }
+        } catch {
+            throw DaemonError(error.message, hint: "`mentormated --help` lists the flags")
+        }
+        return c
+    }
+}
+
+struct DaemonError: Error, CustomStringConvertible {
+    var message: String
+    var hint: String?
+    init(_ message: String, hint: String? = nil) { self.message = message; self.hint = hint }
+    var description: String { message }
+}

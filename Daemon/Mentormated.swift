@@ -1,0 +1,179 @@
+import Dispatch
+import Foundation
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorNet
+import MentorNode
+import MentorStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// mentormated: parse flags, load settings, take the state directory, open the replica, serve
+// the API socket until SIGTERM/SIGINT. Everything else lives in the library modules.
+@main
+struct Mentormated {
+    static func main() async {
+        let environment = ProcessInfo.processInfo.environment
+        let systemMode = geteuid() == 0 || environment["STATE_DIRECTORY"] != nil
+
+        let command: DaemonCommand
+        do {
+            command = try DaemonCommand.parse(ArgumentLexer.lex(CommandLine.arguments.dropFirst()))
+        } catch {
+            fail(error.message, hint: error.hint, status: 2)
+        }
+        if command.help {
+            StandardStream.output(DaemonCommand.helpText())
+            exit(0)
+        }
+        if command.version {
+            StandardStream.output("mentormated \(MentorMateVersion.string) (record format \(MentorMateVersion.recordFormat))")
+            exit(0)
+        }
+
+        let settings: DaemonConfiguration
+        do {
+            settings = try command.configuration(systemMode: systemMode, environment: environment) { path in
+                try String(contentsOfFile: path, encoding: .utf8)
+            }
+        } catch let e as DaemonError {
+            fail(e.message, hint: e.hint, status: 2)
+        }
+
+        let logger = DaemonLogger(minimum: settings.logLevel.netLevel, environment: environment)
+
+        // The state directory: created 0700, then locked against a second daemon.
+        do {
+            try FileManager.default.createDirectory(atPath: settings.stateDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            fail("cannot create the state directory \(settings.stateDirectory): \(error.localizedDescription)",
+                 hint: "choose a writable directory with --state-dir")
+        }
+        let stateLock: StateLock
+        do { stateLock = try StateLock(stateDirectory: settings.stateDirectory) } catch let e as DaemonError {
+            fail(e.message, hint: e.hint)
+        }
+
+        let nodeKeys: SigningKeyPair
+        do {
+            let (keys, created) = try NodeIdentity.loadOrCreate(at: settings.stateDirectory + "/" + NodeIdentity.fileName)
+            nodeKeys = keys
+            if created { logger.notice("created a new node key", ["node": keys.publicKey.key.shortID]) }
+        } catch {
+            fail("node key: \(error.message)")
+        }
+
+        if let file = settings.networkKeyFile {
+            guard let data = FileManager.default.contents(atPath: file), data.count == 32 else {
+                fail("the network key file \(file) must exist and hold exactly 32 bytes",
+                     hint: "create one with: head -c 32 /dev/urandom > \(file) && chmod 600 \(file)")
+            }
+        }
+
+        let replica: Replica
+        do {
+            replica = try Replica(path: settings.stateDirectory + "/replica.db")
+        } catch {
+            fail("cannot open the replica: \(error)", hint: error.code == StoreError.Code.schemaTooNew.rawValue
+                 ? "this replica was written by a newer MentorMate; upgrade" : "run `mentormate doctor`, or restore the state directory from a backup")
+        }
+
+        let peerListener: PeerListener
+        do { peerListener = try PeerListener(address: settings.listen) } catch let e as DaemonError { fail(e.message, hint: e.hint) }
+
+        let started = Clock.wallMillis()
+        let node = Node(config: NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
+                                           now: { Clock.wallMillis() }),
+                        replica: replica, nodeKeys: nodeKeys)
+        node.logger = logger
+        let mdnsState = settings.mdns ? "unavailable" : "off"   // discovery arrives with issue 5
+        let socketPath = settings.socketPath
+        let listenAddress = (host: peerListener.host, port: peerListener.port)
+        node.runtimeInfo = {
+            RuntimeInfo(socketPath: socketPath, listen: listenAddress, discovery: mdnsState, peers: [], startedAt: started)
+        }
+        do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
+
+        // The API socket: inherited from systemd (socket activation) or created here.
+        let listener: UnixListener
+        do {
+            if let fds = environment["LISTEN_FDS"].flatMap(Int32.init), fds >= 1,
+               environment["LISTEN_PID"].flatMap(Int32.init) == getpid() {
+                listener = try UnixListener(adopting: 3, path: nil)
+                logger.info("API socket inherited from systemd", ["fd": "3"])
+            } else {
+                listener = try UnixListener(path: socketPath)
+            }
+        } catch {
+            fail("API socket \(socketPath): \(error)", hint: "another mentormated may be running; `mentormate status` tells")
+        }
+
+        let handler = NodeAPIHandler(node: node)
+        let server = APIServer(listener: listener, handler: handler, logger: logger)
+
+        // Signals: TERM/INT stop gracefully, HUP reloads the config file.
+        signal(SIGTERM, SIG_IGN)
+        signal(SIGINT, SIG_IGN)
+        signal(SIGHUP, SIG_IGN)
+        signal(SIGPIPE, SIG_IGN)
+        let signalSources = installSignalHandlers(
+            stop: { sig in
+                logger.notice("stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                server.shutdown()
+            },
+            reload: {
+                guard let file = settings.configFile ?? command.config else {
+                    logger.notice("SIGHUP: no config file to reload", [:])
+                    return
+                }
+                do {
+                    let fresh = try command.configuration(systemMode: systemMode, environment: environment) {
+                        try String(contentsOfFile: $0, encoding: .utf8)
+                    }
+                    logger.setMinimum(fresh.logLevel.netLevel)
+                    node.reload(emailDomains: fresh.emailDomains)
+                    logger.notice("configuration reloaded", ["file": file, "log_level": fresh.logLevel.rawValue])
+                } catch {
+                    logger.error("configuration not reloaded; keeping the old one", ["file": file, "error": "\(error)"])
+                }
+            })
+
+        logger.notice("mentormated started", [
+            "version": MentorMateVersion.string, "node": nodeKeys.publicKey.key.shortID, "socket": socketPath,
+            "listen": "\(peerListener.host):\(peerListener.port)", "state_dir": settings.stateDirectory,
+        ])
+
+        do {
+            try await server.run()
+        } catch {
+            fail("API server: \(error)")
+        }
+        do { try replica.close() } catch { logger.error("closing the replica failed", ["error": "\(error)"]) }
+        logger.notice("mentormated stopped", [:])
+        withExtendedLifetime((stateLock, peerListener, signalSources)) {}
+        exit(0)
+    }
+
+    static func fail(_ message: String, hint: String? = nil, status: Int32 = 1) -> Never {
+        StandardStream.error("mentormated: \(message)")
+        if let hint { StandardStream.error("hint: \(hint)") }
+        exit(status)
+    }
+
+    /// Signal sources on their own queue (not the main actor): TERM/INT call `stop`, HUP `reload`.
+    nonisolated static func installSignalHandlers(stop: @escaping @Sendable (Int32) -> Void,
+                                                  reload: @escaping @Sendable () -> Void) -> [DispatchSourceSignal] {
+        let queue = DispatchQueue(label: "mentormated.signals")
+        var sources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT, SIGHUP] {
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { if sig == SIGHUP { reload() } else { stop(sig) } }
+            source.resume()
+            sources.append(source)
+        }
+        return sources
+    }
+}

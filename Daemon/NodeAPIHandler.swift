@@ -1,0 +1,36 @@
+import MentorAPI
+import MentorNet
+import MentorNode
+import Synchronization
+
+/// Bridges the API server to the node: each request runs on the node's queue as the caller's
+/// Unix user; notifications go back to the connections that subscribed.
+final class NodeAPIHandler: APIHandler {
+    let node: Node
+    /// Open connections by ID, so the node can push to them.
+    private let registry = ConnectionRegistry()
+
+    init(node: Node) {
+        self.node = node
+        let registry = self.registry
+        node.deliver = { id, notification in _ = registry.connection(id)?.send(notification) }
+    }
+
+    func handle(_ request: RPCRequest, from caller: Caller, on connection: ConnectionHandle) async -> Result<JSON, RPCError> {
+        registry.add(connection)
+        return node.handle(request.method, request.params, caller: Requester(uid: caller.uid, connection: connection.id))
+    }
+
+    func connectionClosed(_ connection: ConnectionHandle) {
+        registry.remove(connection.id)
+        node.connectionClosed(connection.id)
+    }
+}
+
+/// Open connections by ID (a class, so the node's delivery closure can share it).
+final class ConnectionRegistry: Sendable {
+    private let connections = Mutex<[UInt64: ConnectionHandle]>([:])
+    func add(_ c: ConnectionHandle) { connections.withLock { $0[c.id] = c } }
+    func remove(_ id: UInt64) { _ = connections.withLock { $0.removeValue(forKey: id) } }
+    func connection(_ id: UInt64) -> ConnectionHandle? { connections.withLock { $0[id] } }
+}

@@ -1,0 +1,302 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A blocking JSON-RPC client for the daemon's Unix socket (docs/API.md), for `mentormate`.
+///
+/// ```swift
+/// let client = try RPCClient(path: SocketPath.clientDefault(flag: socket, environment: env),
+///                            timeout: .seconds(30))
+/// let me = try client.call("account.whoami")
+/// _ = try client.call("subscribe", ["events": ["message"]])
+/// while let event = try client.nextNotification() { ... }   // --follow
+/// ```
+///
+/// Not thread-safe: one thread uses one client (the CLI does).
+public final class RPCClient {
+    public let path: String
+    /// How long `call` waits for its response (and `connect`/`send` for the socket); nil waits
+    /// for ever.
+    public var timeout: Duration?
+    private var fd: Int32
+    private var framer = LineFramer(maxLine: RPCClient.maxResponseLine)
+    private var lines: [[UInt8]] = []
+    private var notifications: [RPCNotification] = []
+    private var nextID: Int64 = 1
+
+    /// Responses can be larger than requests (a 512 KiB `blob.get` chunk in base64).
+    public static let maxResponseLine = 16 << 20
+    /// Notifications kept while waiting for a response; older ones are dropped beyond this.
+    public static let maxBufferedNotifications = 10_000
+
+    /// Connects to the daemon's socket at `path`.
+    ///
+    /// - Throws: `RPCClientError.connection` with `.socketMissing` (no daemon has made the
+    ///   socket), `.permissionDenied`, `.staleSocket` (the file exists, nobody listens), or
+    ///   `.connectFailed`/`.timedOut`.
+    public init(path: String, timeout: Duration? = nil) throws(RPCClientError) {
+        self.path = path
+        self.timeout = timeout
+        guard let address = UnixSocketAddress(path: path) else {
+            throw .connection(RPCConnectionError(
+                .connectFailed, "socket path \(path) is empty or longer than \(UnixSocketAddress.maxPathBytes) bytes; use a shorter --socket"))
+        }
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        fd = socket(AF_UNIX, type, 0)
+        guard fd >= 0 else {
+            throw .connection(RPCConnectionError(.connectFailed, "cannot create a socket", errno: errno))
+        }
+        if let timeout { Self.setSendTimeout(fd, timeout) }  // also bounds connect() on a Unix socket
+        var result: Int32
+        repeat {
+            result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
+        } while result != 0 && errno == EINTR
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            fd = -1
+            throw .connection(Self.connectError(path: path, errno: code))
+        }
+    }
+
+    deinit { close() }
+
+    /// Closes the connection. Later calls fail with `.closed`.
+    public func close() {
+        guard fd >= 0 else { return }
+        Glibc.close(fd)
+        fd = -1
+    }
+
+    /// Calls `method` and returns its result. Notifications that arrive meanwhile are kept for
+    /// `nextNotification()`.
+    ///
+    /// - Throws: `.server(RPCError)` when the daemon answers with an error (also for an error
+    ///   without id, e.g. too many connections), `.connection` when the socket fails, the daemon
+    ///   closes it, or `timeout` passes (the late response is then skipped).
+    public func call(_ method: String, _ params: [String: JSON] = [:]) throws(RPCClientError) -> JSON {
+        let id = JSON.int(nextID)
+        nextID += 1
+        try send(RPCRequest(id: id, method: method, params: params).line)
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            guard let line = try readLine(until: deadline) else {
+                throw .connection(RPCConnectionError(
+                    .timedOut, "mentormated did not answer \(method) within \(timeout.map { "\($0)" } ?? "the timeout"); it may be busy or stuck (`mentormate status`, or its log)"))
+            }
+            guard let json = JSON.parse(line) else {
+                throw .connection(RPCConnectionError(.badResponse, "mentormated sent a line that is not JSON; is \(path) a MentorMate socket?"))
+            }
+            if let response = RPCResponse(json) {
+                if response.id == id {
+                    switch response.outcome {
+                    case .success(let result): return result
+                    case .failure(let error): throw .server(error)
+                    }
+                }
+                if response.id == .null, case .failure(let error) = response.outcome { throw .server(error) }
+                continue  // the late answer to a call that timed out
+            }
+            if let notification = RPCNotification(json) { keep(notification) }
+        }
+    }
+
+    /// The next notification, waiting up to `timeout` (nil: for ever). Returns nil when the
+    /// timeout passes; throws `.connection(.closed)` when the daemon closes the connection.
+    public func nextNotification(timeout: Duration? = nil) throws(RPCClientError) -> RPCNotification? {
+        if !notifications.isEmpty { return notifications.removeFirst() }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            guard let line = try readLine(until: deadline) else { return nil }
+            if let json = JSON.parse(line), let notification = RPCNotification(json) { return notification }
+        }
+    }
+
+    // MARK: Socket I/O
+
+    private func keep(_ notification: RPCNotification) {
+        if notifications.count >= Self.maxBufferedNotifications { notifications.removeFirst() }
+        notifications.append(notification)
+    }
+
+    private func send(_ bytes: [UInt8]) throws(RPCClientError) {
+        guard fd >= 0 else { throw .connection(Self.closedError()) }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n >= 0 {
+                offset += n
+                continue
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK:
+                throw .connection(RPCConnectionError(.timedOut, "mentormated is not reading its socket (\(path)); it may be stuck"))
+            case EPIPE, ECONNRESET: throw .connection(Self.closedError())
+            case let code: throw .connection(RPCConnectionError(.io, "writing to \(path) failed", errno: code))
+            }
+        }
+    }
+
+    /// The next line, or nil when `deadline` passes first.
+    private func readLine(until deadline: ContinuousClock.Instant?) throws(RPCClientError) -> [UInt8]? {
+        while lines.isEmpty {
+            guard fd >= 0 else { throw .connection(Self.closedError()) }
+            if let deadline {
+                guard try waitReadable(until: deadline) else { return nil }
+            }
+            var chunk = [UInt8](repeating: 0, count: 1 << 16)
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == ECONNRESET { throw .connection(Self.closedError()) }
+                throw .connection(RPCConnectionError(.io, "reading from \(path) failed", errno: code))
+            }
+            if n == 0 { throw .connection(Self.closedError()) }
+            do throws(LineFramer.Failure) {
+                lines = try framer.append(chunk[..<n])
+            } catch {
+                throw .connection(RPCConnectionError(.badResponse, "mentormated sent a line longer than \(Self.maxResponseLine >> 20) MiB"))
+            }
+        }
+        return lines.removeFirst()
+    }
+
+    private func waitReadable(until deadline: ContinuousClock.Instant) throws(RPCClientError) -> Bool {
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return false }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let r = poll(&p, 1, milliseconds)
+            if r > 0 { return true }
+            if r < 0 && errno != EINTR {
+                throw .connection(RPCConnectionError(.io, "waiting for \(path) failed", errno: errno))
+            }
+        }
+    }
+
+    private static func setSendTimeout(_ fd: Int32, _ timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        var tv = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
+        if tv.tv_sec == 0 && tv.tv_usec == 0 { tv.tv_usec = 1 }  // zero would mean "no timeout"
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    private static func closedError() -> RPCConnectionError {
+        RPCConnectionError(.closed, "mentormated closed the connection (it stopped or restarted); run the command again")
+    }
+
+    private static func connectError(path: String, errno code: Int32) -> RPCConnectionError {
+        switch code {
+        case ENOENT, ENOTDIR:
+            return RPCConnectionError(.socketMissing,
+                "no mentormated socket at \(path): is mentormated running? start it with `mentormated` or `systemctl start mentormated` (or point --socket / MENTORMATE_SOCKET at its socket)",
+                errno: code)
+        case EACCES, EPERM:
+            return RPCConnectionError(.permissionDenied,
+                "permission denied connecting to \(path): your user may not open it or its directory; use your own daemon's socket (--socket) or ask the administrator to check the socket directory's mode",
+                errno: code)
+        case ECONNREFUSED:
+            return RPCConnectionError(.staleSocket,
+                "\(path) exists but no mentormated is listening on it (a stale socket from a daemon that stopped); start mentormated, which replaces it",
+                errno: code)
+        case EAGAIN, EWOULDBLOCK, ETIMEDOUT:
+            return RPCConnectionError(.timedOut,
+                "mentormated at \(path) is not accepting connections (too busy or stuck); try again, or check its log",
+                errno: code)
+        default:
+            return RPCConnectionError(.connectFailed, "cannot connect to \(path)", errno: code)
+        }
+    }
+}
+
+/// Why an `RPCClient` call failed: the daemon said no, or the connection did not work.
+public enum RPCClientError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The daemon answered with a JSON-RPC error (its message says what to do).
+    case server(RPCError)
+    /// The socket could not be reached or broke.
+    case connection(RPCConnectionError)
+
+    public var description: String {
+        switch self {
+        case .server(let error): error.message
+        case .connection(let error): error.description
+        }
+    }
+}
+
+/// A failure to reach or talk to the daemon; `message` names the socket and what to do.
+public struct RPCConnectionError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let code: Code
+    public let message: String
+    /// The `errno` behind it, or 0.
+    public let errno: Int32
+
+    public init(_ code: Code, _ message: String, errno: Int32 = 0) {
+        self.code = code
+        self.message = message
+        self.errno = errno
+    }
+
+    public var description: String {
+        errno == 0 ? message : message + " (" + String(cString: strerror(errno)) + ")"
+    }
+
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        /// Nothing at the socket path: the daemon is not running (or uses another path).
+        public static let socketMissing = Code(rawValue: 1)
+        /// The socket or its directory may not be opened by this user.
+        public static let permissionDenied = Code(rawValue: 2)
+        /// The socket file exists but nobody listens: a daemon died without removing it.
+        public static let staleSocket = Code(rawValue: 3)
+        /// Connecting failed for another reason.
+        public static let connectFailed = Code(rawValue: 4)
+        /// The timeout passed.
+        public static let timedOut = Code(rawValue: 5)
+        /// The daemon closed the connection.
+        public static let closed = Code(rawValue: 6)
+        /// Reading or writing the socket failed.
+        public static let io = Code(rawValue: 7)
+        /// The daemon sent something that is not a JSON-RPC line.
+        public static let badResponse = Code(rawValue: 8)
+    }
+}
+
+/// A Unix socket address (`sockaddr_un`) for a path. Shared by this client and the daemon's
+/// listener (MentorNet), so the path rules live in one place.
+public struct UnixSocketAddress: Sendable {
+    /// `sun_path` holds 108 bytes including the terminating NUL.
+    public static let maxPathBytes = 107
+
+    public let path: String
+    private let pathBytes: [UInt8]
+
+    /// Nil when `path` is empty, contains a NUL byte, or is longer than `maxPathBytes`.
+    public init?(path: String) {
+        let bytes = Array(path.utf8)
+        guard !bytes.isEmpty, bytes.count <= Self.maxPathBytes, !bytes.contains(0) else { return nil }
+        self.path = path
+        self.pathBytes = bytes
+    }
+
+    /// Calls `body` with the address and its length, for `bind` and `connect`.
+    public func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: pathBytes)
+            raw[pathBytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+    }
+}

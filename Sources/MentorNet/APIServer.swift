@@ -1,0 +1,487 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import MentorAPI
+import Synchronization
+
+/// The daemon's JSON-RPC server on a Unix socket (docs/API.md): one JSON object per line,
+/// requests of a connection answered in order, notifications pushed with
+/// `ConnectionHandle.send`.
+///
+/// ```swift
+/// let server = APIServer(listener: try UnixListener(path: path), handler: node, logger: log)
+/// try await server.run()        // until shutdown() (graceful) or cancellation (quick)
+/// ```
+///
+/// How it runs: all connection state lives on one serial dispatch queue, fed by readiness
+/// sources (an accept source on the listener, a read and a write source per connection; the
+/// write source is resumed only while output waits). The queue does only cheap work — read,
+/// split lines, write — so one queue for every connection stays responsive and keeps the state
+/// simple. Decoding a request, the handler, and encoding its response run in child tasks of
+/// `run()`, one request at a time per connection, so a slow request delays only its own
+/// connection.
+///
+/// Limits, so that no client can grow the daemon's memory or exhaust its descriptors:
+/// a request line is at most `maxLine` bytes (a longer one is answered -32600, then the
+/// connection closes); a connection is not read while `maxInboxBytes` of requests or
+/// `outputHighWater` bytes of output wait; at most `maxQueuedNotifications` notifications wait
+/// per connection (then they are dropped and counted, reported once by `event.overflow`); at most
+/// `maxConnections` connections (further ones get an error line and are closed).
+///
+/// `@unchecked Sendable`: the mutable state below the `// Confined to queue` mark is touched
+/// only on `queue`; the rest is immutable or synchronized itself (`Mutex`, `AsyncStream`).
+public final class APIServer: @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var maxConnections = 256
+        /// Longest request line, in bytes before the newline (docs/API.md: 1 MiB).
+        public var maxLine = LineFramer.defaultMaxLine
+        /// Stop reading a connection while this many bytes of requests wait for the handler.
+        public var maxInboxBytes = 1 << 20
+        /// Notifications that may wait per connection before new ones are dropped.
+        public var maxQueuedNotifications = 1000
+        /// Stop reading a connection's requests while this much output waits for it.
+        public var outputHighWater = 4 << 20
+        /// How long `shutdown()` lets running requests finish and their responses drain.
+        public var shutdownGrace: Duration = .seconds(10)
+
+        public init() {}
+    }
+
+    public let settings: Settings
+    /// The socket path, if the listener has one.
+    public let socketPath: String?
+    private let handler: any APIHandler
+    private let logger: any Logger
+    private let queue = DispatchQueue(label: "MentorNet.APIServer")
+    private let jobs: AsyncStream<Job>
+    private let jobSink: AsyncStream<Job>.Continuation
+    private let openConnections = Mutex(0)
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    private let tooLongLine: [UInt8]
+    private let tooManyLine: [UInt8]
+
+    private enum Phase { case idle, running, stopping, stopped }
+
+    /// One request line of one connection, for a child task of `run()`.
+    private struct Job: Sendable {
+        let connection: ConnectionHandle
+        let line: [UInt8]
+    }
+
+    // Confined to queue:
+    private var phase = Phase.idle
+    private var listener: UnixListener?
+    private var acceptSource: DispatchSourceRead?
+    private var acceptPaused = false
+    private var connections: [UInt64: Connection] = [:]
+    private var nextID: UInt64 = 1
+    private var refusingLogged = false
+    private var shutdownDeadline: DispatchWorkItem?
+
+    public init(listener: UnixListener, handler: some APIHandler, logger: some Logger = DiscardingLogger(),
+                settings: Settings = Settings()) {
+        self.listener = listener
+        self.socketPath = listener.path
+        self.handler = handler
+        self.logger = logger
+        self.settings = settings
+        (jobs, jobSink) = AsyncStream.makeStream(of: Job.self)
+        tooLongLine = RPCResponse(id: .null, outcome: .failure(RPCError(
+            .invalidRequest,
+            "request line longer than \(Self.size(settings.maxLine)); send one JSON object per line, each at most that long (the connection is closed)"
+        ))).line
+        tooManyLine = RPCResponse(id: .null, outcome: .failure(RPCError(
+            .internalError,
+            "mentormated already serves \(settings.maxConnections) connections, its limit; close other clients (such as `mentormate chat --follow`) and retry"
+        ))).line
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Connections open now.
+    public var connectionCount: Int { openConnections.withLock { $0 } }
+
+    /// Accepts connections and serves requests until `shutdown()` has finished: the listener
+    /// is closed (its socket file removed), running requests have completed and their responses
+    /// have been written (or `shutdownGrace` passed), and every connection is closed. Cancelling
+    /// the calling task starts the same shutdown, but running handlers are cancelled at once.
+    ///
+    /// Returns at once if `shutdown()` came first; throws `NetError.alreadyRunning` if called
+    /// while running.
+    public func run() async throws {
+        let started = try queue.sync { () throws(NetError) -> Bool in
+            switch phase {
+            case .idle:
+                phase = .running
+                startAccepting()
+                return true
+            case .stopped:
+                return false
+            case .running, .stopping:
+                throw NetError(.alreadyRunning, "the API server is already running")
+            }
+        }
+        guard started else { return }
+        logger.info("API server listening", ["socket": socketPath ?? "(adopted)"])
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { group in
+                for await job in jobs {
+                    group.addTask { await self.perform(job) }
+                }
+                // Every connection is closed; handlers still running missed the deadline.
+                group.cancelAll()
+            }
+        } onCancel: {
+            shutdown()
+        }
+        logger.info("API server stopped", [:])
+    }
+
+    /// Graceful shutdown, from any thread, any number of times: stop accepting, let running
+    /// requests finish and their responses drain (up to `shutdownGrace`), then close every
+    /// connection; `run()` returns when that is done. Requests a client pipelined behind the
+    /// running one are not started.
+    public func shutdown() {
+        queue.async { self.beginShutdown() }
+    }
+
+    // MARK: Requests (child tasks of run)
+
+    private func perform(_ job: Job) async {
+        let reply: [UInt8]?
+        switch RPCRequest.parse(job.line) {
+        case .failure(let invalid):
+            logger.debug("invalid request", ["conn.id": "\(job.connection.id)", "rpc.code": "\(invalid.error.code)"])
+            reply = RPCResponse(id: invalid.id, outcome: .failure(invalid.error)).line
+        case .success(let request):
+            let outcome = await handler.handle(request, from: job.connection.caller, on: job.connection)
+            reply = request.id.map { RPCResponse(id: $0, outcome: outcome).line }
+        }
+        queue.async { self.requestFinished(job.connection.id, reply: reply) }
+    }
+
+    // MARK: Accepting (on queue)
+
+    private func startAccepting() {
+        guard let listener else { return }
+        let source = DispatchSource.makeReadSource(fileDescriptor: listener.descriptor.raw, queue: queue)
+        source.setEventHandler { [weak self] in self?.acceptPending() }
+        // Close the listener only once the source has let go of its descriptor.
+        source.setCancelHandler { self.closeListener() }
+        acceptSource = source
+        source.resume()
+    }
+
+    private func stopAccepting() {
+        guard let source = acceptSource else {
+            closeListener()
+            return
+        }
+        acceptSource = nil
+        if acceptPaused {
+            acceptPaused = false
+            source.resume()
+        }
+        source.cancel()
+    }
+
+    private func closeListener() {
+        listener?.close()
+        listener = nil
+    }
+
+    private func acceptPending() {
+        for _ in 0..<64 {
+            guard phase == .running, let listener else { return }
+            do throws(NetError) {
+                switch try listener.accept() {
+                case .wouldBlock: return
+                case .done(let fd): admit(fd)
+                }
+            } catch {
+                switch error.errno {
+                case ECONNABORTED, EPROTO:
+                    continue  // the client gave up before we accepted
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // The listener stays readable; wait a little instead of spinning on it.
+                    logger.info("cannot accept API connections for now", ["error": "\(error)"])
+                    pauseAccepting()
+                    return
+                default:
+                    logger.info("accepting an API connection failed", ["error": "\(error)"])
+                    pauseAccepting()
+                    return
+                }
+            }
+        }
+    }
+
+    private func pauseAccepting() {
+        guard let source = acceptSource, !acceptPaused else { return }
+        acceptPaused = true
+        source.suspend()
+        queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+            guard let self, self.acceptPaused, let source = self.acceptSource else { return }
+            self.acceptPaused = false
+            source.resume()
+        }
+    }
+
+    private func admit(_ fd: FileDescriptor) {
+        guard connections.count < settings.maxConnections else {
+            if !refusingLogged {
+                refusingLogged = true
+                logger.info("refusing API connections: limit reached", ["limit": "\(settings.maxConnections)"])
+            }
+            _ = tooManyLine.withUnsafeBytes { try? Syscall.send(fd, $0) }
+            fd.close()
+            return
+        }
+        let caller: Caller
+        do throws(NetError) {
+            caller = try Syscall.peerCredentials(fd)
+        } catch {
+            logger.info("API connection without peer credentials closed", ["error": "\(error)"])
+            return
+        }
+        let id = nextID
+        nextID += 1
+        let handle = ConnectionHandle(id: id, caller: caller, server: self, limit: settings.maxQueuedNotifications)
+        let connection = Connection(handle: handle, descriptor: fd, queue: queue, maxLine: settings.maxLine)
+        connection.readSource.setEventHandler { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            self.readable(connection)
+        }
+        connection.writeSource.setEventHandler { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            self.flush(connection)
+        }
+        connections[id] = connection
+        openConnections.withLock { $0 = connections.count }
+        connection.reading = true
+        connection.readSource.resume()
+        logger.debug("API client connected", ["conn.id": "\(id)", "peer.uid": "\(caller.uid)", "peer.pid": "\(caller.pid)"])
+    }
+
+    // MARK: Reading (on queue)
+
+    private func readable(_ connection: Connection) {
+        guard !connection.closed, !connection.inputClosed else { return }
+        let count: Int
+        do throws(NetError) {
+            switch try Syscall.read(connection.descriptor, into: readBuffer) {
+            case .wouldBlock: return
+            case .done(let n): count = n
+            }
+        } catch {
+            close(connection, reason: "read failed: \(error)")
+            return
+        }
+        if count == 0 {
+            // End of stream: answer what was read (a client may half-close and wait), then close.
+            if connection.framer.pending > 0 {
+                logger.debug("client left mid-line; the partial request is discarded", ["conn.id": "\(connection.handle.id)"])
+            }
+            connection.inputClosed = true
+            updateReading(connection)
+            finishIfIdle(connection)
+            return
+        }
+        do throws(LineFramer.Failure) {
+            for line in try connection.framer.append(UnsafeRawBufferPointer(rebasing: readBuffer[..<count]))
+            where !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {  // blank lines (socat users) are skipped
+                connection.inbox.append(.line(line))
+                connection.inboxBytes += line.count
+            }
+        } catch {
+            logger.info("API request line over the limit; closing the connection",
+                        ["conn.id": "\(connection.handle.id)", "limit": "\(settings.maxLine)"])
+            connection.inbox.append(.tooLong)
+            connection.inputClosed = true
+        }
+        startNextRequest(connection)
+        updateReading(connection)
+    }
+
+    /// Reads while the connection can take more: not closed for input, not stopping, and
+    /// neither its waiting requests nor its waiting output over their limits.
+    private func updateReading(_ connection: Connection) {
+        guard !connection.closed else { return }
+        let wanted = !connection.inputClosed && phase == .running
+            && connection.inboxBytes < settings.maxInboxBytes && connection.inbox.count < 256
+            && connection.output.count < settings.outputHighWater
+        if wanted && !connection.reading {
+            connection.reading = true
+            connection.readSource.resume()
+        } else if !wanted && connection.reading {
+            connection.reading = false
+            connection.readSource.suspend()
+        }
+    }
+
+    /// Hands the next waiting request to a child task of `run()`, unless one is running.
+    private func startNextRequest(_ connection: Connection) {
+        while !connection.busy && !connection.closed, let item = connection.inbox.popFirst() {
+            switch item {
+            case .line(let line):
+                connection.inboxBytes -= line.count
+                connection.busy = true
+                if case .terminated = jobSink.yield(Job(connection: connection.handle, line: line)) {
+                    connection.busy = false
+                    connection.inbox.removeAll()
+                    connection.inboxBytes = 0
+                }
+            case .tooLong:
+                connection.output.append(tooLongLine, notification: false)
+                flush(connection)
+            }
+        }
+    }
+
+    private func requestFinished(_ id: UInt64, reply: [UInt8]?) {
+        guard let connection = connections[id] else { return }  // the client left: discard
+        connection.busy = false
+        if let reply {
+            connection.output.append(reply, notification: false)
+            if !connection.writing { flush(connection) }
+        }
+        startNextRequest(connection)
+        updateReading(connection)
+        finishIfIdle(connection)
+    }
+
+    // MARK: Writing (on queue)
+
+    /// Called by `ConnectionHandle.send` from any thread.
+    func deliver(_ line: [UInt8], to handle: ConnectionHandle) {
+        queue.async {
+            guard self.phase == .running, let connection = self.connections[handle.id], !connection.closed else { return }
+            connection.output.append(line, notification: true)
+            if !connection.writing { self.flush(connection) }
+        }
+    }
+
+    /// Writes what the socket takes; waits on the write source for the rest.
+    private func flush(_ connection: Connection) {
+        guard !connection.closed else { return }
+        while true {
+            while !connection.output.isEmpty {
+                let sent = connection.output.withPending { bytes in
+                    Result { () throws(NetError) in try Syscall.send(connection.descriptor, bytes) }
+                }
+                switch sent {
+                case .failure(let error):
+                    close(connection, reason: "write failed: \(error)")
+                    return
+                case .success(.wouldBlock):
+                    if !connection.writing {
+                        connection.writing = true
+                        connection.writeSource.resume()
+                    }
+                    updateReading(connection)
+                    return
+                case .success(.done(let n)):
+                    let notifications = connection.output.consume(n)
+                    if notifications > 0 { connection.handle.notificationsWritten(notifications) }
+                }
+            }
+            // Caught up: tell the client what it missed, once.
+            guard phase == .running, let dropped = connection.handle.takeUnreportedDrops() else { break }
+            let overflow = RPCNotification(method: "event.overflow", params: ["dropped": .int(Int64(dropped))])
+            connection.output.append(overflow.line, notification: true)
+        }
+        if connection.writing {
+            connection.writing = false
+            connection.writeSource.suspend()
+        }
+        updateReading(connection)
+        finishIfIdle(connection)
+    }
+
+    // MARK: Closing (on queue)
+
+    /// Closes a connection that will read no more requests once it has nothing left to do.
+    private func finishIfIdle(_ connection: Connection) {
+        guard !connection.closed, connection.inputClosed, !connection.busy,
+              connection.inbox.isEmpty, connection.output.isEmpty else { return }
+        close(connection, reason: phase == .running ? "client finished" : "server stopping")
+    }
+
+    private func close(_ connection: Connection, reason: String) {
+        guard !connection.closed else { return }
+        connection.closed = true
+        connections[connection.handle.id] = nil
+        openConnections.withLock { $0 = connections.count }
+        connection.handle.markClosed()
+        // A source must be resumed to be cancelled; its cancel handler closes the descriptor.
+        if !connection.reading { connection.readSource.resume() }
+        connection.readSource.cancel()
+        if !connection.writing { connection.writeSource.resume() }
+        connection.writeSource.cancel()
+        logger.debug("API client disconnected", ["conn.id": "\(connection.handle.id)", "reason": reason])
+        handler.connectionClosed(connection.handle)
+        if connections.count < settings.maxConnections { refusingLogged = false }
+        if phase == .stopping && connections.isEmpty { finishStopping() }
+    }
+
+    private func beginShutdown() {
+        switch phase {
+        case .idle:
+            phase = .stopped
+            closeListener()
+            jobSink.finish()
+            return
+        case .stopping, .stopped:
+            return
+        case .running:
+            break
+        }
+        phase = .stopping
+        logger.info("API server stopping", ["connections": "\(connections.count)"])
+        stopAccepting()
+        for connection in Array(connections.values) {
+            connection.inbox.removeAll()
+            connection.inboxBytes = 0
+            connection.inputClosed = true
+            updateReading(connection)
+            finishIfIdle(connection)
+        }
+        if connections.isEmpty {
+            finishStopping()
+            return
+        }
+        let deadline = DispatchWorkItem { [weak self] in self?.shutdownDeadlinePassed() }
+        shutdownDeadline = deadline
+        queue.asyncAfter(deadline: .now() + Self.interval(settings.shutdownGrace), execute: deadline)
+    }
+
+    private func shutdownDeadlinePassed() {
+        guard phase == .stopping else { return }
+        logger.info("API shutdown deadline passed; closing the remaining connections",
+                    ["connections": "\(connections.count)"])
+        for connection in Array(connections.values) {
+            close(connection, reason: "shutdown deadline")
+        }
+    }
+
+    private func finishStopping() {
+        phase = .stopped
+        shutdownDeadline?.cancel()
+        shutdownDeadline = nil
+        jobSink.finish()
+    }
+
+    // MARK: Helpers
+
+    private static func interval(_ duration: Duration) -> DispatchTimeInterval {
+        let (seconds, attoseconds) = duration.components
+        let nanoseconds = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !nanoseconds.overflow else { return .never }
+        return .nanoseconds(Int(clamping: nanoseconds.partialValue + attoseconds / 1_000_000_000))
+    }
+
+    private static func size(_ bytes: Int) -> String {
+        bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : bytes % (1 << 10) == 0 ? "\(bytes >> 10) KiB" : "\(bytes) bytes"
+    }
+}

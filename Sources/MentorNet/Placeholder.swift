@@ -1,1 +1,0 @@
-// Sockets and the API server (issue 3).
