@@ -45,7 +45,7 @@ let package = Package(
 
         // Benchmarks and test helper programs.
         .executableTarget(name: "mentormate-bench",
-                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI"],
                           path: "Tests/Tools/mentormate-bench"),
         .executableTarget(name: "mentormate-crashchild",
                           dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
@@ -57,6 +57,7 @@ let package = Package(
         .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix"], path: "Tests/MentorNetTests"),
         .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorAPI", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorNodeTests"),
+        .testTarget(name: "EndToEndTests", dependencies: ["MentorAPI"], path: "Tests/EndToEndTests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),
     ],

@@ -57,15 +57,15 @@ public enum JSON: Sendable, Hashable, Codable, CustomStringConvertible,
 
     /// Compact encoding with sorted keys (stable output, one line).
     public var encoded: [UInt8] {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? Array(e.encode(self))) ?? Array("null".utf8)
+        var out: [UInt8] = []
+        JSONCodec.write(self, into: &out)
+        return out
     }
 
     public var description: String { String(decoding: encoded, as: UTF8.self) }
 
-    /// Parses one JSON text; nil if it is not valid JSON.
+    /// Parses one JSON text (RFC 8259, nesting up to 64 levels); nil if it is not valid JSON.
     public static func parse(_ bytes: [UInt8]) -> JSON? {
-        try? JSONDecoder().decode(JSON.self, from: Data(bytes))
+        JSONCodec.parse(bytes)
     }
 }

@@ -1,21 +1,25 @@
 /// Ranking the feed (pure): tutors for students, students for tutors, by shared courses,
-/// then nearby-now, then recency.
+/// then nearby-now, then recency. Courses are small integer IDs (the caller interns the
+/// names): comparing integers keeps a feed over tens of thousands of cards well under a
+/// millisecond.
 public enum Feed {
     public struct Candidate: Sendable, Equatable {
         public var key: PublicKey
         public var role: ProfileCard.Role?
-        public var courses: [String]
+        public var courses: [Int32]
         public var updatedAt: UInt64
         public var nearby: Bool
 
-        public init(key: PublicKey, role: ProfileCard.Role?, courses: [String], updatedAt: UInt64, nearby: Bool) {
+        public init(key: PublicKey, role: ProfileCard.Role?, courses: [Int32], updatedAt: UInt64, nearby: Bool) {
             self.key = key; self.role = role; self.courses = courses; self.updatedAt = updatedAt; self.nearby = nearby
         }
     }
 
+    struct Scored { var candidate: Candidate; var shared: Int }
+
     public struct Item: Sendable, Equatable {
         public var key: PublicKey
-        public var sharedCourses: [String]
+        public var sharedCourses: [Int32]
         public var nearby: Bool
     }
 
@@ -24,22 +28,32 @@ public enum Feed {
     ///   - courses: the viewer's courses (canonical form).
     ///   - excluded: the viewer itself and everyone liked, passed, matched or unmatched.
     ///   - course: keep only candidates listing this course (canonical form).
-    public static func rank(role: ProfileCard.Role, courses: [String], excluded: Set<PublicKey>,
-                            candidates: some Sequence<Candidate>, course: String?, limit: Int) -> [Item] {
+    public static func rank(role: ProfileCard.Role, courses: [Int32], excluded: Set<PublicKey>,
+                            candidates: some Sequence<Candidate>, course: Int32?, limit: Int) -> [Item] {
         let wanted: ProfileCard.Role = role == .student ? .tutor : .student
-        let mine = Set(courses)
-        var scored: [(item: Item, count: Int, updated: UInt64)] = []
+        let mine = courses
+        guard limit > 0 else { return [] }
+        // Top-k selection: only the best `limit` are kept (sorted best first), so a feed over
+        // many cards costs one pass, not a full sort.
+        func better(_ a: Scored, _ b: Scored) -> Bool {
+            if a.shared != b.shared { return a.shared > b.shared }
+            if a.candidate.nearby != b.candidate.nearby { return a.candidate.nearby }
+            if a.candidate.updatedAt != b.candidate.updatedAt { return a.candidate.updatedAt > b.candidate.updatedAt }
+            return a.candidate.key < b.candidate.key
+        }
+        var best: [Scored] = []
+        best.reserveCapacity(limit + 1)
         for c in candidates where c.role == wanted && !excluded.contains(c.key) {
             if let course, !c.courses.contains(course) { continue }
-            let shared = c.courses.filter { mine.contains($0) }
-            scored.append((Item(key: c.key, sharedCourses: shared, nearby: c.nearby), shared.count, c.updatedAt))
+            var shared = 0
+            for x in c.courses where mine.contains(x) { shared += 1 }
+            let s = Scored(candidate: c, shared: shared)
+            if best.count == limit, let worst = best.last, !better(s, worst) { continue }
+            let at = best.firstIndex { better(s, $0) } ?? best.count
+            best.insert(s, at: at)
+            if best.count > limit { best.removeLast() }
         }
-        scored.sort { a, b in
-            if a.count != b.count { return a.count > b.count }
-            if a.item.nearby != b.item.nearby { return a.item.nearby }
-            if a.updated != b.updated { return a.updated > b.updated }
-            return a.item.key < b.item.key
-        }
-        return scored.prefix(max(0, limit)).map(\.item)
+        return best.map { Item(key: $0.candidate.key, sharedCourses: $0.candidate.courses.filter { mine.contains($0) },
+                               nearby: $0.candidate.nearby) }
     }
 }

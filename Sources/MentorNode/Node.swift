@@ -40,6 +40,9 @@ public final class Node: @unchecked Sendable {
     /// Card summaries of every author with a card, for the feed.
     var cards: [PublicKey: Feed.Candidate] = [:]
     var names: [PublicKey: String] = [:]
+    /// Course names interned as small integers for the feed.
+    var courseIDs: [String: Int32] = [:]
+    var courseNames: [String] = []
     /// Unfinished photo uploads: token → (caller, bytes).
     var uploads: [String: (caller: Requester, data: [UInt8])] = [:]
     /// Subscriptions: connection → (uid, events).
@@ -124,9 +127,17 @@ public final class Node: @unchecked Sendable {
 
     func refreshCard(_ key: PublicKey) throws {
         guard let state = try replica.card(of: key) else { return }
-        cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: state.card.courses ?? [],
+        cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
                                     updatedAt: state.updatedAt, nearby: false)
         names[key] = state.card.name
+    }
+
+    func courseID(_ name: String) -> Int32 {
+        if let id = courseIDs[name] { return id }
+        let id = Int32(courseNames.count)
+        courseIDs[name] = id
+        courseNames.append(name)
+        return id
     }
 
     /// Signs and applies one record of the caller's account; throws unless it was applied.

@@ -263,11 +263,15 @@ extension Node {
         excluded.formUnion(try replica.passes(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
         let course = try p.optionalString("course").map(ProfileCard.normalizeCourse)
-        let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values, course: course, limit: limit)
+        // A course nobody lists matches nothing.
+        let courseFilter: Int32? = course.map { courseIDs[$0] ?? -1 }
+        let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values,
+                              course: courseFilter, limit: limit)
+        let states = Dictionary(uniqueKeysWithValues: try replica.cards(of: items.map(\.key)).map { ($0.author, $0) })
         var out: [JSON] = []
         for item in items {
-            guard let state = try replica.card(of: item.key), case .object(var o) = cardJSON(state) else { continue }
-            o["sharedCourses"] = .array(item.sharedCourses.map(JSON.string))
+            guard let state = states[item.key], case .object(var o) = cardJSON(state) else { continue }
+            o["sharedCourses"] = .array(item.sharedCourses.map { .string(courseNames[Int($0)]) })
             o["nearby"] = .bool(item.nearby)
             out.append(.object(o))
         }

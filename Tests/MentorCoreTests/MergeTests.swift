@@ -96,19 +96,19 @@ import Testing
 
     @Test func studentsSeeTutorsRankedBySharedCoursesThenNearbyThenRecency() {
         let c = [
-            Feed.Candidate(key: key(1), role: .tutor, courses: ["CS 490"], updatedAt: 10, nearby: false),
-            Feed.Candidate(key: key(2), role: .tutor, courses: ["CS 490", "MATH 221"], updatedAt: 1, nearby: false),
-            Feed.Candidate(key: key(3), role: .tutor, courses: ["CS 490"], updatedAt: 5, nearby: true),
-            Feed.Candidate(key: key(4), role: .student, courses: ["CS 490"], updatedAt: 99, nearby: true),
-            Feed.Candidate(key: key(5), role: .tutor, courses: ["ART 100"], updatedAt: 50, nearby: false),
-            Feed.Candidate(key: key(6), role: .tutor, courses: ["CS 490"], updatedAt: 99, nearby: true),
+            Feed.Candidate(key: key(1), role: .tutor, courses: [490], updatedAt: 10, nearby: false),
+            Feed.Candidate(key: key(2), role: .tutor, courses: [490, 221], updatedAt: 1, nearby: false),
+            Feed.Candidate(key: key(3), role: .tutor, courses: [490], updatedAt: 5, nearby: true),
+            Feed.Candidate(key: key(4), role: .student, courses: [490], updatedAt: 99, nearby: true),
+            Feed.Candidate(key: key(5), role: .tutor, courses: [100], updatedAt: 50, nearby: false),
+            Feed.Candidate(key: key(6), role: .tutor, courses: [490], updatedAt: 99, nearby: true),
         ]
-        let feed = Feed.rank(role: .student, courses: ["CS 490", "MATH 221"], excluded: [key(6)], candidates: c, course: nil, limit: 10)
+        let feed = Feed.rank(role: .student, courses: [490, 221], excluded: [key(6)], candidates: c, course: nil, limit: 10)
         #expect(feed.map(\.key) == [key(2), key(3), key(1), key(5)])
-        #expect(feed[0].sharedCourses == ["CS 490", "MATH 221"])
-        let filtered = Feed.rank(role: .student, courses: [], excluded: [], candidates: c, course: "MATH 221", limit: 10)
+        #expect(feed[0].sharedCourses == [490, 221])
+        let filtered = Feed.rank(role: .student, courses: [], excluded: [], candidates: c, course: 221, limit: 10)
         #expect(filtered.map(\.key) == [key(2)])
-        let tutorView = Feed.rank(role: .tutor, courses: ["CS 490"], excluded: [], candidates: c, course: nil, limit: 1)
+        let tutorView = Feed.rank(role: .tutor, courses: [490], excluded: [], candidates: c, course: nil, limit: 1)
         #expect(tutorView.map(\.key) == [key(4)])
     }
 }

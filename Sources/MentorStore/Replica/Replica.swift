@@ -52,6 +52,8 @@ public final class Replica: @unchecked Sendable {
     let queue: DatabaseQueue
     /// Unlocked local accounts, by key. Confined to `queue`.
     private var openers: [PublicKey: SealedOpener] = [:]
+    /// `counts()` until the next write. Confined to `queue`.
+    var cachedCounts: ReplicaCounts?
 
     /// Opens (creating if needed) the replica at `path` and runs pending schema migrations.
     public init(path: String, settings: Settings = Settings()) throws(StoreError) {
@@ -133,7 +135,10 @@ public final class Replica: @unchecked Sendable {
 
     func write<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
         do {
-            return try queue.write { db in try body(db) }
+            return try queue.write { db in
+                cachedCounts = nil
+                return try body(db)
+            }
         } catch let e as StoreError {
             throw e
         } catch {

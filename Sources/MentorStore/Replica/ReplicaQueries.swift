@@ -94,29 +94,41 @@ extension Replica {
 
     /// The materialized card of `author` (nil if no card record of it is held).
     public func card(of author: PublicKey) throws(StoreError) -> CardState? {
+        try cards(of: [author]).first
+    }
+
+    /// The materialized cards of `authors` (those that have one), in the given order, in one
+    /// read transaction.
+    public func cards(of authors: [PublicKey]) throws(StoreError) -> [CardState] {
         try read { db throws(StoreError) in
-            guard let row = try db.queryOne("SELECT id, forked FROM authors WHERE key = ?", [.blob(author.bytes)]),
-                  let id = row.int64(0) else { return nil }
-            let forked = row.int64(1) == 1
-            var byField: [UInt8: [RegisterEntry<[UInt8]>]] = [:]
-            for r in try db.query("SELECT record_id, clock, timestamp, value, field FROM card_entries WHERE author = ?", [.integer(id)]) {
-                guard let e = ApplyBatch.registerEntry(r), let f = r.int64(4) else { continue }
-                byField[UInt8(truncatingIfNeeded: f), default: []].append(e)
-            }
-            guard !byField.isEmpty else { return nil }
-            var winners: [(UInt8, [UInt8])] = []
-            var conflicts: [ProfileCard.Field: [[UInt8]]] = [:]
-            var updated: UInt64 = 0
-            for (tag, entries) in byField.sorted(by: { $0.key < $1.key }) {
-                let sorted = MVRegister.sorted(entries)
-                guard let w = sorted.first else { continue }
-                winners.append((tag, w.value))
-                updated = max(updated, w.timestamp)
-                if sorted.count > 1, let f = ProfileCard.Field(rawValue: tag) { conflicts[f] = sorted.dropFirst().map(\.value) }
-            }
-            let card = (try? ProfileCard(fieldValues: winners)) ?? ProfileCard()
-            return CardState(author: author, card: card, conflicts: conflicts, forked: forked, updatedAt: updated)
+            var out: [CardState] = []
+            for author in authors { if let c = try Self.card(db, author) { out.append(c) } }
+            return out
         }
+    }
+
+    static func card(_ db: Database, _ author: PublicKey) throws(StoreError) -> CardState? {
+        guard let row = try db.cachedStatement("SELECT id, forked FROM authors WHERE key = ?").queryOne([.blob(author.bytes)]),
+              let id = row.int64(0) else { return nil }
+        let forked = row.int64(1) == 1
+        var byField: [UInt8: [RegisterEntry<[UInt8]>]] = [:]
+        for r in try db.cachedStatement("SELECT record_id, clock, timestamp, value, field FROM card_entries WHERE author = ?").query([.integer(id)]) {
+            guard let e = ApplyBatch.registerEntry(r), let f = r.int64(4) else { continue }
+            byField[UInt8(truncatingIfNeeded: f), default: []].append(e)
+        }
+        guard !byField.isEmpty else { return nil }
+        var winners: [(UInt8, [UInt8])] = []
+        var conflicts: [ProfileCard.Field: [[UInt8]]] = [:]
+        var updated: UInt64 = 0
+        for (tag, entries) in byField.sorted(by: { $0.key < $1.key }) {
+            let sorted = MVRegister.sorted(entries)
+            guard let w = sorted.first else { continue }
+            winners.append((tag, w.value))
+            updated = max(updated, w.timestamp)
+            if sorted.count > 1, let f = ProfileCard.Field(rawValue: tag) { conflicts[f] = sorted.dropFirst().map(\.value) }
+        }
+        let card = (try? ProfileCard(fieldValues: winners)) ?? ProfileCard()
+        return CardState(author: author, card: card, conflicts: conflicts, forked: forked, updatedAt: updated)
     }
 
     /// The relation of local account `account` with `other`.
@@ -170,14 +182,18 @@ extension Replica {
         }
     }
 
+    /// Counts for `status` (cached until the next write: counting a large replica takes ms).
     public func counts() throws(StoreError) -> ReplicaCounts {
         try read { db throws(StoreError) in
+            if let cached = cachedCounts { return cached }
             func count(_ sql: String) throws(StoreError) -> Int { try db.queryOne(sql)?.int(0) ?? 0 }
-            return ReplicaCounts(records: try count("SELECT count(*) FROM records"),
+            let counts = ReplicaCounts(records: try count("SELECT count(*) FROM records"),
                                  authors: try count("SELECT count(*) FROM authors"),
                                  pending: try count("SELECT count(*) FROM pending"),
                                  forkedAuthors: try count("SELECT count(*) FROM authors WHERE forked = 1"),
                                  cards: try count("SELECT count(DISTINCT author) FROM card_entries"))
+            cachedCounts = counts
+            return counts
         }
     }
 

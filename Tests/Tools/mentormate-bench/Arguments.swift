@@ -78,6 +78,8 @@ enum Usage {
         COMMANDS:
           merge     Verify + merge + commit throughput of a replica against the single-core
                     signature-verify rate and the raw SQLite insert rate.
+          api       Requests/s and p50/p99 latency of `status` and `feed` over the daemon's
+                    socket (10,000 cards, 1 and 8 clients), idle CPU and idle memory.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.

@@ -31,6 +31,19 @@ case .argument(MergeCommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(MergeCommand.name) --help` for usage.")
         status = 2
     }
+case .argument(APICommand.name)?:
+    do {
+        switch try APICommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(APICommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(APICommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(let other)?:
     printError("error: unknown command '\(other)'\n\n\(Usage.text)")
     status = 2

@@ -1,0 +1,217 @@
+import Foundation
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mentormate-bench api`: the local API under load. Fills a replica with N tutor cards,
+/// starts the real `mentormated` on it, signs up a student, then measures `status` and `feed`
+/// with 1 and 8 concurrent clients, and the idle daemon's CPU and memory.
+struct APICommand {
+    static let name = "api"
+    static let help = """
+        USAGE: mentormate-bench api [--cards N] [--requests R] [--idle-seconds S]
+
+        Builds a replica holding N profile cards (default 10000, tutors with random courses),
+        starts the mentormated next to this binary on it (--no-mdns, loopback), signs up a
+        student, and measures over the Unix socket, for `status` and for `feed` (limit 20):
+        requests/s and p50/p99/max latency with 1 client and with 8 concurrent clients, each
+        client sending R requests (default 2000) one at a time. Then the daemon sits idle for S
+        seconds (default 5): its CPU use (from /proc/PID/stat) and resident memory (VmRSS).
+        A fresh daemon with an empty replica is measured for memory too.
+
+        Targets (printed PASS/MISS): feed p99 < 5 ms with one client; idle CPU < 1%;
+        idle RSS < 30 MB.
+        """
+
+    var cards = 10_000
+    var requests = 2000
+    var idleSeconds = 5
+
+    enum Parsed { case help, run(APICommand) }
+
+    static func parse(_ tokens: ArraySlice<Token>) throws(UsageError) -> Parsed {
+        var command = APICommand()
+        var reader = TokenReader(tokens, command: name)
+        while let token = reader.next() {
+            switch token {
+            case .option("--help", _), .option("-h", _): return .help
+            case .option("--cards", let v): command.cards = try reader.integer(for: "--cards", inline: v)
+            case .option("--requests", let v): command.requests = try reader.integer(for: "--requests", inline: v)
+            case .option("--idle-seconds", let v): command.idleSeconds = try reader.integer(for: "--idle-seconds", inline: v)
+            case .option(let n, _): throw UsageError("unknown option '\(n)' for api")
+            case .argument(let a): throw UsageError("unexpected argument '\(a)' for api")
+            }
+        }
+        guard command.cards >= 1, command.requests >= 10, command.idleSeconds >= 1 else {
+            throw UsageError("--cards must be ≥ 1, --requests ≥ 10, --idle-seconds ≥ 1")
+        }
+        return .run(command)
+    }
+
+    func run() -> Bool {
+        let bin = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent().path
+        let daemonPath = bin + "/mentormated"
+        guard FileManager.default.isExecutableFile(atPath: daemonPath) else {
+            printError("error: \(daemonPath) not found; build it first: swift build -c release")
+            return false
+        }
+        let dir = NSTemporaryDirectory() + "mm-bench-api-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        do {
+            // A fresh daemon: memory of an empty node.
+            let fresh = try Daemon(path: daemonPath, stateDir: dir + "/fresh", socket: dir + "/fresh.sock")
+            usleep(500_000)
+            let freshRSS = fresh.rssKB()
+            fresh.stop()
+
+            print("mentormate-bench api: \(cards) cards, \(requests) requests per client")
+            let started = ContinuousClock.now
+            try fillReplica(at: dir + "/state/replica.db")
+            print("replica filled in \(ContinuousClock.now - started) (not measured)")
+            let daemon = try Daemon(path: daemonPath, stateDir: dir + "/state", socket: dir + "/api.sock")
+            defer { daemon.stop() }
+            if let hold = ProcessInfo.processInfo.environment["MM_BENCH_PAUSE"] { FileHandle.standardError.write(Data("daemon pid \(daemon.pid)\n".utf8)); sleep(UInt32(hold) ?? 0) }
+            let client = try RPCClient(path: dir + "/api.sock", timeout: .seconds(30))
+            _ = try client.call("account.signup", ["email": "bench@uni.edu", "name": "Bench", "role": "student"])
+            _ = try client.call("profile.set", ["courses": ["CS 490", "MATH 221"]])
+            let feed = try client.call("feed")["cards"]?.arrayValue?.count ?? 0
+            guard feed == 20 else { printError("error: feed returned \(feed) cards, expected 20"); return false }
+            client.close()
+
+            print("\n                      clients   requests/s      p50       p99       max")
+            var feedP99One = Double.infinity
+            for method in ["status", "feed"] {
+                for clients in [1, 8] {
+                    let r = try measure(method: method, clients: clients, socket: dir + "/api.sock")
+                    print(String(format: "%-22@ %7d %12.0f %8.2f ms %7.2f ms %7.2f ms", method as NSString, clients, r.rate, r.p50, r.p99, r.max))
+                    if method == "feed" && clients == 1 { feedP99One = r.p99 }
+                }
+            }
+            let rssLoaded = daemon.rssKB()
+            let cpuBefore = daemon.cpuTicks()
+            let idleStart = ContinuousClock.now
+            sleep(UInt32(idleSeconds))
+            let idleElapsed = ContinuousClock.now - idleStart
+            let cpuTicks = daemon.cpuTicks() - cpuBefore
+            let idleCPU = Double(cpuTicks) / Double(sysconf(Int32(_SC_CLK_TCK))) / seconds(idleElapsed) * 100
+            let rssIdle = daemon.rssKB()
+
+            print("")
+            print(String(format: "feed p99 with 1 client   %.2f ms   target < 5 ms   %@", feedP99One, feedP99One < 5 ? "PASS" : "MISS"))
+            print(String(format: "idle CPU over %d s        %.2f %%   target < 1%%     %@", idleSeconds, idleCPU, idleCPU < 1 ? "PASS" : "MISS"))
+            print(String(format: "idle RSS, empty replica  %.1f MB   target < 30 MB  %@", Double(freshRSS) / 1024, Double(freshRSS) / 1024 < 30 ? "PASS" : "MISS"))
+            print(String(format: "idle RSS, %d cards    %.1f MB   (after the load: %.1f MB)", cards, Double(rssIdle) / 1024, Double(rssLoaded) / 1024))
+            return true
+        } catch {
+            printError("error: \(error)")
+            return false
+        }
+    }
+
+    /// Writes `cards` tutor cards (one author each) straight into the replica before the daemon opens it.
+    func fillReplica(at path: String) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let replica = try Replica(path: path)
+        let catalogue = ["CS 101", "CS 490", "MATH 221", "PHYS 150", "BIO 110", "ART 100", "ECON 201", "HIST 120"]
+        var rng = SeededRandom(seed: 7)
+        var batch: [[UInt8]] = []
+        for i in 0..<cards {
+            var w = RecordWriter(keys: try SigningKeyPair(seed: rng.bytes(32)))
+            let courses = Array(catalogue.shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng)))
+            let card = ProfileCard(name: "Tutor \(i)", role: .tutor, bio: "I can help with \(courses.joined(separator: " and ")).",
+                                   courses: courses, wage: UInt64.random(in: 10...40, using: &rng), availability: "weekdays")
+            batch.append(try w.profile(card, at: 1_764_000_000_000 + UInt64(i)).encoded)
+            if batch.count == 2000 { _ = try replica.apply(batch: batch); batch.removeAll() }
+        }
+        if !batch.isEmpty { _ = try replica.apply(batch: batch) }
+        try replica.close()
+    }
+
+    struct Result { var rate: Double; var p50: Double; var p99: Double; var max: Double }
+
+    func measure(method: String, clients: Int, socket: String) throws -> Result {
+        let latencies = Latencies()
+        let failures = Latencies()
+        let start = ContinuousClock.now
+        DispatchQueue.concurrentPerform(iterations: clients) { _ in
+            guard let client = try? RPCClient(path: socket, timeout: .seconds(30)) else { failures.add(0); return }
+            defer { client.close() }
+            var mine: [Double] = []
+            mine.reserveCapacity(requests)
+            for _ in 0..<requests {
+                let t0 = ContinuousClock.now
+                guard (try? client.call(method)) != nil else { failures.add(0); return }
+                mine.append(seconds(ContinuousClock.now - t0) * 1000)
+            }
+            latencies.add(contentsOf: mine)
+        }
+        let elapsed = seconds(ContinuousClock.now - start)
+        if failures.count > 0 { throw UsageError("\(failures.count) clients failed during the \(method) run") }
+        let sorted = latencies.values.sorted()
+        func pct(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
+        return Result(rate: Double(sorted.count) / elapsed, p50: pct(0.5), p99: pct(0.99), max: sorted.last ?? 0)
+    }
+}
+
+func seconds(_ d: Duration) -> Double {
+    Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+}
+
+final class Latencies: @unchecked Sendable {
+    private let lock = NSLock()
+    private var items: [Double] = []
+    func add(_ v: Double) { lock.lock(); items.append(v); lock.unlock() }
+    func add(contentsOf v: [Double]) { lock.lock(); items += v; lock.unlock() }
+    var values: [Double] { lock.lock(); defer { lock.unlock() }; return items }
+    var count: Int { values.count }
+}
+
+/// A mentormated child process, ended by PID.
+final class Daemon {
+    let pid: pid_t
+
+    init(path: String, stateDir: String, socket: String) throws {
+        var pid: pid_t = 0
+        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", "127.0.0.1:0", "--no-mdns", "--log-level", "warning"]
+        var cArgs = args.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        let rc = posix_spawn(&pid, path, nil, nil, &cArgs, environ)
+        guard rc == 0 else { throw UsageError("cannot start \(path): \(String(cString: strerror(rc)))") }
+        self.pid = pid
+        // Wait until the socket answers.
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            if let c = try? RPCClient(path: socket, timeout: .seconds(2)), (try? c.call("status")) != nil { c.close(); return }
+            usleep(50_000)
+        }
+        stop()
+        throw UsageError("mentormated did not answer on \(socket) within 20 s")
+    }
+
+    func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+    }
+
+    func rssKB() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    /// utime + stime in clock ticks.
+    func cpuTicks() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        guard fields.count > 13 else { return 0 }
+        return (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+    }
+}
