@@ -134,36 +134,18 @@ public final class Replica: @unchecked Sendable {
     // MARK: Helpers
 
     func write<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
-        do {
-            return try queue.write { db in
-                cachedCounts = nil
-                return try body(db)
-            }
-        } catch let e as StoreError {
-            throw e
-        } catch {
-            throw StoreError(.misuse, "unexpected error: \(error)")
+        try queue.write { db throws(StoreError) in
+            cachedCounts = nil
+            return try body(db)
         }
     }
 
     func read<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
-        do {
-            return try queue.read { db in try body(db) }
-        } catch let e as StoreError {
-            throw e
-        } catch {
-            throw StoreError(.misuse, "unexpected error: \(error)")
-        }
+        try queue.read(body)
     }
 
     func run<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
-        do {
-            return try queue.inDatabase { db in try body(db) }
-        } catch let e as StoreError {
-            throw e
-        } catch {
-            throw StoreError(.misuse, "unexpected error: \(error)")
-        }
+        try queue.inDatabase(body)
     }
 }
 
