@@ -105,7 +105,9 @@ struct Mentormated {
                 listener = try UnixListener(adopting: 3, path: nil)
                 logger.info("API socket inherited from systemd", ["fd": "3"])
             } else {
-                listener = try UnixListener(path: socketPath)
+                // In system mode other users must reach the socket (access is checked per call
+                // with SO_PEERCRED); a user-mode socket stays in a private directory.
+                listener = try UnixListener(path: socketPath, directoryMode: systemMode ? 0o755 : 0o700)
             }
         } catch {
             fail("API socket \(socketPath): \(error)", hint: "another mentormated may be running; `mentormate status` tells")

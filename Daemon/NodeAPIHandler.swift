@@ -1,3 +1,4 @@
+import Dispatch
 import MentorAPI
 import MentorNet
 import MentorNode
@@ -16,9 +17,18 @@ final class NodeAPIHandler: APIHandler {
         node.deliver = { id, notification in _ = registry.connection(id)?.send(notification) }
     }
 
+    /// The node's work runs here, on a thread of its own, not on Swift's few cooperative
+    /// threads: a passphrase (Argon2id) takes about a second, and blocking the cooperative pool
+    /// would stall every connection.
+    private let work = DispatchQueue(label: "mentormated.requests")
+
     func handle(_ request: RPCRequest, from caller: Caller, on connection: ConnectionHandle) async -> Result<JSON, RPCError> {
         registry.add(connection)
-        return node.handle(request.method, request.params, caller: Requester(uid: caller.uid, connection: connection.id))
+        let node = self.node
+        let requester = Requester(uid: caller.uid, connection: connection.id)
+        return await withCheckedContinuation { continuation in
+            work.async { continuation.resume(returning: node.handle(request.method, request.params, caller: requester)) }
+        }
     }
 
     func connectionClosed(_ connection: ConnectionHandle) {

@@ -77,7 +77,15 @@ public final class RPCClient {
     public func call(_ method: String, _ params: [String: JSON] = [:]) throws(RPCClientError) -> JSON {
         let id = JSON.int(nextID)
         nextID += 1
-        try send(RPCRequest(id: id, method: method, params: params).line)
+        do {
+            try send(RPCRequest(id: id, method: method, params: params).line)
+        } catch {
+            // A daemon that refuses a connection (too many clients) says why before closing.
+            if case .connection(let failure) = error, failure.code == .closed, let reason = partingError() {
+                throw .server(reason)
+            }
+            throw error
+        }
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
             guard let line = try readLine(until: deadline) else {
@@ -113,6 +121,17 @@ public final class RPCClient {
     }
 
     // MARK: Socket I/O
+
+    /// An error line without id left by the daemon before it closed the connection, if any.
+    private func partingError() -> RPCError? {
+        while let line = try? readLine(until: ContinuousClock.now + .milliseconds(100)) {
+            if let json = JSON.parse(line), let response = RPCResponse(json), response.id == .null,
+               case .failure(let error) = response.outcome {
+                return error
+            }
+        }
+        return nil
+    }
 
     private func keep(_ notification: RPCNotification) {
         if notifications.count >= Self.maxBufferedNotifications { notifications.removeFirst() }

@@ -78,6 +78,7 @@ public final class APIServer: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private var refusingLogged = false
     private var shutdownDeadline: DispatchWorkItem?
+    private var stopWaiters: [CheckedContinuation<Void, Never>] = []
 
     public init(listener: UnixListener, handler: some APIHandler, logger: some Logger = DiscardingLogger(),
                 settings: Settings = Settings()) {
@@ -105,7 +106,8 @@ public final class APIServer: @unchecked Sendable {
     /// Accepts connections and serves requests until `shutdown()` has finished: the listener
     /// is closed (its socket file removed), running requests have completed and their responses
     /// have been written (or `shutdownGrace` passed), and every connection is closed. Cancelling
-    /// the calling task starts the same shutdown, but running handlers are cancelled at once.
+    /// the calling task starts the same shutdown, but running handlers are cancelled at once
+    /// (their responses are still written if the client reads them within `shutdownGrace`).
     ///
     /// Returns at once if `shutdown()` came first; throws `NetError.alreadyRunning` if called
     /// while running.
@@ -134,6 +136,12 @@ public final class APIServer: @unchecked Sendable {
             }
         } onCancel: {
             shutdown()
+        }
+        // After a cancellation the loop above ends early; the connections close meanwhile.
+        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+            queue.async {
+                if self.phase == .stopped { stopped.resume() } else { self.stopWaiters.append(stopped) }
+            }
         }
         logger.info("API server stopped", [:])
     }
@@ -191,6 +199,7 @@ public final class APIServer: @unchecked Sendable {
         listener = nil
     }
 
+    /// Accepts until the backlog is empty (64 at a time, then other work gets a turn).
     private func acceptPending() {
         for _ in 0..<64 {
             guard phase == .running, let listener else { return }
@@ -215,6 +224,7 @@ public final class APIServer: @unchecked Sendable {
                 }
             }
         }
+        queue.async { [weak self] in self?.acceptPending() }
     }
 
     private func pauseAccepting() {
@@ -225,6 +235,7 @@ public final class APIServer: @unchecked Sendable {
             guard let self, self.acceptPaused, let source = self.acceptSource else { return }
             self.acceptPaused = false
             source.resume()
+            self.acceptPending()
         }
     }
 
@@ -266,30 +277,41 @@ public final class APIServer: @unchecked Sendable {
 
     // MARK: Reading (on queue)
 
+    /// Reads until the socket is drained (or 16 chunks, then yields to other connections).
+    /// Draining matters: libdispatch on Linux does not report an end of stream that arrived
+    /// together with the last data once that data has been read, so the handler must see
+    /// `read` return 0 itself.
     private func readable(_ connection: Connection) {
-        guard !connection.closed, !connection.inputClosed else { return }
-        let count: Int
-        do throws(NetError) {
-            switch try Syscall.read(connection.descriptor, into: readBuffer) {
-            case .wouldBlock: return
-            case .done(let n): count = n
+        for _ in 0..<16 {
+            guard !connection.closed, !connection.inputClosed, connection.reading else { return }
+            let count: Int
+            do throws(NetError) {
+                switch try Syscall.read(connection.descriptor, into: readBuffer) {
+                case .wouldBlock: return
+                case .done(let n): count = n
+                }
+            } catch {
+                close(connection, reason: "read failed: \(error)")
+                return
             }
-        } catch {
-            close(connection, reason: "read failed: \(error)")
-            return
-        }
-        if count == 0 {
-            // End of stream: answer what was read (a client may half-close and wait), then close.
-            if connection.framer.pending > 0 {
-                logger.debug("client left mid-line; the partial request is discarded", ["conn.id": "\(connection.handle.id)"])
+            if count == 0 {
+                // End of stream: answer what was read (a client may half-close and wait), then close.
+                if connection.framer.pending > 0 {
+                    logger.debug("client left mid-line; the partial request is discarded", ["conn.id": "\(connection.handle.id)"])
+                }
+                connection.inputClosed = true
+                updateReading(connection)
+                finishIfIdle(connection)
+                return
             }
-            connection.inputClosed = true
-            updateReading(connection)
-            finishIfIdle(connection)
-            return
+            received(UnsafeRawBufferPointer(rebasing: readBuffer[..<count]), on: connection)
         }
+        queue.async { [weak self] in self?.readable(connection) }
+    }
+
+    private func received(_ bytes: UnsafeRawBufferPointer, on connection: Connection) {
         do throws(LineFramer.Failure) {
-            for line in try connection.framer.append(UnsafeRawBufferPointer(rebasing: readBuffer[..<count]))
+            for line in try connection.framer.append(bytes)
             where !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {  // blank lines (socat users) are skipped
                 connection.inbox.append(.line(line))
                 connection.inboxBytes += line.count
@@ -314,15 +336,19 @@ public final class APIServer: @unchecked Sendable {
         if wanted && !connection.reading {
             connection.reading = true
             connection.readSource.resume()
+            // What arrived while suspended may not be reported again (see `readable`): look now.
+            queue.async { [weak self] in self?.readable(connection) }
         } else if !wanted && connection.reading {
             connection.reading = false
             connection.readSource.suspend()
         }
     }
 
-    /// Hands the next waiting request to a child task of `run()`, unless one is running.
+    /// Hands the next waiting request to a child task of `run()`, unless one is running or the
+    /// client is not reading its earlier responses.
     private func startNextRequest(_ connection: Connection) {
-        while !connection.busy && !connection.closed, let item = connection.inbox.popFirst() {
+        while !connection.busy && !connection.closed && connection.output.count < settings.outputHighWater,
+              let item = connection.inbox.popFirst() {
             switch item {
             case .line(let line):
                 connection.inboxBytes -= line.count
@@ -379,6 +405,7 @@ public final class APIServer: @unchecked Sendable {
                         connection.writing = true
                         connection.writeSource.resume()
                     }
+                    startNextRequest(connection)
                     updateReading(connection)
                     return
                 case .success(.done(let n)):
@@ -395,6 +422,7 @@ public final class APIServer: @unchecked Sendable {
             connection.writing = false
             connection.writeSource.suspend()
         }
+        startNextRequest(connection)
         updateReading(connection)
         finishIfIdle(connection)
     }
@@ -470,6 +498,8 @@ public final class APIServer: @unchecked Sendable {
         shutdownDeadline?.cancel()
         shutdownDeadline = nil
         jobSink.finish()
+        for waiter in stopWaiters { waiter.resume() }
+        stopWaiters = []
     }
 
     // MARK: Helpers

@@ -28,8 +28,9 @@ public protocol APIHandler: Sendable {
     /// a request without `id` (a JSON-RPC notification) and when the client has gone away.
     /// After the shutdown deadline the task is cancelled.
     ///
-    /// Work that blocks for long (not a quick SQLite transaction) belongs on a thread of its own,
-    /// so it does not hold one of the few cooperative threads.
+    /// Work that blocks for long (not a quick SQLite transaction) belongs on a thread of its own:
+    /// on Linux, tasks and Dispatch queues (this server's included) share one small thread pool
+    /// that grows only slowly when its threads block.
     func handle(_ request: RPCRequest, from caller: Caller, on connection: ConnectionHandle) async
         -> Result<JSON, RPCError>
 
@@ -103,11 +104,11 @@ public final class ConnectionHandle: Sendable, Hashable, CustomStringConvertible
         counters.withLock { $0.queued -= count }
     }
 
-    /// The number of drops to report in an `event.overflow`, if any (the report itself counts
-    /// as a queued notification).
+    /// The number of drops to report in an `event.overflow`, once every notification accepted
+    /// before has been written (the report itself then counts as a queued notification).
     func takeUnreportedDrops() -> Int? {
         counters.withLock { c -> Int? in
-            guard c.open, c.unreported > 0 else { return nil }
+            guard c.open, c.unreported > 0, c.queued == 0 else { return nil }
             defer { c.unreported = 0 }
             c.queued += 1
             return c.unreported

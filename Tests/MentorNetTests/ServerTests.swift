@@ -132,16 +132,15 @@ import Testing
     try await withServer { env in
         let slow = try await offPool { () -> RawClient in
             let client = try RawClient(path: env.path)
-            client.request(1, "sleep", ["ms": 2000])
+            client.request(1, "sleep", ["ms": 1000])
             return client
         }
         #expect(await eventually { env.handler.sleepsStarted == 1 })
-        let started = ContinuousClock.now
         let fast = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo", ["q": 1]) }
         #expect(fast["params"] == ["q": 1])
-        #expect(ContinuousClock.now - started < .seconds(1))
-        #expect(env.handler.sleepsFinished == 0)  // the slow one is still running
-        _ = slow
+        #expect(env.handler.sleepsFinished == 0)  // answered while the slow one still runs
+        let slowAnswer = try await offPool { slow.readJSON() }
+        #expect(slowAnswer?["result"]?["slept"] == 1000)
     }
 }
 
@@ -258,6 +257,31 @@ import Testing
     }
 }
 
+@Test func aClientThatPipelinesButNeverReadsIsNotServedBeyondTheOutputLimit() async throws {
+    var settings = APIServer.Settings()
+    settings.outputHighWater = 1 << 20
+    try await withServer(settings: settings) { env in
+        let total = 60
+        let greedy = try await offPool { () -> RawClient in
+            let client = try RawClient(path: env.path)
+            var batch: [UInt8] = []
+            for id in 1...total { batch += RPCRequest(id: .int(Int64(id)), method: "big", params: ["kib": 256]).line }
+            client.send(batch)
+            return client
+        }
+        // It stops being served once about 1 MiB of answers wait (plus what the socket holds).
+        #expect(await eventually { env.handler.methods.count >= 4 })
+        try await Task.sleep(for: .milliseconds(200))
+        let served = env.handler.methods.count
+        #expect(served < 20)
+        let other = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }
+        #expect(other["params"] == [:])
+        // Reading again lets it continue, and every answer arrives, in order.
+        let ids = try await offPool { (1...total).map { _ in greedy.readJSON(timeout: .seconds(10))?["id"]?.intValue } }
+        #expect(ids == (1...total).map { Int64($0) })
+    }
+}
+
 @Test func overTheConnectionLimitExtraClientsGetAnErrorAndTheServerCarriesOn() async throws {
     var settings = APIServer.Settings()
     settings.maxConnections = 256
@@ -265,6 +289,7 @@ import Testing
         let clients = try await offPool { try (0..<300).map { _ in try RawClient(path: env.path) } }
         #expect(await eventually { env.server.connectionCount == 256 })
         // The 44 refused ones were told why and closed.
+        #expect(await eventually { clients.filter(\.hasPendingInput).count == 44 })
         let refusals = try await offPool {
             clients.filter { $0.hasPendingInput }.map { ($0.readJSON(), $0.waitClosed()) }
         }
@@ -355,6 +380,28 @@ import Testing
     }
 }
 
+@Test func cancellingRunStopsTheServerAndRemovesTheSocket() async throws {
+    try await withTemporaryDirectory { directory in
+        let path = directory + "/api.sock"
+        let handler = TestHandler()
+        let server = APIServer(listener: try UnixListener(path: path), handler: handler)
+        let running = Task { try await server.run() }
+        let client = try await offPool {
+            let client = try RawClient(path: path)
+            client.request(1, "sleep", ["ms": 60_000])
+            return client
+        }
+        #expect(await eventually { handler.sleepsStarted == 1 })
+        running.cancel()
+        try await running.value  // returns once the handler has been cancelled and all is closed
+        #expect(handler.sleepsFinished == 1)
+        #expect(server.connectionCount == 0)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        let answer = try await offPool { client.readJSON() }
+        #expect(answer?["result"]?["cancelled"] == true)
+    }
+}
+
 @Test func shutdownBeforeRunMakesRunReturnAndRemovesTheSocket() async throws {
     try await withTemporaryDirectory { directory in
         let path = directory + "/api.sock"
@@ -367,7 +414,9 @@ import Testing
 
 @Test func runTwiceIsRefused() async throws {
     try await withServer { env in
-        await #expect(throws: NetError.self) { try await env.server.run() }
+        _ = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }  // it runs
+        let error = await #expect(throws: NetError.self) { try await env.server.run() }
+        #expect(error?.code == .alreadyRunning)
     }
 }
 

@@ -18,11 +18,12 @@ func withTemporaryDirectory<T>(_ body: (String) async throws -> T) async throws 
     return try await body(directory)
 }
 
-/// Runs blocking socket code on a Dispatch thread, so it never holds one of the (two, on this
-/// machine) cooperative threads the server's handlers need.
+/// Runs blocking socket code on a thread of its own, so it never holds one of the few threads
+/// that run tasks and Dispatch work (the server's handlers need them; Dispatch's pool on Linux
+/// adds threads for blocked ones only slowly).
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 
@@ -38,7 +39,8 @@ func eventually(_ timeout: Duration = .seconds(5), _ condition: () -> Bool) asyn
 
 // MARK: A handler with a few test methods
 
-/// `echo`, `add` (typed params), `sleep` (slow), `subscribe`, `notifyThenAnswer`; anything else
+/// `echo`, `add` (typed params), `sleep` (slow), `big` (a large result), `subscribe`,
+/// `notifyThenAnswer`; anything else
 /// is refused with -32601 by the handler itself.
 final class TestHandler: APIHandler {
     struct State {
@@ -79,6 +81,9 @@ final class TestHandler: APIHandler {
             case "subscribe":
                 state.withLock { $0.subscribers.append(connection) }
                 return .success(["events": []])
+            case "big":
+                try params.allow(["kib"])
+                return .success(.string(String(repeating: "x", count: Int(try params.int("kib")) << 10)))
             case "notifyThenAnswer":
                 connection.send(RPCNotification(method: "event.test", params: ["n": 0]))
                 return .success("done")
