@@ -182,6 +182,9 @@ public final class APIServer: @unchecked Sendable {
     }
 
     private func stopAccepting() {
+        // The socket file goes at once (the descriptor closes when the source lets go of it),
+        // so `run()` never returns with the file still there.
+        listener?.removeSocketFile()
         guard let source = acceptSource else {
             closeListener()
             return

@@ -83,12 +83,18 @@ public final class UnixListener {
     /// Stops listening: removes the socket file this listener created (if it is still the same
     /// file), then closes the descriptor. Idempotent.
     public func close() {
+        removeSocketFile()
+        descriptor.close()
+    }
+
+    /// Removes the socket file this listener made (if it is still the same file), so no new
+    /// client finds it; the descriptor stays open until `close()`.
+    func removeSocketFile() {
         if let created, let path, let st = try? Syscall.status(path),
            UInt(st.st_dev) == created.device, UInt(st.st_ino) == created.inode {
             try? Syscall.unlink(path)
         }
         created = nil
-        descriptor.close()
     }
 
     deinit { close() }
