@@ -165,7 +165,10 @@ extension Node {
             throw RPCError(.invalidParams, "profile.set needs at least one field to change (\(fields.sorted().joined(separator: ", ")))")
         }
         var card = ProfileCard()
-        card.name = try p.optionalString("name")
+        card.name = try p.optionalString("name").map { $0.trimmingCharacters(in: .whitespaces) }
+        if card.name?.isEmpty == true {
+            throw RPCError(.invalidValue, "the name is empty; give the name others will see")
+        }
         card.bio = try p.optionalString("bio")
         card.availability = try p.optionalString("availability")
         card.courses = try p.optionalStrings("courses").map { list in
