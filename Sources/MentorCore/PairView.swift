@@ -25,6 +25,10 @@ public struct PairView: Sendable, Equatable {
         public var timestamp: UInt64
         public var recordID: [UInt8]
         public var text: String
+
+        public init(author: PublicKey, seq: UInt64, timestamp: UInt64, recordID: [UInt8], text: String) {
+            self.author = author; self.seq = seq; self.timestamp = timestamp; self.recordID = recordID; self.text = text
+        }
     }
 
     public var me: PublicKey

@@ -114,7 +114,7 @@ public final class Node: @unchecked Sendable {
 
     func unlock(uid: UInt32, keys: SigningKeyPair) throws {
         try replica.unlock(keys)
-        let last = try replica.versionVector()[keys.publicKey.key] ?? 0
+        let last = try replica.contiguousSeq(of: keys.publicKey.key)
         writers[uid] = RecordWriter(keys: keys, lastSeq: last)
         pairSnapshots[keys.publicKey.key] = Dictionary(uniqueKeysWithValues: try replica.pairSummaries(of: keys.publicKey.key).map { ($0.other, $0) })
     }
@@ -141,10 +141,11 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Signs and applies one record of the caller's account; throws unless it was applied.
-    func write(_ uid: UInt32, _ make: (inout RecordWriter, UInt64) throws(RecordError) -> VerifiedRecord) throws {
+    @discardableResult
+    func write(_ uid: UInt32, _ make: (inout RecordWriter, UInt64) throws(RecordError) -> VerifiedRecord) throws -> VerifiedRecord {
         guard var writer = writers[uid] else { throw try lockedError(uid) }
         // Another node using the same account may have moved the sequence on.
-        let held = try replica.versionVector()[writer.author] ?? 0
+        let held = try replica.contiguousSeq(of: writer.author)
         if held > writer.lastSeq { writer = RecordWriter(keys: writer.keys, lastSeq: held) }
         let record: VerifiedRecord
         do { record = try make(&writer, config.now()) } catch {
@@ -156,6 +157,7 @@ public final class Node: @unchecked Sendable {
         }
         writers[uid] = writer
         afterApply([record.record])
+        return record
     }
 
     /// Updates the card index and publishes match/message/unmatch events after records applied.

@@ -89,6 +89,18 @@ extension Replica {
         }
     }
 
+    /// The summary row of one pair of a local account (nil if they have no private records).
+    public func pairSummary(account: PublicKey, other: PublicKey) throws(StoreError) -> PairSummary? {
+        try pairSummaries(of: account).first { $0.other == other }
+    }
+
+    /// The highest seq of `author` such that 1...seq are all held (0 if none).
+    public func contiguousSeq(of author: PublicKey) throws(StoreError) -> UInt64 {
+        try read { db throws(StoreError) in
+            UInt64(try db.cachedStatement("SELECT contiguous FROM authors WHERE key = ?").queryOne([.blob(author.bytes)])?.int64(0) ?? 0)
+        }
+    }
+
     // MARK: Blobs
 
     /// Stores a blob after checking its limits and format; returns its reference.
