@@ -17,10 +17,11 @@ final class NodeAPIHandler: APIHandler {
         node.deliver = { id, notification in _ = registry.connection(id)?.send(notification) }
     }
 
-    /// The node's work runs here, on a thread of its own, not on Swift's few cooperative
-    /// threads: a passphrase (Argon2id) takes about a second, and blocking the cooperative pool
-    /// would stall every connection.
-    private let work = DispatchQueue(label: "mentormated.requests")
+    /// The node's work runs here, not on Swift's few cooperative threads: a passphrase
+    /// (Argon2id) takes about half a second, and blocking the cooperative pool would stall every
+    /// connection. Concurrent, so one login's key derivation runs beside other requests (the
+    /// node serializes its own state).
+    private let work = DispatchQueue(label: "mentormated.requests", attributes: .concurrent)
 
     func handle(_ request: RPCRequest, from caller: Caller, on connection: ConnectionHandle) async -> Result<JSON, RPCError> {
         registry.add(connection)

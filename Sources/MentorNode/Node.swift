@@ -47,6 +47,10 @@ public final class Node: @unchecked Sendable {
     var uploads: [String: (caller: Requester, data: [UInt8])] = [:]
     /// Subscriptions: connection → (uid, events).
     var subscriptions: [UInt64: (uid: UInt32, events: Set<String>)] = [:]
+    /// The key a login or signup prepared off the queue, for the request being dispatched.
+    var preparedKey: PreparedKey?
+    /// Wrong passphrases per uid: (count, until when further attempts are refused).
+    var loginFailures: [UInt32: (count: Int, until: ContinuousClock.Instant)] = [:]
     /// Last pair summaries seen per local account, to turn replica changes into events.
     var pairSnapshots: [PublicKey: [PublicKey: PairSummary]] = [:]
 
@@ -75,8 +79,15 @@ public final class Node: @unchecked Sendable {
 
     /// Runs one API request for `caller`.
     public func handle(_ method: String, _ params: [String: JSON], caller: Requester) -> Result<JSON, RPCError> {
-        queue.sync {
+        // Passphrase work (Argon2id: ~0.5 s and 256 MiB) runs before taking the node's queue, so
+        // one user's login never stalls everyone else's requests.
+        let prepared = prepareKey(method, params, caller)
+        defer { if let path = prepared?.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
+        return queue.sync {
             do {
+                if let failure = prepared?.failure { throw failure }
+                preparedKey = prepared
+                defer { preparedKey = nil }
                 return .success(try dispatch(method, Params(params, method: method), caller))
             } catch let e as RPCError {
                 return .failure(e)
@@ -108,6 +119,59 @@ public final class Node: @unchecked Sendable {
         let outcomes = try replica.apply(batch: batch)
         queue.sync { afterApply(batch.compactMap { try? Record.decode($0) }) }
         return outcomes
+    }
+
+    // MARK: Passphrase work off the queue
+
+    struct PreparedKey {
+        var keys: SigningKeyPair?
+        /// A new key file written under a temporary name (signup), renamed into place on success.
+        var temporaryPath: String?
+        var failure: RPCError?
+    }
+
+    /// For `account.login` with a passphrase: reads (decrypts) the key file; for `account.signup`
+    /// with a passphrase: writes the new key to a temporary file. Nil when there is nothing slow to do.
+    func prepareKey(_ method: String, _ params: [String: JSON], _ caller: Requester) -> PreparedKey? {
+        guard let passphrase = params["passphrase"]?.stringValue, !passphrase.isEmpty else { return nil }
+        switch method {
+        case "account.login":
+            let waiting: Duration? = queue.sync {
+                guard let f = loginFailures[caller.uid] else { return nil }
+                let now = ContinuousClock.now
+                return f.until > now ? f.until - now : nil
+            }
+            if let waiting {
+                let seconds = Int((Double(waiting.components.seconds) + Double(waiting.components.attoseconds) / 1e18).rounded(.up))
+                return PreparedKey(failure: RPCError(.wrongPassphrase, "too many wrong passphrases; try again in \(seconds) s"))
+            }
+            do {
+                return PreparedKey(keys: try KeyFile.read(from: config.keyPath(uid: caller.uid), passphrase: Array(passphrase.utf8)))
+            } catch let e where e.code == .wrongPassphrase {
+                queue.sync {
+                    let count = (loginFailures[caller.uid]?.count ?? 0) + 1
+                    // The first mistake is free; then 1 s, 2 s, 4 s … up to a minute between attempts.
+                    let wait = count < 2 ? 0 : min(60, 1 << min(count - 2, 6))
+                    loginFailures[caller.uid] = (count, .now + .seconds(wait))
+                }
+                return PreparedKey(failure: RPCError(.wrongPassphrase, "wrong passphrase; try again"))
+            } catch {
+                return nil   // missing account or file: the method itself says what is wrong
+            }
+        case "account.signup":
+            let keys = SigningKeyPair.generate()
+            let path = config.keyPath(uid: caller.uid) + ".new-" + Hex.encode(SecureRandom.bytes(6))
+            do {
+                try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+                try KeyFile.write(keys, to: path, passphrase: Array(passphrase.utf8), parameters: config.passphraseCost)
+            } catch {
+                return PreparedKey(failure: RPCError(.internalError, "could not write the account key: \(error)"))
+            }
+            return PreparedKey(keys: keys, temporaryPath: path)
+        default:
+            return nil
+        }
     }
 
     // MARK: Internals used by the methods (on `queue`)

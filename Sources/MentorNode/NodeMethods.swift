@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import MentorAPI
 import MentorCore
 import MentorCrypto
@@ -51,12 +54,21 @@ extension Node {
         guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
         if let passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
 
-        let keys = SigningKeyPair.generate()
+        let keys: SigningKeyPair
         let path = config.keyPath(uid: caller.uid)
-        do {
-            try KeyFile.write(keys, to: path, passphrase: passphrase.map { Array($0.utf8) }, parameters: config.passphraseCost)
-        } catch {
-            throw RPCError(.internalError, "could not write the account key: \(error.message)")
+        if let prepared = preparedKey, let k = prepared.keys, let temporary = prepared.temporaryPath {
+            // Written off the queue with the passphrase; move it into place.
+            keys = k
+            guard rename(temporary, path) == 0 else {
+                throw RPCError(.internalError, "could not put the account key in place at \(path)")
+            }
+        } else {
+            keys = SigningKeyPair.generate()
+            do {
+                try KeyFile.write(keys, to: path, passphrase: passphrase.map { Array($0.utf8) }, parameters: config.passphraseCost)
+            } catch {
+                throw RPCError(.internalError, "could not write the account key: \(error.message)")
+            }
         }
         do {
             try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: keys.publicKey.key, email: email,
@@ -97,9 +109,15 @@ extension Node {
                 throw RPCError(.wrongPassphrase, "your key is protected: give the passphrase (`mentormate login` asks for it)")
             }
             do {
-                let keys = try KeyFile.read(from: config.keyPath(uid: caller.uid),
+                let keys: SigningKeyPair
+                if account.protected, let prepared = preparedKey?.keys {
+                    keys = prepared   // decrypted off the queue
+                } else {
+                    keys = try KeyFile.read(from: config.keyPath(uid: caller.uid),
                                             passphrase: account.protected ? passphrase.map { Array($0.utf8) } : nil)
+                }
                 try unlock(uid: caller.uid, keys: keys)
+                loginFailures[caller.uid] = nil
             } catch let e as CryptoError where e.code == .wrongPassphrase {
                 throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
             } catch let e as CryptoError {

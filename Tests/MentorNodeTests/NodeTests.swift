@@ -96,6 +96,22 @@ final class EventLog: @unchecked Sendable {
         #expect(try t.call(ana, "profile.set", ["bio": "back"])["bio"] == "back")
     }
 
+    @Test func repeatedWrongPassphrasesAreSlowedDown() throws {
+        let t = try TestNode()
+        try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "right"])
+        try t.call(ana, "account.logout")
+        #expect(t.error(ana, "account.login", ["passphrase": "wrong1"])?.message == "wrong passphrase; try again")
+        #expect(t.error(ana, "account.login", ["passphrase": "wrong2"])?.code == -32009)
+        // Now even the right passphrase must wait.
+        let throttled = t.error(ana, "account.login", ["passphrase": "right"])
+        #expect(throttled?.code == -32009 && throttled?.message.contains("try again in") == true)
+        Thread.sleep(forTimeInterval: 1.1)
+        #expect(try t.call(ana, "account.login", ["passphrase": "right"])["unlocked"] == true)
+        // Another user is not slowed down by Ana's mistakes.
+        try t.call(ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor", "passphrase": "b"])
+        #expect(try t.call(ben, "account.whoami")["protected"] == true)
+    }
+
     @Test func profileSetNormalizesCoursesRefusesOverLimitValuesAndStoresPhotos() throws {
         let t = try TestNode()
         _ = try signup(t, ana, "Ana", "student", courses: [])
