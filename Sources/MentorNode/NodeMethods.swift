@@ -179,7 +179,8 @@ extension Node {
     func profileSet(_ p: Params, _ caller: Requester) throws -> JSON {
         let fields: Set<String> = ["name", "bio", "courses", "wage", "budget", "availability", "photo"]
         try p.allow(fields)
-        guard p.values.keys.contains(where: fields.contains) else {
+        // A field set to null changes nothing (except photo: null, which removes the photo).
+        guard p.values.contains(where: { fields.contains($0.key) && (!$0.value.isNull || $0.key == "photo") }) else {
             throw RPCError(.invalidParams, "profile.set needs at least one field to change (\(fields.sorted().joined(separator: ", ")))")
         }
         var card = ProfileCard()

@@ -119,6 +119,7 @@ final class EventLog: @unchecked Sendable {
         #expect(card["courses"] == ["CS 490", "MATH 221"] && card["budget"] == 20)
         #expect(t.error(ana, "profile.set", ["bio": .string(String(repeating: "x", count: 3000))])?.code == -32007)
         #expect(t.error(ana, "profile.set", [:])?.code == -32602)
+        #expect(t.error(ana, "profile.set", ["name": .null])?.code == -32602)
         #expect(t.error(ana, "profile.set", ["wage": "lots"])?.code == -32602)
         // A PNG in two chunks.
         let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 1000)
