@@ -1,0 +1,213 @@
+/// Why a sync message (or a peer's behaviour in a sync session) was refused. Codes are matched
+/// by name; the message says what was wrong.
+public struct SyncError: Error, Equatable, Sendable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let name: String
+        public var description: String { name }
+
+        /// The bytes do not follow the canonical encoding (truncated, trailing bytes, unsorted
+        /// vector, zero counters, unknown message type).
+        public static let malformed = Code(name: "malformed")
+        /// A count or length is over its limit (checked before anything is allocated).
+        public static let tooLarge = Code(name: "too-large")
+        /// The peer speaks a sync protocol version this build does not.
+        public static let unsupportedVersion = Code(name: "unsupported-version")
+        /// A well-formed message at the wrong time (records before hello, a second hello, an ack
+        /// for more batches than were sent, more unacknowledged batches than the window).
+        public static let protocolViolation = Code(name: "protocol-violation")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code): \(message)" }
+}
+
+/// Limits on sync messages; a peer exceeding any of them is disconnected.
+public enum SyncLimits {
+    /// Authors named in one hello.
+    public static let maxVectorEntries = 100_000
+    /// Records in one `records` batch.
+    public static let maxBatchRecords = 256
+    /// Bytes of record encodings in one `records` batch.
+    public static let maxBatchBytes = 1024 * 1024
+    /// The largest record encoding `Record.decode` accepts.
+    public static let maxRecordBytes = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
+}
+
+/// The messages of the anti-entropy protocol. Canonical encoding (integers big-endian):
+///
+///     hello    0x01 ‖ version u8 ‖ count u32 ‖ count × (author 32 bytes ‖ contiguous seq u64)
+///              authors strictly ascending, seqs 1 ... 2^63-1 (authors we hold nothing of are omitted)
+///     records  0x02 ‖ count u16 ‖ count × (length u32 ‖ record encoding)
+///              1 ... 256 records, each ≤ SyncLimits.maxRecordBytes, ≤ 1 MiB in all
+///     ack      0x03 ‖ batches u32 (≥ 1)
+///     want     0x04 ‖ author 32 bytes ‖ from seq u64 (≥ 1)
+///
+/// Decoding is strict: every count and length is checked against its limit and against the
+/// bytes that remain before anything is allocated, and trailing bytes are refused.
+public enum SyncMessage: Equatable, Sendable {
+    /// One entry of a hello's vector: the author's records held contiguously from seq 1.
+    public struct Entry: Hashable, Sendable {
+        public let author: PublicKey
+        public let seq: UInt64
+        public init(author: PublicKey, seq: UInt64) { self.author = author; self.seq = seq }
+    }
+
+    public static let protocolVersion: UInt8 = 1
+
+    case hello(version: UInt8, vector: [Entry])
+    case records([[UInt8]])
+    case ack(count: UInt32)
+    case want(author: PublicKey, from: UInt64)
+
+    /// A hello in canonical form (sorted, zero counters dropped) from a version vector.
+    public static func hello(_ vector: [PublicKey: UInt64]) -> SyncMessage {
+        .hello(version: protocolVersion,
+               vector: vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { Entry(author: $0.key, seq: $0.value) })
+    }
+
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4 }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter()
+        switch self {
+        case .hello(let version, let vector):
+            w.u8(Tag.hello.rawValue)
+            w.u8(version)
+            w.u32(UInt32(vector.count))
+            for e in vector { w.raw(e.author.bytes); w.u64(e.seq) }
+        case .records(let batch):
+            w.u8(Tag.records.rawValue)
+            w.u16(UInt16(batch.count))
+            for r in batch { w.u32(UInt32(r.count)); w.raw(r) }
+        case .ack(let count):
+            w.u8(Tag.ack.rawValue)
+            w.u32(count)
+        case .want(let author, let from):
+            w.u8(Tag.want.rawValue)
+            w.raw(author.bytes)
+            w.u64(from)
+        }
+        return w.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(SyncError) -> SyncMessage {
+        var r = ByteReader(bytes)
+        let message: SyncMessage
+        do {
+            let tag = try r.u8("message type")
+            switch Tag(rawValue: tag) {
+            case .hello:
+                let version = try r.u8("hello version")
+                let count = Int(try r.u32("hello vector count"))
+                guard count <= SyncLimits.maxVectorEntries else {
+                    throw SyncError(.tooLarge, "hello names \(count) authors; at most \(SyncLimits.maxVectorEntries) allowed")
+                }
+                guard r.remaining >= count * 40 else {
+                    throw SyncError(.malformed, "hello announces \(count) entries but only \(r.remaining) bytes follow")
+                }
+                var vector: [Entry] = []
+                vector.reserveCapacity(count)
+                for i in 0..<count {
+                    guard let author = PublicKey(bytes: try r.raw(32, "hello author \(i)")) else {
+                        throw SyncError(.malformed, "hello author \(i) has the wrong length")
+                    }
+                    let seq = try r.u64("hello seq \(i)")
+                    guard seq >= 1, seq <= Limits.maxSeq else {
+                        throw SyncError(.malformed, "hello seq \(i) is \(seq); must be 1 ... \(Limits.maxSeq) (zero entries are omitted)")
+                    }
+                    if let last = vector.last, !(last.author < author) {
+                        throw SyncError(.malformed, "hello authors are not in strictly ascending order at entry \(i)")
+                    }
+                    vector.append(Entry(author: author, seq: seq))
+                }
+                message = .hello(version: version, vector: vector)
+            case .records:
+                let count = Int(try r.u16("record count"))
+                guard count >= 1 else { throw SyncError(.malformed, "an empty records batch") }
+                guard count <= SyncLimits.maxBatchRecords else {
+                    throw SyncError(.tooLarge, "batch holds \(count) records; at most \(SyncLimits.maxBatchRecords) allowed")
+                }
+                guard r.remaining <= SyncLimits.maxBatchBytes + count * 4 else {
+                    throw SyncError(.tooLarge, "batch is \(r.remaining) bytes; at most \(SyncLimits.maxBatchBytes) bytes of records allowed")
+                }
+                var batch: [[UInt8]] = []
+                batch.reserveCapacity(count)
+                for i in 0..<count {
+                    let length = Int(try r.u32("record \(i) length"))
+                    guard length <= SyncLimits.maxRecordBytes else {
+                        throw SyncError(.tooLarge, "record \(i) is \(length) bytes; at most \(SyncLimits.maxRecordBytes) allowed")
+                    }
+                    batch.append(try r.raw(length, "record \(i)"))
+                }
+                message = .records(batch)
+            case .ack:
+                let count = try r.u32("ack count")
+                guard count >= 1 else { throw SyncError(.malformed, "ack of zero batches") }
+                message = .ack(count: count)
+            case .want:
+                guard let author = PublicKey(bytes: try r.raw(32, "want author")) else {
+                    throw SyncError(.malformed, "want author has the wrong length")
+                }
+                let from = try r.u64("want from")
+                guard from >= 1, from <= Limits.maxSeq else {
+                    throw SyncError(.malformed, "want from seq \(from); must be 1 ... \(Limits.maxSeq)")
+                }
+                message = .want(author: author, from: from)
+            case nil:
+                throw SyncError(.malformed, "unknown sync message type \(tag)")
+            }
+        } catch let e as SyncError {
+            throw e
+        } catch let e as RecordError {
+            throw SyncError(.malformed, e.message)
+        } catch {
+            throw SyncError(.malformed, "\(error)")
+        }
+        guard r.isAtEnd else {
+            throw SyncError(.malformed, "\(r.remaining) trailing bytes after the message")
+        }
+        return message
+    }
+}
+
+/// The position of a record in its author's log, read from the fixed prefix of its canonical
+/// encoding without decoding the rest (full decoding and verification are the replica's).
+public struct RecordPosition: Hashable, Sendable {
+    public let author: PublicKey
+    public let seq: UInt64
+
+    public init(author: PublicKey, seq: UInt64) { self.author = author; self.seq = seq }
+
+    /// Reads magic, version, type, author and seq; refuses what cannot be a record.
+    public static func peek(_ bytes: [UInt8]) throws(SyncError) -> RecordPosition {
+        var r = ByteReader(bytes)
+        do {
+            guard try r.raw(3, "magic") == Record.magic else {
+                throw SyncError(.malformed, "does not start with the record magic \"MMR\"")
+            }
+            _ = try r.u8("version")
+            _ = try r.u8("type")
+            guard let author = PublicKey(bytes: try r.raw(32, "author")) else {
+                throw SyncError(.malformed, "author key has the wrong length")
+            }
+            let seq = try r.u64("seq")
+            guard seq >= 1, seq <= Limits.maxSeq else {
+                throw SyncError(.malformed, "record sequence number \(seq) is outside 1 ... \(Limits.maxSeq)")
+            }
+            return RecordPosition(author: author, seq: seq)
+        } catch let e as SyncError {
+            throw e
+        } catch let e as RecordError {
+            throw SyncError(.malformed, "record: \(e.message)")
+        } catch {
+            throw SyncError(.malformed, "\(error)")
+        }
+    }
+}

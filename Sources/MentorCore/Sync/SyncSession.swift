@@ -1,0 +1,259 @@
+/// What a sync session asks its I/O shell to do.
+public enum SyncDirective: Equatable, Sendable {
+    /// Encode and send this message to the peer.
+    case send(SyncMessage)
+    /// Read these records of `author` from the replica (all stored variants, in seq order) and
+    /// hand them back with `SyncSession.fetched(_:)`.
+    case fetch(author: PublicKey, seqs: ClosedRange<UInt64>)
+    /// Verify and apply this batch received from the peer, then call `SyncSession.applied(...)`.
+    case apply([[UInt8]])
+    /// End the connection; the reason is for the log. Emitted at most once.
+    case close(String)
+    /// Totals so far, in records (for `event.sync`).
+    case progress(sent: Int, received: Int)
+}
+
+/// Tuning of a sync session. Both ends of a connection must use the same `window`: a receiver
+/// disconnects a peer that has more unacknowledged batches in flight than that.
+public struct SyncSettings: Sendable, Equatable {
+    /// Batches sent and not yet acknowledged, at most.
+    public var window: Int
+    /// Records per batch (and per fetch), at most; capped by `SyncLimits.maxBatchRecords`.
+    public var batchSize: Int
+
+    public init(window: Int = 4, batchSize: Int = 256) {
+        self.window = max(1, window)
+        self.batchSize = min(max(1, batchSize), SyncLimits.maxBatchRecords)
+    }
+}
+
+/// Anti-entropy with one connected peer, as a pure state machine (no I/O, no clock).
+///
+/// Both sides send `hello` with the version vector of what they hold contiguously per author.
+/// Each side then sends the peer what the peer lacks: it asks the shell to `fetch` ranges from
+/// the replica (no record bytes are queued for work that waits), packs them into batches and
+/// keeps at most `window` batches unacknowledged. The receiver applies each batch and acks it.
+/// New local records are pushed at once (`localRecordsAdded`), unless the peer is believed to
+/// hold them already (so records are never echoed to the peer that sent them); records applied
+/// from one peer and passed to the sessions of the others are relayed the same way.
+///
+/// Anything out of order or malformed from the peer yields one `.close`; afterwards the session
+/// ignores every input.
+public struct SyncSession: Sendable {
+    public let settings: SyncSettings
+
+    /// What we hold contiguously per author (start vector, raised by local additions).
+    public private(set) var localVector: [PublicKey: UInt64] = [:]
+    /// What we believe the peer holds contiguously: its hello, raised by what it sent us and by
+    /// what we sent it. Nil until the peer's hello arrives.
+    public private(set) var peerVector: [PublicKey: UInt64]? = nil
+    /// Batches we sent that the peer has not acknowledged.
+    public private(set) var inFlight = 0
+    /// Batches the peer sent that we have not acknowledged yet.
+    public private(set) var unackedReceived = 0
+    public private(set) var isClosed = false
+    public private(set) var recordsSent = 0
+    public private(set) var recordsReceived = 0
+
+    private var started = false
+    /// Authors with work (local > peer), in the order they got it; `queued` mirrors it.
+    private var workQueue: [PublicKey] = []
+    private var queued: Set<PublicKey> = []
+    /// The one outstanding fetch.
+    private var fetching: (author: PublicKey, seqs: ClosedRange<UInt64>)? = nil
+    /// Record bytes ready to send, waiting for the window: at most one fetch result plus the
+    /// pushes of one `localRecordsAdded` call (pushes never wait here while the window is full).
+    private var ready: [[UInt8]] = []
+
+    public init(settings: SyncSettings = SyncSettings()) {
+        self.settings = settings
+    }
+
+    public var isEstablished: Bool { started && peerVector != nil && !isClosed }
+    /// Record encodings waiting for the window (for tests and metrics).
+    public var bufferedRecords: Int { ready.count }
+
+    // MARK: Inputs
+
+    /// The connection is up: announce what we hold.
+    public mutating func start(localVector vector: [PublicKey: UInt64]) -> [SyncDirective] {
+        guard !isClosed, !started else { return [] }
+        started = true
+        for (author, seq) in vector { localVector[author] = max(localVector[author] ?? 0, seq) }
+        var out: [SyncDirective] = [.send(.hello(localVector))]
+        if peerVector != nil {
+            queueAllWork()
+            pump(&out)
+        }
+        return out
+    }
+
+    /// Decodes and handles a frame's bytes; malformed bytes close the session.
+    public mutating func receive(bytes: [UInt8]) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        do {
+            return receive(try SyncMessage.decode(bytes))
+        } catch {
+            return close("malformed sync message: \(error)")
+        }
+    }
+
+    public mutating func receive(_ message: SyncMessage) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        var out: [SyncDirective] = []
+        switch message {
+        case .hello(let version, let vector):
+            guard peerVector == nil else { return close("protocol violation: a second hello") }
+            guard version == SyncMessage.protocolVersion else {
+                return close("unsupported sync protocol version \(version); this build speaks \(SyncMessage.protocolVersion)")
+            }
+            var pv: [PublicKey: UInt64] = [:]
+            pv.reserveCapacity(vector.count)
+            for e in vector { pv[e.author] = e.seq }
+            peerVector = pv
+            if started {
+                queueAllWork()
+                pump(&out)
+            }
+        case .records(let batch):
+            guard peerVector != nil else { return close("protocol violation: records before hello") }
+            guard unackedReceived < settings.window else {
+                return close("protocol violation: more than \(settings.window) unacknowledged batches in flight")
+            }
+            var positions: [RecordPosition] = []
+            positions.reserveCapacity(batch.count)
+            for bytes in batch {
+                do { positions.append(try RecordPosition.peek(bytes)) } catch {
+                    return close("malformed record in batch: \(error)")
+                }
+            }
+            // The peer holds what it sent: never send it back.
+            for p in positions where p.seq == (peerVector?[p.author] ?? 0) + 1 {
+                peerVector?[p.author] = p.seq
+            }
+            unackedReceived += 1
+            recordsReceived += batch.count
+            out.append(.apply(batch))
+        case .ack(let count):
+            guard peerVector != nil else { return close("protocol violation: ack before hello") }
+            guard Int(count) <= inFlight else {
+                return close("protocol violation: ack of \(count) batches but \(inFlight) in flight")
+            }
+            inFlight -= Int(count)
+            pump(&out)
+            out.append(.progress(sent: recordsSent, received: recordsReceived))
+        case .want(let author, let from):
+            guard peerVector != nil else { return close("protocol violation: want before hello") }
+            if (peerVector?[author] ?? 0) >= from { peerVector?[author] = from - 1 }
+            enqueue(author)
+            pump(&out)
+        }
+        return out
+    }
+
+    /// The shell read the records of a `.fetch` (all stored variants of the range, in order).
+    public mutating func fetched(_ records: [[UInt8]]) -> [SyncDirective] {
+        guard !isClosed, let f = fetching else { return [] }
+        fetching = nil
+        let believed = peerVector?[f.author] ?? 0
+        if records.isEmpty {
+            // The replica no longer has them (or never had): stop asking for this author.
+            localVector[f.author] = min(localVector[f.author] ?? 0, believed)
+        } else if believed + 1 == f.seqs.lowerBound {
+            // Unless a `want` lowered the peer's vector meanwhile, it will hold the whole range.
+            peerVector?[f.author] = f.seqs.upperBound
+        }
+        ready.append(contentsOf: records.filter { $0.count <= SyncLimits.maxRecordBytes })
+        if (localVector[f.author] ?? 0) > (peerVector?[f.author] ?? 0) { enqueue(f.author) }
+        var out: [SyncDirective] = []
+        pump(&out)
+        return out
+    }
+
+    /// The shell applied a batch the peer sent. `refused` records (forged, malformed, over a
+    /// limit) end the session; otherwise the batch is acknowledged.
+    public mutating func applied(stored: Int, refused: Int = 0) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        guard unackedReceived > 0 else { return [] }
+        guard refused == 0 else { return close("peer sent \(refused) refused record(s)") }
+        unackedReceived -= 1
+        return [.send(.ack(count: 1)), .progress(sent: recordsSent, received: recordsReceived)]
+    }
+
+    /// Records now held contiguously by the local replica (created here, or applied from any
+    /// peer). Pushed at once when the peer lacks them and the window allows; otherwise they
+    /// become work fetched from the replica later.
+    public mutating func localRecordsAdded(_ records: [(author: PublicKey, seq: UInt64, bytes: [UInt8])]) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        for r in records {
+            let hadWork = (localVector[r.author] ?? 0) > (peerVector?[r.author] ?? 0)
+            localVector[r.author] = max(localVector[r.author] ?? 0, r.seq)
+            guard isEstablished else { continue }               // hello will bring it up
+            let peerHas = peerVector?[r.author] ?? 0
+            if peerHas >= r.seq { continue }                       // the peer has it (maybe sent it)
+            if r.seq == peerHas + 1, !hadWork, fetching?.author != r.author,
+               inFlight < settings.window, r.bytes.count <= SyncLimits.maxRecordBytes {
+                ready.append(r.bytes)
+                peerVector?[r.author] = r.seq
+            } else {
+                enqueue(r.author)
+            }
+        }
+        var out: [SyncDirective] = []
+        pump(&out)
+        return out
+    }
+
+    // MARK: Internals
+
+    private mutating func close(_ reason: String) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        isClosed = true
+        ready = []
+        workQueue = []
+        queued = []
+        fetching = nil
+        return [.close(reason)]
+    }
+
+    private mutating func enqueue(_ author: PublicKey) {
+        if queued.insert(author).inserted { workQueue.append(author) }
+    }
+
+    private mutating func queueAllWork() {
+        guard let pv = peerVector else { return }
+        for (author, seq) in localVector.sorted(by: { $0.key < $1.key }) where seq > (pv[author] ?? 0) {
+            enqueue(author)
+        }
+    }
+
+    /// Sends what the window allows, then asks for the next range when nothing waits.
+    private mutating func pump(_ out: inout [SyncDirective]) {
+        guard isEstablished else { return }
+        while inFlight < settings.window, !ready.isEmpty {
+            var batch: [[UInt8]] = []
+            var bytes = 0
+            while let next = ready.first, batch.count < settings.batchSize,
+                  bytes + next.count <= SyncLimits.maxBatchBytes {
+                batch.append(next)
+                bytes += next.count
+                ready.removeFirst()
+            }
+            inFlight += 1
+            recordsSent += batch.count
+            out.append(.send(.records(batch)))
+        }
+        guard inFlight < settings.window, ready.isEmpty, fetching == nil else { return }
+        while !workQueue.isEmpty {
+            let author = workQueue.removeFirst()
+            queued.remove(author)
+            let have = localVector[author] ?? 0
+            let peerHas = peerVector?[author] ?? 0
+            guard have > peerHas else { continue }
+            let upper = min(have, peerHas + UInt64(settings.batchSize))
+            fetching = (author, (peerHas + 1)...upper)
+            out.append(.fetch(author: author, seqs: (peerHas + 1)...upper))
+            return
+        }
+    }
+}

@@ -1,0 +1,418 @@
+import Testing
+@testable import MentorCore
+
+// MARK: - Fixtures
+
+private func key(_ n: UInt8) -> PublicKey { PublicKey(bytes: [UInt8](repeating: n, count: 32))! }
+
+/// A record encoding with a placeholder signature (sessions treat records as opaque but for
+/// their author and seq).
+private func recordBytes(_ author: PublicKey, _ seq: UInt64) -> [UInt8] {
+    Record.signedBytes(type: .profile, author: author, seq: seq, timestamp: 1_700_000_000_000 + seq,
+                       clock: VectorClock(), body: ProfileCard(name: "N\(seq)").body)
+        + [UInt8](repeating: 0xAB, count: 64)
+}
+
+/// A replica reduced to what sync needs: per author the records by seq, applied when contiguous.
+private struct FakeReplica {
+    var logs: [PublicKey: [UInt64: [UInt8]]] = [:]
+    var held: [PublicKey: [UInt64: [UInt8]]] = [:]
+    var contiguous: [PublicKey: UInt64] = [:]
+
+    /// Applies one encoding; returns the records that became contiguous.
+    mutating func apply(_ bytes: [UInt8]) -> [(author: PublicKey, seq: UInt64, bytes: [UInt8])] {
+        guard let p = try? RecordPosition.peek(bytes) else { return [] }
+        var c = contiguous[p.author] ?? 0
+        guard p.seq > c else { return [] }
+        held[p.author, default: [:]][p.seq] = bytes
+        var added: [(author: PublicKey, seq: UInt64, bytes: [UInt8])] = []
+        while let next = held[p.author]?.removeValue(forKey: c + 1) {
+            c += 1
+            logs[p.author, default: [:]][c] = next
+            added.append((p.author, c, next))
+        }
+        contiguous[p.author] = c
+        return added
+    }
+
+    var digest: [PublicKey: [UInt64: [UInt8]]] { logs }
+}
+
+private struct Link: Hashable, Comparable {
+    let local: Int, peer: Int
+    var reversed: Link { Link(local: peer, peer: local) }
+    static func < (a: Link, b: Link) -> Bool { (a.local, a.peer) < (b.local, b.peer) }
+}
+
+/// Nodes, one session per directed link, and an in-memory wire carrying encoded messages.
+private final class Network {
+    var nodes: [FakeReplica]
+    var sessions: [Link: SyncSession] = [:]
+    var wire: [Link: [[UInt8]]] = [:]          // bytes sent by link.local to link.peer, in order
+    var autoApply: Set<Int>                    // nodes that apply (and ack) received batches at once
+    var unapplied: [Link: [[[UInt8]]]] = [:]
+    var closes: [Link: [String]] = [:]
+    var recordsSent: [Link: Int] = [:]
+    var batchesSent: [Link: Int] = [:]
+    var acksSent: [Link: Int] = [:]
+    var maxInFlight: [Link: Int] = [:]
+    let settings: SyncSettings
+
+    init(nodes: Int, settings: SyncSettings = SyncSettings()) {
+        self.nodes = Array(repeating: FakeReplica(), count: nodes)
+        self.autoApply = Set(0..<nodes)
+        self.settings = settings
+    }
+
+    func connect(_ a: Int, _ b: Int) {
+        for l in [Link(local: a, peer: b), Link(local: b, peer: a)] {
+            sessions[l] = SyncSession(settings: settings)
+            wire[l] = []
+        }
+        for l in [Link(local: a, peer: b), Link(local: b, peer: a)] {
+            run(l, sessions[l]!.start(localVector: nodes[l.local].contiguous))
+        }
+    }
+
+    func disconnect(_ a: Int, _ b: Int) {
+        for l in [Link(local: a, peer: b), Link(local: b, peer: a)] {
+            sessions[l] = nil; wire[l] = nil; unapplied[l] = nil
+        }
+    }
+
+    func run(_ link: Link, _ directives: [SyncDirective]) {
+        for d in directives {
+            switch d {
+            case .send(let m):
+                if case .records(let batch) = m {
+                    recordsSent[link, default: 0] += batch.count
+                    batchesSent[link, default: 0] += 1
+                }
+                if case .ack = m { acksSent[link, default: 0] += 1 }
+                wire[link, default: []].append(m.encoded)
+            case .fetch(let author, let seqs):
+                let found = seqs.compactMap { nodes[link.local].logs[author]?[$0] }
+                run(link, sessions[link]!.fetched(found))
+            case .apply(let batch):
+                if autoApply.contains(link.local) { apply(link, batch) } else { unapplied[link, default: []].append(batch) }
+            case .close(let reason):
+                closes[link, default: []].append(reason)
+            case .progress:
+                break
+            }
+            if let s = sessions[link] { maxInFlight[link] = max(maxInFlight[link] ?? 0, s.inFlight) }
+        }
+    }
+
+    func apply(_ link: Link, _ batch: [[UInt8]]) {
+        var added: [(author: PublicKey, seq: UInt64, bytes: [UInt8])] = []
+        for b in batch { added += nodes[link.local].apply(b) }
+        if sessions[link] != nil { run(link, sessions[link]!.applied(stored: added.count)) }
+        announce(link.local, added)
+    }
+
+    /// Passes newly held records to every session of the node (relay, and the echo check).
+    func announce(_ node: Int, _ added: [(author: PublicKey, seq: UInt64, bytes: [UInt8])]) {
+        guard !added.isEmpty else { return }
+        for l in sessions.keys.sorted() where l.local == node {
+            run(l, sessions[l]!.localRecordsAdded(added))
+        }
+    }
+
+    func create(at node: Int, author: PublicKey, count: Int = 1) {
+        for _ in 0..<count {
+            let seq = (nodes[node].contiguous[author] ?? 0) + 1
+            announce(node, nodes[node].apply(recordBytes(author, seq)))
+        }
+    }
+
+    func applyPending(_ link: Link) {
+        while var q = unapplied[link], !q.isEmpty {
+            let batch = q.removeFirst()
+            unapplied[link] = q
+            apply(link, batch)
+        }
+    }
+
+    /// Delivers the oldest message on `link`; false if none.
+    @discardableResult
+    func deliver(_ link: Link) -> Bool {
+        guard var q = wire[link], !q.isEmpty else { return false }
+        let bytes = q.removeFirst()
+        wire[link] = q
+        let to = link.reversed
+        if sessions[to] != nil { run(to, sessions[to]!.receive(bytes: bytes)) }
+        return true
+    }
+
+    var busyLinks: [Link] { wire.filter { !$0.value.isEmpty }.keys.sorted() }
+
+    /// Delivers until every wire is empty (in link order, or randomly).
+    func settle(_ rng: inout SeededRandom?, limit: Int = 1_000_000) {
+        var steps = 0
+        while !busyLinks.isEmpty, steps < limit {
+            let links = busyLinks
+            if rng != nil { deliver(links[Int(rng!.next() % UInt64(links.count))]) } else { deliver(links[0]) }
+            steps += 1
+        }
+    }
+
+    func settle() { var none: SeededRandom? = nil; settle(&none) }
+    var totalRecordsSent: Int { recordsSent.values.reduce(0, +) }
+}
+
+// MARK: - Messages
+
+@Suite struct SyncMessageTests {
+    func code(_ bytes: [UInt8]) -> SyncError.Code? {
+        do { _ = try SyncMessage.decode(bytes); return nil } catch { return error.code }
+    }
+
+    @Test func everyMessageRoundTripsThroughItsEncoding() throws {
+        let messages: [SyncMessage] = [
+            .hello([key(3): 7, key(1): 2, key(2): 0]),
+            .hello(version: 1, vector: []),
+            .records([recordBytes(key(1), 1), recordBytes(key(2), 9)]),
+            .ack(count: 3),
+            .want(author: key(4), from: 12),
+        ]
+        for m in messages { #expect(try SyncMessage.decode(m.encoded) == m) }
+        // Canonical hello: sorted, zero counters dropped.
+        #expect(SyncMessage.hello([key(3): 7, key(1): 2, key(2): 0])
+                == .hello(version: 1, vector: [.init(author: key(1), seq: 2), .init(author: key(3), seq: 7)]))
+    }
+
+    @Test func everyTruncationAndTrailingByteIsRefused() {
+        let messages: [SyncMessage] = [.hello([key(1): 2]), .records([recordBytes(key(1), 1)]), .ack(count: 1),
+                                       .want(author: key(1), from: 1)]
+        for m in messages {
+            let b = m.encoded
+            for n in 0..<b.count { #expect(code(Array(b.prefix(n))) != nil, "prefix \(n) of \(m) accepted") }
+            #expect(code(b + [0]) == .malformed)
+        }
+    }
+
+    @Test func oversizedCountsAreRefusedBeforeAllocating() {
+        var w = ByteWriter(); w.u8(1); w.u8(1); w.u32(UInt32(SyncLimits.maxVectorEntries + 1))
+        #expect(code(w.bytes) == .tooLarge)
+        var lying = ByteWriter(); lying.u8(1); lying.u8(1); lying.u32(50_000)     // no entries follow
+        #expect(code(lying.bytes) == .malformed)
+        var many = ByteWriter(); many.u8(2); many.u16(UInt16(SyncLimits.maxBatchRecords + 1))
+        #expect(code(many.bytes) == .tooLarge)
+        var long = ByteWriter(); long.u8(2); long.u16(1); long.u32(UInt32(SyncLimits.maxRecordBytes + 1))
+        #expect(code(long.bytes) == .tooLarge)
+        let big = [UInt8](repeating: 0, count: SyncLimits.maxRecordBytes)
+        let overMiB = SyncMessage.records(Array(repeating: big, count: SyncLimits.maxBatchBytes / big.count + 1)).encoded
+        #expect(code(overMiB) == .tooLarge)
+    }
+
+    @Test func unsortedDuplicateOrZeroHelloEntriesAreRefused() {
+        let unsorted = SyncMessage.hello(version: 1, vector: [.init(author: key(2), seq: 1), .init(author: key(1), seq: 1)])
+        #expect(code(unsorted.encoded) == .malformed)
+        let duplicate = SyncMessage.hello(version: 1, vector: [.init(author: key(1), seq: 1), .init(author: key(1), seq: 2)])
+        #expect(code(duplicate.encoded) == .malformed)
+        let zero = SyncMessage.hello(version: 1, vector: [.init(author: key(1), seq: 0)])
+        #expect(code(zero.encoded) == .malformed)
+        #expect(code(SyncMessage.ack(count: 0).encoded) == .malformed)
+        #expect(code(SyncMessage.want(author: key(1), from: 0).encoded) == .malformed)
+        #expect(code(SyncMessage.records([]).encoded) == .malformed)
+        #expect(code([9]) == .malformed)
+        #expect(code([]) == .malformed)
+    }
+}
+
+// MARK: - Sessions
+
+@Suite struct SyncSessionTests {
+    let x = key(10), y = key(20), z = key(30)
+
+    @Test func twoPeersExchangeExactlyWhatEachLacksAndEndEqual() {
+        let net = Network(nodes: 2, settings: SyncSettings(window: 3, batchSize: 7))
+        net.create(at: 0, author: x, count: 30)
+        net.create(at: 1, author: y, count: 20)
+        net.create(at: 0, author: z, count: 15)
+        for s in 1...10 { _ = net.nodes[1].apply(recordBytes(z, UInt64(s))) }
+        net.connect(0, 1)
+        net.settle()
+        #expect(net.nodes[0].digest == net.nodes[1].digest)
+        #expect(net.nodes[1].contiguous == [x: 30, y: 20, z: 15])
+        #expect(net.recordsSent[Link(local: 0, peer: 1)] == 30 + 5)
+        #expect(net.recordsSent[Link(local: 1, peer: 0)] == 20)
+        #expect(net.closes.isEmpty)
+    }
+
+    @Test func reconnectAfterFullSyncSendsZeroRecords() {
+        let net = Network(nodes: 2)
+        net.create(at: 0, author: x, count: 40)
+        net.create(at: 1, author: y, count: 40)
+        net.connect(0, 1)
+        net.settle()
+        let before = net.totalRecordsSent
+        #expect(before == 80)
+        net.disconnect(0, 1)
+        net.connect(0, 1)
+        net.settle()
+        #expect(net.totalRecordsSent == before)
+        #expect(net.nodes[0].digest == net.nodes[1].digest)
+    }
+
+    @Test func windowBoundHoldsWhenTheReceiverNeverAcks() {
+        let net = Network(nodes: 2, settings: SyncSettings(window: 2, batchSize: 5))
+        net.autoApply = [0]                                      // node 1 never applies, never acks
+        net.create(at: 0, author: x, count: 100)
+        net.connect(0, 1)
+        net.settle()
+        let ab = Link(local: 0, peer: 1)
+        #expect(net.batchesSent[ab] == 2)
+        #expect(net.recordsSent[ab] == 10)
+        #expect(net.maxInFlight[ab] == 2)
+        #expect(net.sessions[ab]!.bufferedRecords <= 5)         // no growing buffer on the sender
+        // Pushes while the window is full are not buffered either.
+        net.create(at: 0, author: x, count: 50)
+        net.settle()
+        #expect(net.batchesSent[ab] == 2)
+        #expect(net.sessions[ab]!.bufferedRecords <= 5)
+        // Once the reader catches up, everything arrives, never more than 2 batches in flight.
+        net.autoApply = [0, 1]
+        net.applyPending(Link(local: 1, peer: 0))
+        net.settle()
+        #expect(net.nodes[1].contiguous[x] == 150)
+        #expect(net.maxInFlight[ab] == 2)
+        #expect(net.recordsSent[ab] == 150)
+    }
+
+    @Test func aNewRecordIsPushedAtOnceAndNotEchoedBack() {
+        let net = Network(nodes: 2)
+        net.create(at: 0, author: x, count: 3)
+        net.connect(0, 1)
+        net.settle()
+        let ab = Link(local: 0, peer: 1), ba = Link(local: 1, peer: 0)
+        let sentBack = net.recordsSent[ba] ?? 0
+        net.create(at: 0, author: x)
+        // The push is on the wire right away, before any other message is exchanged.
+        #expect(net.wire[ab]?.count == 1)
+        net.deliver(ab)
+        #expect(net.nodes[1].contiguous[x] == 4)
+        net.settle()
+        #expect(net.recordsSent[ba] ?? 0 == sentBack)           // B never sends x back to A
+        #expect(net.recordsSent[ab] == 4)
+    }
+
+    @Test func aLineRelaysRecordsFromOneEndToTheOther() {
+        let net = Network(nodes: 3)
+        net.create(at: 0, author: x, count: 12)                   // backlog before connecting
+        net.create(at: 2, author: z, count: 5)
+        net.connect(0, 1)
+        net.connect(1, 2)
+        net.settle()
+        net.create(at: 0, author: x, count: 3)                    // pushed while connected
+        net.settle()
+        #expect(net.nodes[2].contiguous[x] == 15)
+        #expect(net.nodes[0].contiguous[z] == 5)
+        #expect(net.nodes[0].digest == net.nodes[2].digest)
+        #expect(net.sessions[Link(local: 0, peer: 2)] == nil)     // no direct link
+        // Nothing was sent twice over a link.
+        #expect(net.recordsSent[Link(local: 1, peer: 2)] == 15)
+        #expect(net.recordsSent[Link(local: 1, peer: 0)] == 5)
+    }
+
+    @Test func randomCreationAndDeliveryOrderConverges() {
+        for seed in UInt64(1)...25 {
+            var rng = SeededRandom(seed: seed)
+            let net = Network(nodes: 3, settings: SyncSettings(window: Int(rng.next() % 3) + 1, batchSize: Int(rng.next() % 6) + 1))
+            let authors = [key(1), key(2), key(3)]
+            let line = rng.next() % 2 == 0
+            net.connect(0, 1); net.connect(1, 2)
+            if !line { net.connect(0, 2) }
+            for _ in 0..<400 {
+                if rng.next() % 3 == 0 {
+                    let n = Int(rng.next() % 3)
+                    net.create(at: n, author: authors[n], count: Int(rng.next() % 4) + 1)
+                } else {
+                    let busy = net.busyLinks
+                    if !busy.isEmpty { net.deliver(busy[Int(rng.next() % UInt64(busy.count))]) }
+                }
+            }
+            var r: SeededRandom? = rng
+            net.settle(&r)
+            #expect(net.nodes[0].digest == net.nodes[1].digest && net.nodes[1].digest == net.nodes[2].digest,
+                    "seed \(seed) did not converge")
+            #expect(net.closes.isEmpty, "seed \(seed) closed: \(net.closes)")
+            #expect(net.maxInFlight.values.allSatisfy { $0 <= net.settings.window }, "seed \(seed) exceeded the window")
+        }
+    }
+
+    // MARK: Violations
+
+    func closes(_ d: [SyncDirective]) -> Int { d.filter { if case .close = $0 { true } else { false } }.count }
+
+    @Test func recordsBeforeHelloCloseOnceAndThenEverythingIsIgnored() {
+        var s = SyncSession()
+        var all = s.start(localVector: [:])
+        all += s.receive(.records([recordBytes(x, 1)]))
+        #expect(s.isClosed)
+        all += s.receive(.hello([:]))
+        all += s.receive(bytes: [0xFF])
+        all += s.localRecordsAdded([(x, 1, recordBytes(x, 1))])
+        all += s.applied(stored: 1)
+        #expect(closes(all) == 1)
+        #expect(all.count == 2)                                   // the hello we sent, and the close
+    }
+
+    @Test func ackingMoreThanWasSentCloses() {
+        var s = SyncSession()
+        _ = s.start(localVector: [x: 1])
+        var d = s.receive(.hello([:]))
+        #expect(d == [.fetch(author: x, seqs: 1...1)])
+        d = s.fetched([recordBytes(x, 1)])
+        #expect(d == [.send(.records([recordBytes(x, 1)]))])
+        #expect(s.receive(.ack(count: 1)).contains(.progress(sent: 1, received: 0)))
+        let bad = s.receive(.ack(count: 1)) + s.receive(.ack(count: 1))
+        #expect(closes(bad) == 1)
+    }
+
+    @Test func malformedBytesASecondHelloOrAnOverfullWindowClose() {
+        var a = SyncSession()
+        _ = a.start(localVector: [:])
+        #expect(closes(a.receive(bytes: [1, 1, 0])) == 1)
+
+        var b = SyncSession()
+        _ = b.start(localVector: [:])
+        _ = b.receive(.hello([:]))
+        #expect(closes(b.receive(.hello([:]))) == 1)
+
+        var c = SyncSession(settings: SyncSettings(window: 2))
+        _ = c.start(localVector: [:])
+        _ = c.receive(.hello([:]))
+        var all: [SyncDirective] = []
+        for i in UInt64(1)...3 { all += c.receive(.records([recordBytes(x, i)])) }
+        #expect(closes(all) == 1)
+        #expect(all.filter { if case .apply = $0 { true } else { false } }.count == 2)
+
+        var d = SyncSession()
+        _ = d.start(localVector: [:])
+        _ = d.receive(.hello([:]))
+        #expect(closes(d.receive(.records([[1, 2, 3]]))) == 1)   // not a record
+
+        var e = SyncSession()
+        _ = e.start(localVector: [:])
+        #expect(closes(e.receive(.hello(version: 2, vector: []))) == 1)
+    }
+
+    @Test func refusedRecordsFromThePeerCloseInsteadOfAcking() {
+        var s = SyncSession()
+        _ = s.start(localVector: [:])
+        _ = s.receive(.hello([:]))
+        _ = s.receive(.records([recordBytes(x, 1)]))
+        let d = s.applied(stored: 0, refused: 1)
+        #expect(closes(d) == 1)
+        #expect(!d.contains(.send(.ack(count: 1))))
+    }
+
+    @Test func wantResendsFromTheAskedSeq() {
+        var s = SyncSession()
+        _ = s.start(localVector: [x: 5])
+        _ = s.receive(.hello([x: 5]))
+        #expect(s.receive(.want(author: x, from: 3)) == [.fetch(author: x, seqs: 3...5)])
+    }
+}
