@@ -1,5 +1,7 @@
-/// Command-line parsing for `mentormate-bench`: a small lexer splits argv into tokens, and each
-/// command parses its options from the tokens, then validates them apart from running.
+import MentorAPI
+
+/// Command-line parsing for `mentormate-bench`: MentorAPI's lexer splits argv into tokens, and
+/// each command parses its options from the tokens, then validates them apart from running.
 
 /// A usage mistake: printed with a hint to `--help`, exit status 2.
 struct UsageError: Error, CustomStringConvertible {
@@ -7,31 +9,8 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// One element of argv after lexing.
-enum Token: Equatable {
-    /// `--name`, `--name=value` or `-x` (value only from the `=` form; the parser takes the next
-    /// token as the value for options that need one).
-    case option(name: String, value: String?)
-    /// Anything else, including everything after a lone `--`.
-    case argument(String)
-
-    static func lex(_ argv: some Sequence<String>) -> [Token] {
-        var tokens: [Token] = []
-        var onlyArguments = false
-        for arg in argv {
-            if onlyArguments || arg == "-" || !arg.hasPrefix("-") {
-                tokens.append(.argument(arg))
-            } else if arg == "--" {
-                onlyArguments = true
-            } else if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
-                tokens.append(.option(name: String(arg[..<eq]), value: String(arg[arg.index(after: eq)...])))
-            } else {
-                tokens.append(.option(name: arg, value: nil))
-            }
-        }
-        return tokens
-    }
-}
+/// argv is split by the project's own lexer (MentorAPI), the same rules as `mentormate`.
+typealias Token = ArgumentToken
 
 /// Consumes tokens for one command.
 struct TokenReader {

@@ -1,4 +1,5 @@
 import Foundation
+import MentorAPI
 
 // mentormate-bench: `mentormate-bench merge [--records N] [--authors M] [--batch B] [--seed S] [--breakdown]`.
 // Exit status: 0 measured (targets may still say MISS), 1 the run failed or its result was
@@ -8,7 +9,7 @@ func printError(_ message: String) {
     FileHandle.standardError.write(Data((message + "\n").utf8))
 }
 
-let tokens = Token.lex(CommandLine.arguments.dropFirst())
+let tokens = ArgumentLexer.lex(CommandLine.arguments.dropFirst())
 let status: Int32
 switch tokens.first {
 case nil:
