@@ -32,7 +32,7 @@ let package = Package(
         // JSON-RPC types and line framing shared by daemon and client.
         .target(name: "MentorAPI", path: "Sources/MentorAPI"),
         // Sockets, the event loop and the API server.
-        .target(name: "MentorNet", dependencies: ["CPosix", "MentorAPI"], path: "Sources/MentorNet"),
+        .target(name: "MentorNet", dependencies: ["CPosix", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.
         .target(name: "MentorNode",
                 dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorNet"],
@@ -54,7 +54,7 @@ let package = Package(
         .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore"], path: "Tests/MentorCoreTests"),
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
-        .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix"], path: "Tests/MentorNetTests"),
+        .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),
         .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorAPI", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorNodeTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["MentorAPI"], path: "Tests/EndToEndTests"),

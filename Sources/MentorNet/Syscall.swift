@@ -184,3 +184,125 @@ final class FileDescriptor {
 
     deinit { close() }
 }
+
+// MARK: - TCP (peer transport)
+
+/// One resolved socket address (IPv4 or IPv6), as `getaddrinfo` gave it.
+struct ResolvedAddress {
+    var storage = sockaddr_storage()
+    var length: socklen_t = 0
+    var family: Int32 { Int32(storage.ss_family) }
+
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        withUnsafePointer(to: storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, length) }
+        }
+    }
+}
+
+extension Syscall {
+    /// The TCP addresses for `host` and `port` (`getaddrinfo`; `passive` for binding, where an
+    /// empty host means every local address). Blocks while a name is looked up.
+    static func resolve(host: String, port: UInt16, passive: Bool) throws(NetError) -> [ResolvedAddress] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)
+        var list: UnsafeMutablePointer<addrinfo>?
+        var status: Int32
+        repeat {
+            status = host.isEmpty ? getaddrinfo(nil, String(port), &hints, &list)
+                                  : getaddrinfo(host, String(port), &hints, &list)
+        } while status == EAI_SYSTEM && errno == EINTR
+        guard status == 0 else {
+            let code = status == EAI_SYSTEM ? errno : 0
+            throw NetError(.system, errno: code,
+                           "resolve \(host):\(port): " + String(cString: gai_strerror(status)),
+                           fix: "check the host name or address")
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [ResolvedAddress] = []
+        var entry = list
+        while let info = entry {
+            if let sa = info.pointee.ai_addr, Int(info.pointee.ai_addrlen) <= MemoryLayout<sockaddr_storage>.size {
+                var address = ResolvedAddress()
+                withUnsafeMutableBytes(of: &address.storage) { raw in
+                    raw.copyMemory(from: UnsafeRawBufferPointer(start: sa, count: Int(info.pointee.ai_addrlen)))
+                }
+                address.length = info.pointee.ai_addrlen
+                addresses.append(address)
+            }
+            entry = info.pointee.ai_next
+        }
+        return addresses
+    }
+
+    /// A new TCP socket for `family`, close-on-exec, non-blocking.
+    static func tcpSocket(family: Int32) throws(NetError) -> FileDescriptor {
+        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
+        return FileDescriptor(try blocking("socket(TCP)") { socket(family, type, 0) })
+    }
+
+    /// Sets an integer socket option.
+    static func setOption(_ fd: FileDescriptor, _ level: Int32, _ name: Int32, _ value: Int32,
+                          _ what: @autoclosure () -> String) throws(NetError) {
+        var value = value
+        try blocking("setsockopt(\(what()))") {
+            setsockopt(fd.raw, level, name, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+    }
+
+    static func bind(_ fd: FileDescriptor, _ address: ResolvedAddress, what: String) throws(NetError) {
+        try blocking("bind \(what)") { address.withSockaddr { Glibc.bind(fd.raw, $0, $1) } }
+    }
+
+    /// Starts a connect on a non-blocking TCP socket: `.done` when connected at once,
+    /// `.wouldBlock` while in progress (wait for writability, then read `pendingError`).
+    static func connect(_ fd: FileDescriptor, _ address: ResolvedAddress, what: String) throws(NetError) -> IOResult<Void> {
+        while true {
+            if address.withSockaddr({ Glibc.connect(fd.raw, $0, $1) }) == 0 { return .done(()) }
+            let code = errno
+            // After EINTR the connect goes on in the background, like EINPROGRESS.
+            if code == EINPROGRESS || code == EINTR || code == EALREADY || code == EAGAIN { return .wouldBlock }
+            throw NetError(.system, errno: code, "connect to \(what)")
+        }
+    }
+
+    /// The socket's pending error (`SO_ERROR`): 0 once a non-blocking connect has succeeded.
+    static func pendingError(_ fd: FileDescriptor) throws(NetError) -> Int32 {
+        var value: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        try blocking("getsockopt(SO_ERROR)") { getsockopt(fd.raw, SOL_SOCKET, SO_ERROR, &value, &len) }
+        return value
+    }
+
+    /// The local (`peer == false`) or remote address of a socket as numeric host and port.
+    static func socketAddress(_ fd: FileDescriptor, peer: Bool) throws(NetError) -> (host: String, port: UInt16) {
+        var storage = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        try blocking(peer ? "getpeername" : "getsockname") {
+            withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    peer ? getpeername(fd.raw, $0, &len) : getsockname(fd.raw, $0, &len)
+                }
+            }
+        }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
+        let status = withUnsafePointer(to: storage) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                getnameinfo($0, len, &host, socklen_t(host.count), &service, socklen_t(service.count),
+                            NI_NUMERICHOST | NI_NUMERICSERV)
+            }
+        }
+        guard status == 0 else {
+            throw NetError(.system, "getnameinfo: " + String(cString: gai_strerror(status)))
+        }
+        return (String(cString: host), UInt16(String(cString: service)) ?? 0)
+    }
+
+    /// Shuts down the sending half (`SHUT_WR`): the peer reads an end of stream.
+    static func shutdownWrite(_ fd: FileDescriptor) {
+        _ = Glibc.shutdown(fd.raw, Int32(SHUT_WR))
+    }
+}

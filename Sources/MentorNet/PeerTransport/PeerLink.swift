@@ -1,0 +1,422 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import MentorCrypto
+
+/// One TCP connection to a peer: the handshake (Handshake.swift), then encrypted frames
+/// (Frames.swift), driven by a read and a write source on one serial queue.
+///
+/// ```swift
+/// let link = PeerLink(stream: stream, role: .initiator, identity: key, queue: queue)
+/// link.onEstablished = { nodeKey in ... }
+/// link.onMessage = { bytes in ... }
+/// link.onClosed = { reason in ... }
+/// link.start()
+/// ```
+///
+/// - Handshake: exactly 64 / 144 / 112 bytes are read for its three messages (never more, so
+///   frames sent right behind msg3 stay in the socket for the decoder); it must finish within
+///   `settings.handshakeTimeout`, else the connection closes. A responder that sees a wrong
+///   network key sends nothing at all.
+/// - Frames: lengths are checked by `FrameDecoder` before anything is allocated; a frame that
+///   does not open ends the link.
+/// - Backpressure: `send` refuses (returns false) while more than `settings.outputHighWater`
+///   bytes wait for the socket; `onWritable` then fires once the backlog is under half of it.
+/// - Every failure closes the link once, with a `CloseReason` naming the problem, logged once
+///   with the peer's address.
+///
+/// Callbacks run on `queue`; they must not block. Set them before `start()`.
+///
+/// `@unchecked Sendable`: all mutable state is touched only on `queue` — sources deliver there,
+/// and `send`/`close` from other threads go through `queue.sync`/`queue.async`.
+public final class PeerLink: @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var networkKey: NetworkKey = .default
+        /// From the first byte to the end of the handshake.
+        public var handshakeTimeout: Duration = .seconds(5)
+        /// `send` refuses while this many bytes wait to be written.
+        public var outputHighWater = 4 << 20
+        /// How long `close()` waits for queued output to drain.
+        public var closeLinger: Duration = .seconds(2)
+
+        public init() {}
+    }
+
+    /// Why a link closed.
+    public enum CloseReason: Sendable, Equatable, CustomStringConvertible {
+        /// `close()` was called.
+        case closedLocally
+        /// The peer closed the connection (`duringHandshake`: before it completed — often a
+        /// wrong network key).
+        case peerClosed(duringHandshake: Bool)
+        /// The handshake did not finish within the deadline.
+        case handshakeTimedOut(Duration)
+        /// A handshake message was refused (`code` is `HandshakeError.Code.name`).
+        case handshakeFailed(code: String, message: String)
+        /// A frame was over the limit, malformed, or did not authenticate.
+        case frameRejected(String)
+        /// Reading or writing the socket failed.
+        case ioFailed(String)
+        /// Refused by a connection limit before the handshake.
+        case refused(String)
+
+        public var description: String {
+            switch self {
+            case .closedLocally: "closed locally"
+            case .peerClosed(let during): during ? "peer closed the connection during the handshake (a wrong network key?)"
+                                                 : "peer closed the connection"
+            case .handshakeTimedOut(let d): "handshake not finished within \(d)"
+            case .handshakeFailed(let code, let message): "handshake failed (\(code)): \(message)"
+            case .frameRejected(let message): "frame rejected: \(message)"
+            case .ioFailed(let message): "socket error: \(message)"
+            case .refused(let message): "refused: \(message)"
+            }
+        }
+    }
+
+    public enum Role: Sendable { case initiator, responder }
+
+    /// Largest message `send` takes (one frame's plaintext, 1 MiB).
+    public static let maximumMessageLength = Frames.maximumPlaintextLength
+
+    public let remote: PeerAddress
+    public let role: Role
+    public let settings: Settings
+    public let queue: DispatchQueue
+
+    public var onEstablished: (SigningPublicKey) -> Void = { _ in }
+    public var onMessage: ([UInt8]) -> Void = { _ in }
+    public var onWritable: () -> Void = {}
+    public var onClosed: (CloseReason) -> Void = { _ in }
+    /// For the owner (`PeerListener`): after `onClosed`.
+    var closeHook: () -> Void = {}
+
+    private let logger: any Logger
+    private let descriptor: FileDescriptor
+    /// Made by `start()`, so a link closed before it never holds an inactive source.
+    private var readSource: DispatchSourceRead!
+    private var writeSource: DispatchSourceWrite!
+    private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
+    private static let onQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    private enum Phase {
+        case idle
+        case handshaking
+        case established
+        case closing(CloseReason)
+        case closed
+    }
+
+    // Confined to queue:
+    private var phase = Phase.idle
+    private var initiator: HandshakeInitiator?
+    private var responder: HandshakeResponder?
+    private var handshakeBytes: [UInt8] = []
+    private var handshakeNeed = 0
+    private var deadline: DispatchWorkItem?
+    private var sealer: FrameSealer?
+    private var opener: FrameOpener?
+    private var decoder = FrameDecoder()
+    private var output = FIFO<[UInt8]>()
+    private var outputHead = 0
+    private var outputBytes = 0
+    private var refusedSend = false
+    private var reading = false
+    private var writing = false
+    private var liveSources = 2
+    /// The peer's node key once the handshake completed.
+    private var peerKey: SigningPublicKey?
+
+    public init(stream: TCPStream, role: Role, identity: SigningKeyPair, queue: DispatchQueue,
+                settings: Settings = Settings(), logger: some Logger = DiscardingLogger()) {
+        self.remote = stream.remote
+        self.role = role
+        self.settings = settings
+        self.queue = queue
+        self.logger = logger
+        self.descriptor = stream.descriptor
+        switch role {
+        case .initiator: initiator = HandshakeInitiator(networkKey: settings.networkKey, identity: identity)
+        case .responder: responder = HandshakeResponder(networkKey: settings.networkKey, identity: identity)
+        }
+        queue.setSpecific(key: Self.onQueueKey, value: ObjectIdentifier(queue))
+    }
+
+    deinit { readBuffer.deallocate() }
+
+    /// Starts the handshake (and its deadline). Call once, after setting the callbacks.
+    public func start() {
+        perform {
+            guard case .idle = self.phase else { return }
+            self.phase = .handshaking
+            self.readSource = DispatchSource.makeReadSource(fileDescriptor: self.descriptor.raw, queue: self.queue)
+            self.writeSource = DispatchSource.makeWriteSource(fileDescriptor: self.descriptor.raw, queue: self.queue)
+            self.readSource.setEventHandler { [weak self] in self?.readable() }
+            self.writeSource.setEventHandler { [weak self] in self?.flush() }
+            // Both sources hold the descriptor; it closes when the last is cancelled.
+            let release: @Sendable () -> Void = { [self] in
+                self.liveSources -= 1
+                if self.liveSources == 0 { self.descriptor.close() }
+            }
+            self.readSource.setCancelHandler(handler: release)
+            self.writeSource.setCancelHandler(handler: release)
+            let timeout = self.settings.handshakeTimeout
+            let deadline = DispatchWorkItem { [weak self] in
+                guard let self, case .handshaking = self.phase else { return }
+                self.fail(.handshakeTimedOut(timeout))
+            }
+            self.deadline = deadline
+            self.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), execute: deadline)
+            switch self.role {
+            case .initiator:
+                let message1 = self.initiator!.start()
+                self.handshakeNeed = Handshake.message2Length
+                self.enqueue(message1)
+            case .responder:
+                self.handshakeNeed = Handshake.message1Length
+            }
+            self.reading = true
+            self.readSource.resume()
+        }
+    }
+
+    /// The peer's node key, once established.
+    public var peerNodeKey: SigningPublicKey? { onQueue { self.peerKey } }
+
+    /// Bytes waiting to be written.
+    public var bufferedOutput: Int { onQueue { self.outputBytes } }
+
+    /// Seals `plaintext` as one frame and queues it. False when the link is not established (or
+    /// closed), or while more than `outputHighWater` bytes wait: then `onWritable` fires once the
+    /// backlog has drained to half of it. At most `maximumMessageLength` bytes.
+    public func send(_ plaintext: [UInt8]) -> Bool {
+        precondition(plaintext.count <= Self.maximumMessageLength,
+                     "PeerLink.send: \(plaintext.count) bytes is over the \(Self.maximumMessageLength)-byte message limit; split it")
+        return onQueue {
+            guard case .established = self.phase, self.sealer != nil else { return false }
+            guard self.outputBytes <= self.settings.outputHighWater else {
+                self.refusedSend = true
+                return false
+            }
+            let frame: [UInt8]
+            do { frame = try self.sealer!.seal(plaintext) } catch { return false }
+            self.enqueue(frame)
+            return true
+        }
+    }
+
+    /// Closes gracefully: nothing more is read or accepted by `send`; what is queued is written
+    /// (for up to `closeLinger`), then the connection closes. `onClosed(.closedLocally)`.
+    public func close() {
+        perform { self.beginClose(.closedLocally) }
+    }
+
+    // MARK: Queue confinement
+
+    private var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.onQueueKey) == ObjectIdentifier(queue) }
+
+    private func onQueue<T>(_ body: () -> T) -> T {
+        isOnQueue ? body() : queue.sync(execute: body)
+    }
+
+    private func perform(_ body: @escaping @Sendable () -> Void) {
+        if isOnQueue { body() } else { queue.async(execute: body) }
+    }
+
+    // MARK: Reading (on queue)
+
+    private var isOpenForInput: Bool {
+        switch phase {
+        case .handshaking, .established: true
+        default: false
+        }
+    }
+
+    /// Drains the socket (16 chunks at most, then yields); libdispatch on Linux does not report
+    /// an end of stream that came with the last data once that data was read.
+    private func readable() {
+        for _ in 0..<16 {
+            guard isOpenForInput else { return }
+            let limit: Int
+            if case .handshaking = phase { limit = handshakeNeed - handshakeBytes.count } else { limit = readBuffer.count }
+            guard limit > 0 else { return }
+            let count: Int
+            do throws(NetError) {
+                switch try Syscall.read(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: readBuffer[..<limit])) {
+                case .wouldBlock: return
+                case .done(let n): count = n
+                }
+            } catch {
+                fail(.ioFailed("\(error)"))
+                return
+            }
+            if count == 0 {
+                if case .handshaking = phase { fail(.peerClosed(duringHandshake: true)) } else { fail(.peerClosed(duringHandshake: false)) }
+                return
+            }
+            let bytes = Array(UnsafeRawBufferPointer(rebasing: readBuffer[..<count]))
+            if case .handshaking = phase { handshakeReceived(bytes) } else { framesReceived(bytes) }
+        }
+        queue.async { [weak self] in self?.readable() }
+    }
+
+    private func handshakeReceived(_ bytes: [UInt8]) {
+        handshakeBytes += bytes
+        guard handshakeBytes.count == handshakeNeed else { return }
+        let message = handshakeBytes
+        handshakeBytes = []
+        let step: Handshake.Step
+        do throws(HandshakeError) {
+            if role == .initiator { step = try initiator!.receive(message) } else { step = try responder!.receive(message) }
+        } catch {
+            fail(.handshakeFailed(code: error.code.name, message: "\(error)"))
+            return
+        }
+        switch step {
+        case .send(let reply):
+            handshakeNeed = Handshake.message3Length
+            enqueue(reply)
+        case .sendAndDone(let reply, let session):
+            enqueue(reply)
+            established(session)
+        case .done(let session):
+            established(session)
+        }
+    }
+
+    private func established(_ session: Handshake.Session) {
+        initiator = nil
+        responder = nil
+        deadline?.cancel()
+        deadline = nil
+        sealer = FrameSealer(session: session)
+        opener = FrameOpener(session: session)
+        peerKey = session.peerNodeKey
+        phase = .established
+        logger.debug("peer link established", ["peer.address": "\(remote)", "peer.key": "\(session.peerNodeKey)"])
+        onEstablished(session.peerNodeKey)
+    }
+
+    private func framesReceived(_ bytes: [UInt8]) {
+        do throws(FrameError) {
+            for body in try decoder.feed(bytes) {
+                let plaintext = try opener!.open(body)
+                onMessage(plaintext)
+                guard case .established = phase else { return }   // closed by the callback
+            }
+        } catch {
+            fail(.frameRejected("\(error)"))
+        }
+    }
+
+    // MARK: Writing (on queue)
+
+    private func enqueue(_ bytes: [UInt8]) {
+        output.append(bytes)
+        outputBytes += bytes.count
+        if !writing { flush() }
+    }
+
+    private func flush() {
+        if case .closed = phase { return }
+        while let chunk = output.first {
+            let result = chunk.withUnsafeBytes { raw in
+                Result { () throws(NetError) in
+                    try Syscall.send(descriptor, UnsafeRawBufferPointer(rebasing: raw[outputHead...]))
+                }
+            }
+            switch result {
+            case .failure(let error):
+                output.removeAll()
+                outputBytes = 0
+                fail(.ioFailed("\(error)"))
+                return
+            case .success(.wouldBlock):
+                if !writing {
+                    writing = true
+                    writeSource.resume()
+                }
+                return
+            case .success(.done(let n)):
+                outputHead += n
+                outputBytes -= n
+                if outputHead == chunk.count {
+                    _ = output.popFirst()
+                    outputHead = 0
+                }
+            }
+        }
+        if writing {
+            writing = false
+            writeSource.suspend()
+        }
+        if case .closing(let reason) = phase {
+            finishClose(reason)
+            return
+        }
+        if refusedSend && outputBytes <= settings.outputHighWater / 2 {
+            refusedSend = false
+            onWritable()
+        }
+    }
+
+    // MARK: Closing (on queue)
+
+    /// Fails the link: closes at once (queued output is dropped), logs the reason once.
+    private func fail(_ reason: CloseReason) {
+        switch phase {
+        case .closed: return
+        default: break
+        }
+        logger.info("peer link closed", ["peer.address": "\(remote)", "reason": "\(reason)"])
+        finishClose(reason)
+    }
+
+    private func beginClose(_ reason: CloseReason) {
+        switch phase {
+        case .idle:
+            phase = .closed
+            descriptor.close()   // no sources exist yet
+            onClosed(reason)
+            closeHook()
+            return
+        case .closing, .closed: return
+        case .handshaking, .established: break
+        }
+        phase = .closing(reason)
+        if reading {
+            reading = false
+            readSource.suspend()
+        }
+        if outputBytes == 0 { finishClose(reason); return }
+        let linger = DispatchWorkItem { [weak self] in
+            guard let self, case .closing(let reason) = self.phase else { return }
+            self.finishClose(reason)
+        }
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(settings.closeLinger.nanoseconds)), execute: linger)
+    }
+
+    private func finishClose(_ reason: CloseReason) {
+        if case .closed = phase { return }
+        phase = .closed
+        deadline?.cancel()
+        deadline = nil
+        output.removeAll()
+        outputBytes = 0
+        // A source must be resumed to be cancelled; the cancel handlers close the descriptor.
+        if !reading { readSource.resume() }
+        readSource.cancel()
+        if !writing { writeSource.resume() }
+        writeSource.cancel()
+        reading = false
+        writing = false
+        onClosed(reason)
+        closeHook()
+        onEstablished = { _ in }
+        onMessage = { _ in }
+        onWritable = {}
+        onClosed = { _ in }
+        closeHook = {}
+    }
+}

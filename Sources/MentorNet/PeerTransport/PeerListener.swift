@@ -1,0 +1,121 @@
+import Dispatch
+import MentorCrypto
+
+/// The accepting side of the peer transport: accepts on a read source, applies the connection
+/// limits, and runs each admitted connection as a responder `PeerLink`.
+///
+/// Limits (issue 4, item 5): at most `maxLinksPerAddress` links per remote IP and `maxLinks` in
+/// all; a connection beyond either is closed at once, before any handshake byte, and counted in
+/// `refusedCount` (logged once per address until its count drops).
+///
+/// `accepted` runs on `queue` for each admitted link, before `start()`: set its callbacks there.
+///
+/// `@unchecked Sendable`: mutable state is confined to `queue`; the public accessors hop there.
+public final class PeerListener: @unchecked Sendable {
+    public struct Settings: Sendable {
+        public var maxLinksPerAddress = 8
+        public var maxLinks = 256
+        public var link = PeerLink.Settings()
+        public init() {}
+    }
+
+    public let settings: Settings
+    public let address: PeerAddress
+    private let identity: SigningKeyPair
+    private let queue: DispatchQueue
+    private let logger: any Logger
+    private let accepted: (PeerLink) -> Void
+
+    // Confined to queue:
+    private var listener: TCPListener?
+    private var source: DispatchSourceRead?
+    private var perAddress: [String: Int] = [:]
+    private var total = 0
+    private var refused = 0
+    private var refusingLogged: Set<String> = []
+
+    public init(listener: TCPListener, identity: SigningKeyPair, queue: DispatchQueue,
+                settings: Settings = Settings(), logger: some Logger = DiscardingLogger(),
+                accepted: @escaping (PeerLink) -> Void) {
+        self.listener = listener
+        self.address = listener.address
+        self.identity = identity
+        self.queue = queue
+        self.settings = settings
+        self.logger = logger
+        self.accepted = accepted
+    }
+
+    /// Starts accepting.
+    public func start() {
+        queue.async { [self] in
+            guard let listener, source == nil else { return }
+            let source = DispatchSource.makeReadSource(fileDescriptor: listener.descriptor.raw, queue: queue)
+            source.setEventHandler { [weak self] in self?.acceptPending() }
+            // The listening descriptor closes only once the source is gone.
+            source.setCancelHandler { [listener] in listener.close() }
+            self.source = source
+            source.resume()
+        }
+    }
+
+    /// Stops accepting (graceful: links already open go on). Idempotent.
+    public func close() {
+        queue.async { [self] in
+            if let source { source.cancel() } else { listener?.close() }
+            source = nil
+            listener = nil
+        }
+    }
+
+    /// Connections closed at once by a limit.
+    public var refusedCount: Int { queue.sync { refused } }
+    /// Links open now.
+    public var openLinks: Int { queue.sync { total } }
+
+    private func acceptPending() {
+        for _ in 0..<64 {
+            guard let listener else { return }
+            let stream: TCPStream
+            do throws(NetError) {
+                switch try listener.accept() {
+                case .wouldBlock: return
+                case .done(let s): stream = s
+                }
+            } catch {
+                logger.info("accepting a peer connection failed", ["error": "\(error)"])
+                return
+            }
+            admit(stream)
+        }
+        queue.async { [weak self] in self?.acceptPending() }
+    }
+
+    private func admit(_ stream: TCPStream) {
+        let host = stream.remote.host
+        let count = perAddress[host, default: 0]
+        guard count < settings.maxLinksPerAddress, total < settings.maxLinks else {
+            refused += 1
+            if refusingLogged.insert(host).inserted {
+                logger.info("peer connection refused: limit reached",
+                            ["peer.address": "\(stream.remote)", "limit.address": "\(settings.maxLinksPerAddress)",
+                             "limit.total": "\(settings.maxLinks)"])
+            }
+            stream.close()
+            return
+        }
+        perAddress[host] = count + 1
+        total += 1
+        let link = PeerLink(stream: stream, role: .responder, identity: identity, queue: queue,
+                            settings: settings.link, logger: logger)
+        link.closeHook = { [weak self] in
+            guard let self else { return }
+            self.total -= 1
+            let left = (self.perAddress[host] ?? 1) - 1
+            self.perAddress[host] = left > 0 ? left : nil
+            self.refusingLogged.remove(host)
+        }
+        accepted(link)
+        link.start()
+    }
+}

@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+
+/// A numeric host and a port, as a peer's address is logged and counted.
+public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
+    public let host: String
+    public let port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// "127.0.0.1:7000", "[::1]:7000".
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// One connected TCP socket (non-blocking, close-on-exec), handed from `TCPListener` or
+/// `TCPDialer` to the `PeerLink` that will own it.
+///
+/// `@unchecked Sendable`: it is handed over exactly once (a value in flight between queues), and
+/// only its single owner touches the descriptor afterwards.
+public final class TCPStream: @unchecked Sendable {
+    let descriptor: FileDescriptor
+    public let remote: PeerAddress
+
+    init(descriptor: FileDescriptor, remote: PeerAddress) {
+        self.descriptor = descriptor
+        self.remote = remote
+    }
+
+    /// Closes the socket without any goodbye (a refused or abandoned connection).
+    public func close() { descriptor.close() }
+}
+
+/// A listening TCP socket, IPv4 or IPv6 (whatever `getaddrinfo` gives first for `host`),
+/// `SO_REUSEADDR`, non-blocking and close-on-exec. Port 0 picks a free port: see `boundPort`.
+///
+/// Not `Sendable`: hand it to `PeerListener`, which keeps it on its queue.
+public final class TCPListener {
+    public let host: String
+    /// The port actually bound (the chosen one when `port` was 0).
+    public let boundPort: UInt16
+    let descriptor: FileDescriptor
+
+    public init(host: String, port: UInt16, backlog: Int32 = 128) throws(NetError) {
+        let addresses = try Syscall.resolve(host: host, port: port, passive: true)
+        var lastError = NetError(.system, errno: EADDRNOTAVAIL, "listen on \(host):\(port): no address")
+        for address in addresses {
+            do throws(NetError) {
+                let fd = try Syscall.tcpSocket(family: address.family)
+                try Syscall.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
+                try Syscall.bind(fd, address, what: "\(host):\(port)")
+                try Syscall.listen(fd, backlog: backlog, path: "\(host):\(port)")
+                self.boundPort = try Syscall.socketAddress(fd, peer: false).port
+                self.host = host
+                self.descriptor = fd
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
+    }
+
+    /// The address to dial this listener on.
+    public var address: PeerAddress { PeerAddress(host: host, port: boundPort) }
+
+    /// Stops listening. Idempotent.
+    public func close() { descriptor.close() }
+
+    /// Accepts one pending connection.
+    func accept() throws(NetError) -> IOResult<TCPStream> {
+        switch try Syscall.accept(descriptor) {
+        case .wouldBlock: return .wouldBlock
+        case .done(let fd):
+            let remote = (try? Syscall.socketAddress(fd, peer: true)) ?? (host: "?", port: 0)
+            return .done(TCPStream(descriptor: fd, remote: PeerAddress(host: remote.host, port: remote.port)))
+        }
+    }
+}
+
+/// Connects to a peer without blocking any thread: each address of the host is tried in turn,
+/// on a write source, until one connects or `timeout` has passed (then `NetError` `ETIMEDOUT`).
+///
+/// ```swift
+/// TCPDialer.connect(host: "10.0.0.2", port: 7000, timeout: .seconds(5), queue: queue) { result in ... }
+/// ```
+///
+/// `@unchecked Sendable`: its state is touched only on `queue` (name lookup runs on a global
+/// queue and hops back with its result).
+public final class TCPDialer: @unchecked Sendable {
+    private let host: String
+    private let port: UInt16
+    private let queue: DispatchQueue
+    private var completion: ((Result<TCPStream, NetError>) -> Void)?
+    private var addresses: [ResolvedAddress] = []
+    private var pending: FileDescriptor?
+    private var source: DispatchSourceWrite?
+    private var timer: DispatchWorkItem?
+    private var lastError: NetError?
+
+    /// Starts connecting; `completion` runs once, on `queue`.
+    public static func connect(host: String, port: UInt16, timeout: Duration, queue: DispatchQueue,
+                               completion: @escaping @Sendable (Result<TCPStream, NetError>) -> Void) {
+        let dialer = TCPDialer(host: host, port: port, queue: queue, completion: completion)
+        queue.async { dialer.start(timeout: timeout) }
+    }
+
+    private init(host: String, port: UInt16, queue: DispatchQueue,
+                 completion: @escaping (Result<TCPStream, NetError>) -> Void) {
+        self.host = host
+        self.port = port
+        self.queue = queue
+        self.completion = completion
+    }
+
+    private var what: String { PeerAddress(host: host, port: port).description }
+
+    private func start(timeout: Duration) {
+        let timer = DispatchWorkItem { [self] in
+            finish(.failure(NetError(.system, errno: ETIMEDOUT, "connect to \(what)",
+                                     fix: "check that the peer is running and reachable")))
+        }
+        self.timer = timer
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), execute: timer)
+        DispatchQueue.global().async { [self] in
+            let result = Result { () throws(NetError) in try Syscall.resolve(host: host, port: port, passive: false) }
+            queue.async { [self] in
+                switch result {
+                case .failure(let error): finish(.failure(error))
+                case .success(let list):
+                    addresses = list
+                    tryNext()
+                }
+            }
+        }
+    }
+
+    private func tryNext() {
+        guard completion != nil else { return }
+        guard !addresses.isEmpty else {
+            finish(.failure(lastError ?? NetError(.system, errno: EADDRNOTAVAIL, "connect to \(what): no address")))
+            return
+        }
+        let address = addresses.removeFirst()
+        do throws(NetError) {
+            let fd = try Syscall.tcpSocket(family: address.family)
+            switch try Syscall.connect(fd, address, what: what) {
+            case .done: connected(fd)
+            case .wouldBlock:
+                pending = fd
+                let source = DispatchSource.makeWriteSource(fileDescriptor: fd.raw, queue: queue)
+                source.setEventHandler { [self] in
+                    cancelSource()
+                    guard let fd = pending else { return }
+                    pending = nil
+                    do throws(NetError) {
+                        let code = try Syscall.pendingError(fd)
+                        guard code == 0 else { throw NetError(.system, errno: code, "connect to \(what)") }
+                        connected(fd)
+                    } catch {
+                        lastError = error   // the cancel handler lets go of the descriptor
+                        tryNext()
+                    }
+                }
+                // The descriptor stays open until the source is cancelled, never under epoll's feet.
+                source.setCancelHandler { _ = fd }
+                self.source = source
+                source.resume()
+            }
+        } catch {
+            lastError = error
+            tryNext()
+        }
+    }
+
+    private func connected(_ fd: FileDescriptor) {
+        try? Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1, "TCP_NODELAY")
+        let remote = (try? Syscall.socketAddress(fd, peer: true)) ?? (host: host, port: port)
+        finish(.success(TCPStream(descriptor: fd, remote: PeerAddress(host: remote.host, port: remote.port))))
+    }
+
+    private func cancelSource() {
+        source?.cancel()
+        source = nil
+    }
+
+    private func finish(_ result: Result<TCPStream, NetError>) {
+        guard let completion else {
+            if case .success(let stream) = result { stream.close() }
+            return
+        }
+        self.completion = nil
+        timer?.cancel()
+        timer = nil
+        cancelSource()
+        pending = nil   // closed when the cancelled source lets go of it
+        addresses = []
+        completion(result)
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
