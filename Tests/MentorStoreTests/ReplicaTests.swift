@@ -94,6 +94,21 @@ import MentorCrypto
         #expect(try replica.applyOne(good) == .applied)
     }
 
+    @Test func aRefusedRecordFromAnUnknownAuthorLeavesNoTrace() throws {
+        let replica = try memoryReplica()
+        let before = try replica.digest()
+        var w = RecordWriter(keys: cy)
+        let first = try w.profile(ProfileCard(name: "Cy"), at: 1)
+        let far = try signed(cy, type: 1, seq: Limits.maxSequenceGap + 5, body: first.record.body)
+        guard case .refused(let e) = try replica.apply(far) else { Issue.record("a far-ahead record was accepted"); return }
+        #expect(e.code == .sequenceGapTooLarge)
+        #expect(try replica.counts().authors == 0)
+        #expect(try replica.knownAuthors().isEmpty)
+        #expect(try replica.digest() == before)
+        #expect(try replica.applyOne(first) == .applied)
+        #expect(try replica.counts().authors == 1)
+    }
+
     @Test func aThirdVariantOfOneSeqIsRefusedAsEquivocationWithEvidenceKept() throws {
         let replica = try memoryReplica()
         let variants = try (0..<6).map { i in try signed(ana, type: 1, seq: 1, body: ProfileCard(bio: "fork \(i)").body) }

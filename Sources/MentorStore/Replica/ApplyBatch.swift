@@ -62,6 +62,7 @@ struct ApplyBatch {
             return try applyVariant(v, author: &author)
         }
         if r.seq == author.contiguous + 1 {
+            try ensureRow(&author, r.author)
             try store(v, authorID: author.id)
             author.contiguous = r.seq
             author.dirty = true
@@ -78,6 +79,7 @@ struct ApplyBatch {
             return .refused(RecordError(.pendingFull,
                 "\(pending) records are already waiting for missing predecessors; try again after syncing"))
         }
+        try ensureRow(&author, r.author)
         try statement("INSERT INTO pending(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
             .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
         pendingCount = pending + 1
@@ -344,11 +346,20 @@ struct ApplyBatch {
             authors[key] = s
             return s
         }
-        try statement("INSERT INTO authors(key) VALUES (?)").run([.blob(key.bytes)])
-        let s = AuthorState(id: db.lastInsertRowID, contiguous: 0, forked: false, dirty: false)
-        recordSeqBound[s.id] = 0
+        // Not known yet: the row is made only when something of this author is stored
+        // (`ensureRow`), so a refused record from a new author leaves no trace.
+        let s = AuthorState(id: 0, contiguous: 0, forked: false, dirty: false)
         authors[key] = s
         return s
+    }
+
+    /// Creates the author's row if it does not exist yet (id 0 means "no row").
+    private mutating func ensureRow(_ author: inout AuthorState, _ key: PublicKey) throws(StoreError) {
+        guard author.id == 0 else { return }
+        try statement("INSERT INTO authors(key) VALUES (?)").run([.blob(key.bytes)])
+        author.id = db.lastInsertRowID
+        recordSeqBound[author.id] = 0
+        authors[key] = author
     }
 
     private func exists(_ sql: StaticString, _ author: Int64, _ seq: UInt64, _ id: [UInt8]) throws(StoreError) -> Bool {
