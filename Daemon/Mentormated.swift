@@ -81,8 +81,23 @@ struct Mentormated {
                  ? "this replica was written by a newer MentorMate; upgrade" : "run `mentormate doctor`, or restore the state directory from a backup")
         }
 
-        let peerListener: PeerListener
-        do { peerListener = try PeerListener(address: settings.listen) } catch let e as DaemonError { fail(e.message, hint: e.hint) }
+        var linkSettings = PeerLink.Settings()
+        if let file = settings.networkKeyFile, let data = FileManager.default.contents(atPath: file) {
+            do { linkSettings.networkKey = try NetworkKey(bytes: Array(data)) } catch { fail("network key: \(error)") }
+        }
+        guard let listenAt = PeerManager.StaticPeer(parsing: settings.listen) else {
+            fail("--listen \(settings.listen) is not HOST:PORT", hint: "e.g. --listen 0.0.0.0:4711 (port 0 picks a free one)")
+        }
+        let tcpListener: TCPListener
+        do { tcpListener = try TCPListener(host: listenAt.host, port: listenAt.port) } catch {
+            fail("cannot listen on \(settings.listen): \(error)",
+                 hint: "pick another port with --listen HOST:PORT (port 0 picks a free one)")
+        }
+        var staticPeers: [PeerManager.StaticPeer] = []
+        for text in settings.peers {
+            guard let peer = PeerManager.StaticPeer(parsing: text) else { fail("--peer \(text) is not HOST:PORT") }
+            staticPeers.append(peer)
+        }
 
         let started = Clock.wallMillis()
         let node = Node(config: NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
@@ -91,11 +106,18 @@ struct Mentormated {
         node.logger = logger
         let mdnsState = settings.mdns ? "unavailable" : "off"   // discovery arrives with issue 5
         let socketPath = settings.socketPath
-        let listenAddress = (host: peerListener.host, port: peerListener.port)
-        node.runtimeInfo = {
-            RuntimeInfo(socketPath: socketPath, listen: listenAddress, discovery: mdnsState, peers: [], startedAt: started)
+        var peerSettings = PeerManager.Settings()
+        peerSettings.link = linkSettings
+        peerSettings.now = { Clock.wallMillis() }
+        let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,
+                                      settings: peerSettings, logger: logger)
+        let listenAddress = (host: peerManager.listenAddress.host, port: peerManager.listenAddress.port)
+        node.runtimeInfo = { [weak peerManager] in
+            RuntimeInfo(socketPath: socketPath, listen: listenAddress, discovery: mdnsState,
+                        peers: peerManager?.peers ?? [], startedAt: started)
         }
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
+        peerManager.start()
 
         // The API socket: inherited from systemd (socket activation) or created here.
         let listener: UnixListener
@@ -145,7 +167,7 @@ struct Mentormated {
 
         logger.notice("mentormated started", [
             "version": MentorMateVersion.string, "node": nodeKeys.publicKey.key.shortID, "socket": socketPath,
-            "listen": "\(peerListener.host):\(peerListener.port)", "state_dir": settings.stateDirectory,
+            "listen": "\(peerManager.listenAddress)", "state_dir": settings.stateDirectory,
         ])
 
         do {
@@ -153,9 +175,10 @@ struct Mentormated {
         } catch {
             fail("API server: \(error)")
         }
+        peerManager.stop()   // no sync touches the replica after this
         do { try replica.close() } catch { logger.error("closing the replica failed", ["error": "\(error)"]) }
         logger.notice("mentormated stopped", [:])
-        withExtendedLifetime((stateLock, peerListener, signalSources)) {}
+        withExtendedLifetime((stateLock, peerManager, signalSources)) {}
         exit(0)
     }
 

@@ -14,6 +14,14 @@ public struct Requester: Sendable, Hashable {
     public init(uid: UInt32, connection: UInt64) { self.uid = uid; self.connection = connection }
 }
 
+/// One record the replica just applied: what a sync session needs to push it.
+public struct AppliedRecord: Sendable, Equatable {
+    public let author: PublicKey
+    public let seq: UInt64
+    public let bytes: [UInt8]
+    public init(author: PublicKey, seq: UInt64, bytes: [UInt8]) { self.author = author; self.seq = seq; self.bytes = bytes }
+}
+
 /// The node: the API's methods over the replica, for the local users' accounts.
 ///
 /// All state is confined to one serial queue (`queue`); `handle` runs each request there, one at
@@ -31,6 +39,11 @@ public final class Node: @unchecked Sendable {
     }
     /// Where the node logs (set by the daemon).
     public var logger: any Logger = DiscardingLogger()
+    /// Records this node just applied (written here by `write`, or received by `applyRemote`),
+    /// outcome `.applied` only, in (author, seq) order; the peer manager pushes them to every
+    /// sync session. Called on whatever queue applied them: it must not block (hop queues).
+    /// Set by the daemon before `start()`.
+    public var onApplied: @Sendable ([AppliedRecord]) -> Void = { _ in }
 
     let queue = DispatchQueue(label: "MentorNode.Node")
     /// Unlocked accounts: uid → writer (holds the key).
@@ -117,7 +130,17 @@ public final class Node: @unchecked Sendable {
     /// Applies records that came from elsewhere (peers) and publishes the resulting events.
     public func applyRemote(_ batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
         let outcomes = try replica.apply(batch: batch)
-        queue.sync { afterApply(batch.compactMap { try? Record.decode($0) }) }
+        var applied: [AppliedRecord] = []
+        var decoded: [Record] = []
+        for (bytes, outcome) in zip(batch, outcomes) {
+            guard let record = try? Record.decode(bytes) else { continue }
+            decoded.append(record)
+            if outcome == .applied { applied.append(AppliedRecord(author: record.author, seq: record.seq, bytes: bytes)) }
+        }
+        queue.sync { afterApply(decoded) }
+        if !applied.isEmpty {
+            onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
+        }
         return outcomes
     }
 
@@ -221,6 +244,7 @@ public final class Node: @unchecked Sendable {
         }
         writers[uid] = writer
         afterApply([record.record])
+        onApplied([AppliedRecord(author: record.record.author, seq: record.record.seq, bytes: record.encoded)])
         return record
     }
 
