@@ -129,15 +129,10 @@ public final class Node: @unchecked Sendable {
 
     /// Applies records that came from elsewhere (peers) and publishes the resulting events.
     public func applyRemote(_ batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
-        let outcomes = try replica.apply(batch: batch)
-        var applied: [AppliedRecord] = []
-        var decoded: [Record] = []
-        for (bytes, outcome) in zip(batch, outcomes) {
-            guard let record = try? Record.decode(bytes) else { continue }
-            decoded.append(record)
-            if outcome == .applied { applied.append(AppliedRecord(author: record.author, seq: record.seq, bytes: bytes)) }
-        }
-        queue.sync { afterApply(decoded) }
+        // `stored` includes held records this batch released, so they are indexed and pushed on too.
+        let (outcomes, stored) = try replica.applyReporting(batch: batch)
+        queue.sync { afterApply(stored.map(\.record)) }
+        let applied = stored.map { AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded) }
         if !applied.isEmpty {
             onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
         }

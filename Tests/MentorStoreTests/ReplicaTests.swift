@@ -51,6 +51,17 @@ import MentorCrypto
         #expect(try replica.card(of: w.author)?.card.bio == "v3")
     }
 
+    @Test func applyReportingListsHeldRecordsThatABatchReleased() throws {
+        let replica = try memoryReplica()
+        var w = RecordWriter(keys: ana)
+        let r = try (1...3).map { i in try w.profile(ProfileCard(bio: "v\(i)"), at: UInt64(i)) }
+        let held = try replica.applyReporting(batch: [r[2].encoded, r[1].encoded])
+        #expect(held.outcomes == [.held, .held] && held.stored.isEmpty)
+        let released = try replica.applyReporting(batch: [r[0].encoded])
+        #expect(released.outcomes == [.applied])
+        #expect(released.stored.map(\.record.seq) == [1, 2, 3])
+    }
+
     /// Every refusal stores nothing and leaves the digest unchanged.
     @Test func everyRefusalStoresNothingAndLeavesTheDigestUnchanged() throws {
         var settings = testSettings()

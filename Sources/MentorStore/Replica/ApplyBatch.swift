@@ -144,7 +144,11 @@ struct ApplyBatch {
 
     // MARK: Storing and materializing
 
+    /// Every record this batch stored, in the order it was stored (released held records too).
+    private(set) var stored: [VerifiedRecord] = []
+
     private mutating func store(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
+        stored.append(v)
         let r = v.record
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
             .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
@@ -162,6 +166,7 @@ struct ApplyBatch {
     /// Removes a record that lost its place among an (author, seq)'s variants, and rebuilds
     /// what it had touched from the records that remain.
     private mutating func unstore(recordID: [UInt8], author: PublicKey, authorID: Int64, seq: UInt64) throws(StoreError) {
+        stored.removeAll { $0.id == recordID }
         cardRegisters.removeAll()
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])

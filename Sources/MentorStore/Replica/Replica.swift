@@ -84,6 +84,18 @@ public final class Replica: @unchecked Sendable {
 
     /// Applies verified records (refusals pass through) in one transaction.
     public func apply(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError) -> [ApplyOutcome] {
+        try applyReporting(verified: verified).outcomes
+    }
+
+    /// Verifies and applies a batch, and also returns every record that became part of the
+    /// replica — including held records that this batch released — in the order stored. This is
+    /// what the node indexes and pushes on to its peers.
+    public func applyReporting(batch: [[UInt8]]) throws(StoreError) -> (outcomes: [ApplyOutcome], stored: [VerifiedRecord]) {
+        try applyReporting(verified: Self.verify(batch))
+    }
+
+    public func applyReporting(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError)
+        -> (outcomes: [ApplyOutcome], stored: [VerifiedRecord]) {
         let now = settings.now()
         return try write { db throws(StoreError) in
             var batch = ApplyBatch(db: db, settings: settings, openers: openers)
@@ -103,7 +115,7 @@ public final class Replica: @unchecked Sendable {
             }
             try batch.finish()
             openers = batch.openers
-            return outcomes
+            return (outcomes, batch.stored)
         }
     }
 
