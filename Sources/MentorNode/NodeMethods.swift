@@ -31,6 +31,7 @@ extension Node {
         case "peers": try p.allow([]); return peers()
         case "status": try p.allow([]); return try status()
         case "doctor": try p.allow([]); return try doctor()
+        case "replica.digest": try p.allow([]); return try replicaDigest()
         default:
             throw RPCError(.methodNotFound, "unknown method \"\(method)\"; see docs/API.md for the list")
         }
@@ -410,6 +411,14 @@ extension Node {
 
     func peers() -> JSON {
         ["peers": .array(runtimeInfo().peers.map(peerJSON))]
+    }
+
+    /// The public digest of the replica (equal on nodes holding the same records) and how many
+    /// records it holds.
+    func replicaDigest() throws -> JSON {
+        let digest = try replica.digest(includePrivate: false)
+        let counts = try replica.counts()
+        return ["digest": .string(Hex.encode(digest)), "records": .int(Int64(counts.records))]
     }
 
     func status() throws -> JSON {

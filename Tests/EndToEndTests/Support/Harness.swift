@@ -221,19 +221,21 @@ final class E2E {
 
     /// Starts `mentormated --state-dir STATE --socket SOCKET --listen 127.0.0.1:0 --no-mdns` and
     /// waits until its socket answers.
-    func startDaemon(stateDir: String? = nil, socket: String? = nil, extra: [String] = []) throws -> Daemon {
-        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, extra: extra)
+    func startDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
+                     extra: [String] = []) throws -> Daemon {
+        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra)
         try daemon.waitUntilServing()
         return daemon
     }
 
     /// Starts `mentormated` without waiting for it.
-    func spawnDaemon(stateDir: String? = nil, socket: String? = nil, extra: [String] = []) throws -> Daemon {
+    func spawnDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
+                     extra: [String] = []) throws -> Daemon {
         counter += 1
         let state = stateDir ?? self.stateDir, sock = socket ?? self.socket
         let log = path("daemon-\(counter).log")
         let process = try ChildProcess(
-            [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", "127.0.0.1:0", "--no-mdns"] + extra,
+            [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + extra,
             stdout: .file(log + ".out"), stderr: .file(log))
         let daemon = Daemon(process: process, stateDir: state, socket: sock, logPath: log)
         daemons.append(daemon)
