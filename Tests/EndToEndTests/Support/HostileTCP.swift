@@ -1,0 +1,132 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A raw TCP connection to a daemon's peer port from the test process, for what no honest peer
+/// sends: random msg1s, garbage, nothing at all, truncated handshakes. It speaks no crypto.
+final class HostileTCP {
+    private var fd: Int32
+    /// Our side's port (the daemon logs `peer.address=127.0.0.1:PORT`).
+    let localPort: Int
+
+    init(port: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw E2EError("socket: \(String(cString: strerror(errno)))") }
+        var tv = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let why = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw E2EError("connect 127.0.0.1:\(port): \(why)")
+        }
+        var local = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        localPort = Int(UInt16(bigEndian: local.sin_port))
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard fd >= 0 else { return }
+        Glibc.close(fd)
+        fd = -1
+    }
+
+    func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Sends all of `bytes`; 0 or the errno that stopped it.
+    @discardableResult
+    func send(_ bytes: [UInt8]) -> Int32 {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+            if n >= 0 { offset += n; continue }
+            if errno == EINTR { continue }
+            return errno
+        }
+        return 0
+    }
+
+    /// Reads until the daemon closes (end of file or reset) or `timeout` passes, and returns
+    /// everything it sent and whether it closed.
+    func drain(timeout: Duration) -> (received: [UInt8], closed: Bool) {
+        let deadline = ContinuousClock.now + timeout
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while fd >= 0 {
+            let left = deadline - .now
+            guard left > .zero else { return (received, false) }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, milliseconds(left) + 1)
+            if ready < 0 && errno == EINTR { continue }
+            if ready <= 0 { continue }
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return (received, true) }
+            received += chunk[..<n]
+        }
+        return (received, true)
+    }
+
+    static func random(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
+}
+
+/// A listening TCP socket on 127.0.0.1 in the test process, to catch what a daemon dials.
+final class CaptureListener {
+    private var fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw E2EError("socket: \(String(cString: strerror(errno)))") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { Glibc.close(fd); throw E2EError("listen: \(String(cString: strerror(errno)))") }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// Accepts one connection and reads exactly `count` bytes from it (then closes it); nil on timeout.
+    func capture(_ count: Int, timeout: Duration) -> [UInt8]? {
+        let deadline = ContinuousClock.now + timeout
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, milliseconds(deadline - .now) + 1) > 0 else { return nil }
+        let connection = accept(fd, nil, nil)
+        guard connection >= 0 else { return nil }
+        defer { Glibc.close(connection) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: count)
+        while bytes.count < count {
+            let left = deadline - .now
+            guard left > .zero else { return nil }
+            var p = pollfd(fd: connection, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, milliseconds(left) + 1) > 0 else { continue }
+            let n = read(connection, &chunk, count - bytes.count)
+            if n <= 0 { return nil }
+            bytes += chunk[..<n]
+        }
+        return bytes
+    }
+}
