@@ -19,7 +19,7 @@ extension EndToEndTests {
         let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
         let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
         defer { a.kill() }
-        let portA = Int(try #require(try hostileJSON(e2e, ["status"], socketA)["listen"]?["port"]?.intValue))
+        let portA = Int(try #require(try mmJSON(e2e, ["status"], socketA)["listen"]?["port"]?.intValue))
         // B also dials a listener of ours, so that we catch a real msg1 to replay.
         let capture = try CaptureListener()
         let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB,
@@ -60,7 +60,7 @@ extension EndToEndTests {
             try e2e.mm(["profile", "set", "--wage", "\(wage)"], socket: socketB, sourceLocation: sourceLocation)
             let after = try converged(what, sourceLocation: sourceLocation)
             #expect(after.digest != before.digest, "Ben's write on B should reach A (\(what))", sourceLocation: sourceLocation)
-            let shown = try hostileJSON(e2e, ["feed"], socketA)
+            let shown = try mmJSON(e2e, ["feed"], socketA)
             #expect("\(shown)".contains("\(wage)"), "A's feed should show Ben's new wage \(wage) (\(what)): \(shown)",
                     sourceLocation: sourceLocation)
         }
@@ -170,16 +170,8 @@ extension EndToEndTests {
 
         // B still syncs after the attack, and is still A's peer.
         try honestWrite("after the attack")
-        #expect(try hostileJSON(e2e, ["status"], socketA)["peers"]?.intValue == 1, "A should still have B as its one peer")
+        #expect(try mmJSON(e2e, ["status"], socketA)["peers"]?.intValue == 1, "A should still have B as its one peer")
         a.kill()
         b.kill()
     }
-}
-
-/// `mentormate --socket SOCKET ARGS --json` as root; throws unless it succeeded with JSON.
-private func hostileJSON(_ e2e: E2E, _ arguments: [String], _ socket: String,
-                         sourceLocation: SourceLocation = #_sourceLocation) throws -> JSON {
-    let result = try e2e.mm(arguments + ["--json"], socket: socket, sourceLocation: sourceLocation)
-    guard let json = result.json else { throw E2EError("not JSON: \(result)") }
-    return json
 }

@@ -27,7 +27,7 @@ extension EndToEndTests {
 
         let c = try e2e.startDaemon(stateDir: stateC, socket: socketC)
         daemons.append(c)
-        let portC = try privacyListenPort(e2e, socketC)
+        let portC = try listenPort(e2e, socketC)
         let tap = try CaptureRelay(targetPort: portC)
         relay = tap
         let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portC)"])
@@ -43,38 +43,38 @@ extension EndToEndTests {
         try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "25"], socket: socketB)
         try e2e.mm(["signup", "--email", "cy@uni.edu", "--name", "Cy", "--role", "student"], socket: socketC)
         try e2e.mm(["profile", "set", "--courses", "CS 490"], socket: socketC)
-        let anaID = try #require(try privacyJSON(e2e, ["whoami"], socketA)["id"]?.stringValue)
-        let benID = try #require(try privacyJSON(e2e, ["whoami"], socketB)["id"]?.stringValue)
+        let anaID = try #require(try mmJSON(e2e, ["whoami"], socketA)["id"]?.stringValue)
+        let benID = try #require(try mmJSON(e2e, ["whoami"], socketB)["id"]?.stringValue)
         let anaShort = String(anaID.prefix(12)), benShort = String(benID.prefix(12))
 
         func feedIDs(_ socket: String) throws -> [String] {
-            try privacyJSON(e2e, ["feed"], socket)["cards"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            try mmJSON(e2e, ["feed"], socket)["cards"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         }
-        let anaFeed = try privacyPoll({ try feedIDs(socketA) }, until: { $0.contains(benID) })
+        let anaFeed = try poll(timeout: .seconds(15), { try feedIDs(socketA) }, until: { $0.contains(benID) })
         try #require(anaFeed.contains(benID), "Ana should see Ben through C: \(anaFeed)\n\(logs())")
-        let benFeed = try privacyPoll({ try feedIDs(socketB) }, until: { $0.contains(anaID) })
+        let benFeed = try poll(timeout: .seconds(15), { try feedIDs(socketB) }, until: { $0.contains(anaID) })
         try #require(benFeed.contains(anaID), "Ben should see Ana through C: \(benFeed)\n\(logs())")
 
         try e2e.mm(["like", benShort], socket: socketA)
         try e2e.mm(["like", anaShort], socket: socketB)
         func matchIDs(_ socket: String) throws -> [String] {
-            try privacyJSON(e2e, ["matches"], socket)["matches"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            try mmJSON(e2e, ["matches"], socket)["matches"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         }
-        let anaMatches = try privacyPoll({ try matchIDs(socketA) }, until: { $0 == [benID] })
+        let anaMatches = try poll(timeout: .seconds(15), { try matchIDs(socketA) }, until: { $0 == [benID] })
         #expect(anaMatches == [benID], "Ana should see the match: \(anaMatches)\n\(logs())")
-        let benMatches = try privacyPoll({ try matchIDs(socketB) }, until: { $0 == [anaID] })
+        let benMatches = try poll(timeout: .seconds(15), { try matchIDs(socketB) }, until: { $0 == [anaID] })
         #expect(benMatches == [anaID], "Ben should see the match: \(benMatches)\n\(logs())")
         guard anaMatches == [benID], benMatches == [anaID] else { return }
 
         let anaText = "zebra-secret-4711", benText = "yak-secret-0815"
         try e2e.mm(["chat", benShort, anaText], socket: socketA)
         func texts(_ socket: String, _ other: String) throws -> [String] {
-            try privacyJSON(e2e, ["chat", other], socket)["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue } ?? []
+            try mmJSON(e2e, ["chat", other], socket)["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue } ?? []
         }
-        let benSees = try privacyPoll({ try texts(socketB, anaShort) }, until: { $0.contains(anaText) })
+        let benSees = try poll(timeout: .seconds(15), { try texts(socketB, anaShort) }, until: { $0.contains(anaText) })
         #expect(benSees == [anaText], "Ben should receive Ana's message: \(benSees)\n\(logs())")
         try e2e.mm(["chat", anaShort, benText], socket: socketB)
-        let anaSees = try privacyPoll({ try texts(socketA, benShort) }, until: { $0.contains(benText) })
+        let anaSees = try poll(timeout: .seconds(15), { try texts(socketA, benShort) }, until: { $0.contains(benText) })
         #expect(anaSees == [anaText, benText], "Ana should see both messages: \(anaSees)\n\(logs())")
 
         // Every record went through C: all three digests become equal.
@@ -82,11 +82,11 @@ extension EndToEndTests {
             let r = try RPCClient(path: socket, timeout: .seconds(10)).call("replica.digest")
             return "\(r["digest"]?.stringValue ?? "?")/\(r["records"]?.intValue ?? -1)"
         }
-        let digests = try privacyPoll({ try [socketA, socketB, socketC].map(digest) }, until: { Set($0).count == 1 })
+        let digests = try poll(timeout: .seconds(15), { try [socketA, socketB, socketC].map(digest) }, until: { Set($0).count == 1 })
         #expect(Set(digests).count == 1, "A, B and C should hold the same records: \(digests)\n\(logs())")
 
         // C, a relay for the pair, has no match and no pair entry.
-        let cyMatches = try privacyJSON(e2e, ["matches"], socketC)["matches"]?.arrayValue
+        let cyMatches = try mmJSON(e2e, ["matches"], socketC)["matches"]?.arrayValue
         #expect(cyMatches?.isEmpty == true, "Cy should have no matches: \(String(describing: cyMatches))")
 
         // (1) The capture: traffic flowed, and none of the secrets (nor the public bio) is in it.
@@ -120,28 +120,5 @@ extension EndToEndTests {
                 "C should have no pair entries (while running): \(pairCount.status) \(pairCount.output)")
         #expect(afterStop.status.exitCode == 0 && afterStop.output.trimmingCharacters(in: .whitespacesAndNewlines) == "0",
                 "C should have no pair entries: \(afterStop.status) \(afterStop.output)")
-    }
-}
-
-private func privacyListenPort(_ e2e: E2E, _ socket: String) throws -> Int {
-    let result = try e2e.mm(["status", "--json"], socket: socket)
-    guard let port = result.json?["listen"]?["port"]?.intValue, port > 0 else { throw E2EError("no listen port in \(result)") }
-    return Int(port)
-}
-
-private func privacyJSON(_ e2e: E2E, _ arguments: [String], _ socket: String,
-                         sourceLocation: SourceLocation = #_sourceLocation) throws -> JSON {
-    let result = try e2e.mm(arguments + ["--json"], socket: socket, sourceLocation: sourceLocation)
-    guard let json = result.json else { throw E2EError("not JSON: \(result)") }
-    return json
-}
-
-/// Reads `value` every 50 ms until `done` holds or 15 s pass; returns the last reading.
-private func privacyPoll<T>(_ value: () throws -> T, until done: (T) -> Bool) throws -> T {
-    let deadline = ContinuousClock.now + .seconds(15)
-    while true {
-        let v = try value()
-        if done(v) || ContinuousClock.now >= deadline { return v }
-        usleep(50_000)
     }
 }

@@ -102,19 +102,3 @@ extension EndToEndTests {
         #expect(converged(second, records: expected2), "digests after the partition healed: \(second)\n\(logs())")
     }
 }
-
-private func listenPort(_ e2e: E2E, _ socket: String) throws -> Int {
-    let result = try e2e.mm(["status", "--json"], socket: socket)
-    guard let port = result.json?["listen"]?["port"]?.intValue, port > 0 else { throw E2EError("no listen port in \(result)") }
-    return Int(port)
-}
-
-/// Reads `value` every 100 ms until `done` holds or `timeout` passes; returns the last reading.
-private func poll<T>(timeout: Duration, _ value: () throws -> T, until done: (T) -> Bool) throws -> T {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let v = try value()
-        if done(v) || ContinuousClock.now >= deadline { return v }
-        usleep(100_000)
-    }
-}

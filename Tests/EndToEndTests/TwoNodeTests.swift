@@ -16,26 +16,26 @@ extension EndToEndTests {
         let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
         let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
         defer { a.kill() }
-        let statusA = try json(e2e, ["status"], socketA)
+        let statusA = try mmJSON(e2e, ["status"], socketA)
         let portA = try #require(statusA["listen"]?["port"]?.intValue, "status --json should show A's listen port: \(statusA)")
         #expect(portA > 0)
         let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
         defer { b.kill() }
         let nodeA = try #require(statusA["node"]?.stringValue)
-        let nodeB = try #require(try json(e2e, ["status"], socketB)["node"]?.stringValue)
+        let nodeB = try #require(try mmJSON(e2e, ["status"], socketB)["node"]?.stringValue)
 
         // One account per node (root on each).
         try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
         try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
         try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
         try e2e.mm(["profile", "set", "--courses", "CS 490,MATH 221", "--wage", "25"], socket: socketB)
-        let anaID = try #require(try json(e2e, ["whoami"], socketA)["id"]?.stringValue)
-        let benID = try #require(try json(e2e, ["whoami"], socketB)["id"]?.stringValue)
+        let anaID = try #require(try mmJSON(e2e, ["whoami"], socketA)["id"]?.stringValue)
+        let benID = try #require(try mmJSON(e2e, ["whoami"], socketB)["id"]?.stringValue)
         let anaShort = String(anaID.prefix(12)), benShort = String(benID.prefix(12))
 
         // Each sees the other in the feed, pushed across the link.
         func feedIDs(_ socket: String) throws -> [String] {
-            try json(e2e, ["feed"], socket)["cards"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            try mmJSON(e2e, ["feed"], socket)["cards"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         }
         let anaFeed = try poll { try feedIDs(socketA) } until: { $0 == [benID] }
         #expect(anaFeed == [benID], "Ana's feed should show Ben: \(anaFeed)\nlog A:\n\(a.log)\nlog B:\n\(b.log)")
@@ -46,7 +46,7 @@ extension EndToEndTests {
         try e2e.mm(["like", benShort], socket: socketA)
         try e2e.mm(["like", anaShort], socket: socketB)
         func matchIDs(_ socket: String) throws -> [String] {
-            try json(e2e, ["matches"], socket)["matches"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
+            try mmJSON(e2e, ["matches"], socket)["matches"]?.arrayValue?.compactMap { $0["id"]?.stringValue } ?? []
         }
         let anaMatches = try poll { try matchIDs(socketA) } until: { $0 == [benID] }
         #expect(anaMatches == [benID], "Ana should see the match: \(anaMatches)")
@@ -55,36 +55,18 @@ extension EndToEndTests {
 
         // Ana's message arrives in Ben's history on the other node.
         try e2e.mm(["chat", benShort, "Hi Ben! Can you help with CS 490?"], socket: socketA)
-        func benHistory() throws -> [JSON] { try json(e2e, ["chat", anaShort], socketB)["messages"]?.arrayValue ?? [] }
+        func benHistory() throws -> [JSON] { try mmJSON(e2e, ["chat", anaShort], socketB)["messages"]?.arrayValue ?? [] }
         let history = try poll(benHistory, until: { $0.contains { $0["text"]?.stringValue == "Hi Ben! Can you help with CS 490?" } })
         #expect(history.count == 1, "Ben's history should hold Ana's message: \(history)")
         let received = history.first
         #expect(received?["from"]?.stringValue == anaID && received?["mine"] == false, "\(String(describing: received))")
 
         // Each node lists the other, with how it was found.
-        let peersA = try json(e2e, ["peers"], socketA)["peers"]?.arrayValue ?? []
-        let peersB = try json(e2e, ["peers"], socketB)["peers"]?.arrayValue ?? []
+        let peersA = try mmJSON(e2e, ["peers"], socketA)["peers"]?.arrayValue ?? []
+        let peersB = try mmJSON(e2e, ["peers"], socketB)["peers"]?.arrayValue ?? []
         #expect(peersA.map { $0["node"]?.stringValue } == [nodeB] && peersA.first?["via"]?.stringValue == "incoming", "\(peersA)")
         #expect(peersB.map { $0["node"]?.stringValue } == [nodeA] && peersB.first?["via"]?.stringValue == "config"
                 && peersB.first?["address"]?.stringValue == "127.0.0.1:\(portA)", "\(peersB)")
-        #expect(try json(e2e, ["status"], socketA)["peers"]?.intValue == 1)
-    }
-}
-
-/// `mentormate --socket SOCKET ARGS --json` as root; throws unless it succeeded with JSON.
-private func json(_ e2e: E2E, _ arguments: [String], _ socket: String,
-                  sourceLocation: SourceLocation = #_sourceLocation) throws -> JSON {
-    let result = try e2e.mm(arguments + ["--json"], socket: socket, sourceLocation: sourceLocation)
-    guard let json = result.json else { throw E2EError("not JSON: \(result)") }
-    return json
-}
-
-/// Reads `value` every 50 ms until `done` holds or `timeout` passes; returns the last reading.
-private func poll<T>(timeout: Duration = .seconds(10), _ value: () throws -> T, until done: (T) -> Bool) throws -> T {
-    let deadline = ContinuousClock.now + timeout
-    while true {
-        let v = try value()
-        if done(v) || ContinuousClock.now >= deadline { return v }
-        usleep(50_000)
+        #expect(try mmJSON(e2e, ["status"], socketA)["peers"]?.intValue == 1)
     }
 }

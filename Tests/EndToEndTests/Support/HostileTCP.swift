@@ -6,58 +6,36 @@ import Glibc
 /// A raw TCP connection to a daemon's peer port from the test process, for what no honest peer
 /// sends: random msg1s, garbage, nothing at all, truncated handshakes. It speaks no crypto.
 final class HostileTCP {
-    private var fd: Int32
+    private let socket: RawSocket
+    private var fd: Int32 { socket.fd }
     /// Our side's port (the daemon logs `peer.address=127.0.0.1:PORT`).
     let localPort: Int
 
     init(port: Int) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw E2EError("socket: \(String(cString: strerror(errno)))") }
-        var tv = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        socket = try RawSocket(domain: AF_INET, describing: "127.0.0.1:\(port)") { fd in
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
         }
-        guard rc == 0 else {
-            let why = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw E2EError("connect 127.0.0.1:\(port): \(why)")
-        }
+        let fd = socket.fd
         var local = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        self.fd = fd
         localPort = Int(UInt16(bigEndian: local.sin_port))
     }
 
-    deinit { close() }
+    func close() { socket.close() }
 
-    func close() {
-        guard fd >= 0 else { return }
-        Glibc.close(fd)
-        fd = -1
-    }
+    func shutdownWrite() { socket.shutdownWrite() }
 
-    func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
-
-    /// Sends all of `bytes`; 0 or the errno that stopped it.
     @discardableResult
-    func send(_ bytes: [UInt8]) -> Int32 {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n >= 0 { offset += n; continue }
-            if errno == EINTR { continue }
-            return errno
-        }
-        return 0
-    }
+    func send(_ bytes: [UInt8]) -> Int32 { socket.send(bytes) }
 
     /// Reads until the daemon closes (end of file or reset) or `timeout` passes, and returns
     /// everything it sent and whether it closed.

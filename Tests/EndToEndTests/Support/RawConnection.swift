@@ -7,7 +7,8 @@ import Glibc
 /// A plain Unix stream connection to the API socket from the test process (so as root), for
 /// what the client never sends: garbage, endless lines, half requests, never reading.
 final class RawConnection {
-    private var fd: Int32
+    private let socket: RawSocket
+    private var fd: Int32 { socket.fd }
     private var framer = LineFramer(maxLine: 64 << 20)
     private var lines: [[UInt8]] = []
     private var nextID: Int64 = 1
@@ -16,44 +17,17 @@ final class RawConnection {
 
     init(_ path: String) throws {
         guard let address = UnixSocketAddress(path: path) else { throw E2EError("bad socket path \(path)") }
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw E2EError("socket: \(String(cString: strerror(errno)))") }
-        var tv = timeval(tv_sec: 10, tv_usec: 0)  // a send never blocks the test for ever
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        let rc = address.withSockaddr { connect(fd, $0, $1) }
-        guard rc == 0 else {
-            let why = String(cString: strerror(errno))
-            close()
-            throw E2EError("connect \(path): \(why)")
-        }
+        socket = try RawSocket(domain: AF_UNIX, describing: path) { fd in address.withSockaddr { connect(fd, $0, $1) } }
     }
 
-    deinit { close() }
-
-    func close() {
-        guard fd >= 0 else { return }
-        Glibc.close(fd)
-        fd = -1
-    }
+    func close() { socket.close() }
 
     /// Half-closes: the daemon sees the end of the requests.
-    func shutdownWrite() { _ = shutdown(fd, Int32(SHUT_WR)) }
-
-    /// Sends all of `bytes`; returns 0, or the errno that stopped it (EPIPE, ECONNRESET, EAGAIN
-    /// after the send timeout).
-    @discardableResult
-    func send(_ bytes: [UInt8]) -> Int32 {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n >= 0 { offset += n; continue }
-            if errno == EINTR { continue }
-            return errno
-        }
-        return 0
-    }
+    func shutdownWrite() { socket.shutdownWrite() }
 
     @discardableResult
+    func send(_ bytes: [UInt8]) -> Int32 { socket.send(bytes) }
+
     func send(_ text: String) -> Int32 { send(Array(text.utf8)) }
 
     /// The next line, or nil when `timeout` passes first or the daemon closed the connection.
