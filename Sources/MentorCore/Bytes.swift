@@ -103,10 +103,3 @@ public struct ByteReader: Sendable {
         }
     }
 }
-
-extension Array where Element == UInt8 {
-    /// Lexicographic byte order, used for canonical sorting and tie-breaks.
-    public static func lexicographicallyPrecedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.lexicographicallyPrecedes(b)
-    }
-}

@@ -139,10 +139,6 @@ public final class Replica: @unchecked Sendable {
         try write { _ throws(StoreError) in openers[account] = nil }
     }
 
-    public var unlockedAccounts: [PublicKey] {
-        (try? write { _ throws(StoreError) in Array(openers.keys).sorted() }) ?? []
-    }
-
     // MARK: Helpers
 
     func write<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {

@@ -165,14 +165,6 @@ extension Replica {
         }
     }
 
-    /// Is there a record with this ID (applied or held back)?
-    public func contains(recordID: [UInt8]) throws(StoreError) -> Bool {
-        try read { db throws(StoreError) in
-            try db.queryOne("SELECT 1 FROM records WHERE id = ? UNION ALL SELECT 1 FROM pending WHERE id = ? LIMIT 1",
-                            [.blob(recordID), .blob(recordID)]) != nil
-        }
-    }
-
     /// Equivocation evidence for `author`: the encodings that shared a sequence number.
     public func evidence(of author: PublicKey) throws(StoreError) -> [[UInt8]] {
         try read { db throws(StoreError) in
