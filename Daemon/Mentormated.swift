@@ -109,6 +109,8 @@ struct Mentormated {
         var peerSettings = PeerManager.Settings()
         peerSettings.link = linkSettings
         peerSettings.now = { Clock.wallMillis() }
+        peerSettings.recordsPerSecond = settings.peerRecordsPerSecond
+        peerSettings.recordsBurst = settings.peerRecordsPerSecond
         let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,
                                       settings: peerSettings, logger: logger)
         let listenAddress = (host: peerManager.listenAddress.host, port: peerManager.listenAddress.port)

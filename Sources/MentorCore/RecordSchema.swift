@@ -74,7 +74,7 @@ public struct PhotoRef: Hashable, Sendable {
         return w.bytes
     }
 
-    static func decode(_ v: [UInt8]) throws(RecordError) -> PhotoRef {
+    public static func decode(_ v: [UInt8]) throws(RecordError) -> PhotoRef {
         guard v.count == 37 else { throw RecordError(.malformed, "profile photo reference must be 37 bytes, is \(v.count)") }
         var r = ByteReader(v)
         let hash = try r.raw(32, "photo hash")

@@ -18,6 +18,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var networkKeyFile: String?
     public var logLevel: LogLevel = .info
     public var emailDomains: [String] = []
+    /// Records per second one peer may make us apply (sustained; the burst is one second's worth).
+    public var peerRecordsPerSecond = 20_000
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -42,7 +44,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var description: String { line > 0 ? "\(path):\(line): \(message)" : "\(path): \(message)" }
     }
 
-    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains"]
+    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains",
+                              "peer_records_per_second"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -88,6 +91,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw ValueError(message: "log_level must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
             }
             logLevel = l
+        case "peer_records_per_second":
+            guard let n = Int(value), (1...1_000_000).contains(n) else {
+                throw ValueError(message: "peer_records_per_second must be a whole number from 1 to 1000000, not \"\(value)\"")
+            }
+            peerRecordsPerSecond = n
         case "email_domains":
             emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
             if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {

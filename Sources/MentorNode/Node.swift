@@ -270,6 +270,16 @@ public final class Node: @unchecked Sendable {
         }
     }
 
+    /// Delivers a node-wide notification (`peer`, `sync`: facts about the node that every local
+    /// user may see, like `peers`) to every connection subscribed to `event`. Does not wait.
+    public func broadcast(_ event: String, _ notification: RPCNotification) {
+        queue.async { [self] in
+            for (connection, sub) in subscriptions where sub.events.contains(event) {
+                deliver(connection, notification)
+            }
+        }
+    }
+
     func publish(_ uid: UInt32, _ event: String, _ notification: RPCNotification) {
         for (connection, sub) in subscriptions where sub.uid == uid && sub.events.contains(event) {
             deliver(connection, notification)

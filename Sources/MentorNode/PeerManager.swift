@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import MentorAPI
 import MentorCore
 import MentorCrypto
 import MentorNet
@@ -14,6 +15,17 @@ import MentorStore
 /// - Two links to the same node collapse to one: both ends keep the link whose initiator has the
 ///   smaller node key and close the other.
 /// - A session's `.close` closes its link; the reason is logged once with the peer's address.
+/// - Defence: a host whose link fails the handshake, sends a bad frame, breaks the sync protocol
+///   or sends refused records is refused for a growing interval (`PenaltyBox`): the listener
+///   closes its connections at once and a static peer at that address is redialled only after.
+///   Records per second are limited per peer by pacing acks (a token bucket): a peer that keeps
+///   to the window is slowed down, one that does not is disconnected by its session.
+/// - Photos: profile cards name photos by BLAKE2b-256 hash (`PhotoRef`). A photo that a current
+///   card names and the replica lacks is asked of one connected peer at a time (`wantBlob`),
+///   received in parts (`blob`), checked against the hash and size, and stored; a peer that does
+///   not hold it says so and the next is asked. Each link carries at most one blob each way.
+/// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
+///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads and `Node.applyRemote` run synchronously on `queue`;
@@ -29,6 +41,15 @@ public final class PeerManager: @unchecked Sendable {
         /// First redial delay; doubles per failed attempt up to `maxBackoff`.
         public var initialBackoff: Duration = .milliseconds(250)
         public var maxBackoff: Duration = .seconds(30)
+        /// How misbehaving hosts are refused.
+        public var penalties = PenaltyBox.Settings()
+        /// Records per second one peer may make us apply (sustained), and the burst above it.
+        public var recordsPerSecond = 20_000
+        public var recordsBurst = 20_000
+        /// First delay before asking a link again for a photo it said it lacks.
+        public var blobRetry: Duration = .milliseconds(500)
+        /// `event.sync` per peer at most this often (plus one when it caught up).
+        public var syncEventInterval: Duration = .milliseconds(250)
         /// Wall clock in Unix milliseconds (for `since`).
         public var now: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
         /// Uniform in [0, 1): the jitter of each backoff (injected so tests can replay it).
@@ -73,12 +94,31 @@ public final class PeerManager: @unchecked Sendable {
         /// Messages `send` refused (backpressure), in order; flushed on `onWritable`.
         var unsent: [[UInt8]] = []
         var closing = false
+        /// Records-per-second bucket (may go negative: the debt delays acks).
+        var tokens: Double
+        var refilledAt = ContinuousClock.now
+        /// Sends the acks the rate limit held back.
+        var ackTimer: DispatchWorkItem?
+        /// Serial number (ObjectIdentifiers are reused after deallocation).
+        let serial: UInt64
+        /// The blob being received over this link (one at a time).
+        var blobIn: BlobAssembly?
+        /// `event.sync` throttle: the totals last announced, when, and the pending timer.
+        var announced: (received: Int, sent: Int, caughtUp: Bool) = (0, 0, false)
+        var announcedAt: ContinuousClock.Instant?
+        var syncTimer: DispatchWorkItem?
 
-        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings) {
+        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64) {
+            self.serial = serial
             self.link = link
             self.via = via
             self.staticIndex = staticIndex
             self.session = SyncSession(settings: sync)
+            self.tokens = Double(burst)
+        }
+
+        var info: PeerInfo? {
+            peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via, since: since) }
         }
     }
 
@@ -87,6 +127,8 @@ public final class PeerManager: @unchecked Sendable {
         var attempt = 0
         var connection: Connection?
         var lastKey: SigningPublicKey?
+        /// The IP address the last link to it reached (for the penalty box).
+        var lastHost: String?
         var timer: DispatchWorkItem?
         /// Waiting for the link to `lastKey` (kept as a duplicate's survivor) to close.
         var parked = false
@@ -96,6 +138,14 @@ public final class PeerManager: @unchecked Sendable {
     private var connections: [ObjectIdentifier: Connection] = [:]
     private var dialed: [Dialed]
     private var stopped = false
+    private var penalties: PenaltyBox
+    private var serials: UInt64 = 0
+    /// Photos to fetch: hash → size, the link fetching it and the links that said they lack it.
+    /// A link that lacks one is asked again after a delay that doubles with each "not held" (a
+    /// relay may fetch it meanwhile), from `blobRetry` up to a minute.
+    private var missingBlobs: [[UInt8]: (size: Int, fetching: UInt64?, lacking: Set<UInt64>, misses: Int)] = [:]
+    /// Blobs received and stored since start (for tests and metrics).
+    public private(set) var blobsFetched = 0
 
     private let snapshotLock = NSLock()
     private var snapshot: [PeerInfo] = []
@@ -109,12 +159,14 @@ public final class PeerManager: @unchecked Sendable {
         self.listenAddress = tcp.address
         self.myKey = node.nodeKeys.publicKey
         self.dialed = staticPeers.map { Dialed(peer: $0) }
+        self.penalties = PenaltyBox(settings: settings.penalties)
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
                                      logger: logger) { [unowned self] link in
             self.adopt(link, via: "incoming", staticIndex: nil)
         }
+        listener.refusal = { [unowned self] host in self.refusalReason(host) }
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -139,7 +191,11 @@ public final class PeerManager: @unchecked Sendable {
                 dialed[index].timer?.cancel()
                 dialed[index].timer = nil
             }
-            for connection in connections.values { connection.link.close() }
+            for connection in connections.values {
+                connection.ackTimer?.cancel()
+                connection.syncTimer?.cancel()
+                connection.link.close()
+            }
             connections = [:]
             publishSnapshot()
         }
@@ -180,7 +236,14 @@ public final class PeerManager: @unchecked Sendable {
         let base = Double(settings.initialBackoff.nanoseconds) * pow(2, Double(min(attempt, 20)))
         let capped = min(base, Double(settings.maxBackoff.nanoseconds))
         // Jitter: somewhere between half and all of the delay, so peers do not redial in step.
-        let delay = capped * (0.5 + 0.5 * settings.random())
+        var delay = capped * (0.5 + 0.5 * settings.random())
+        // A host under a refusal is not dialled before it ends.
+        let now = ContinuousClock.now
+        for host in [dialed[index].peer.host, dialed[index].lastHost].compactMap({ $0 }) {
+            if let refusal = penalties.refusal(of: host, now: now) {
+                delay = max(delay, Double((refusal.until - now).nanoseconds))
+            }
+        }
         let timer = DispatchWorkItem { [weak self] in
             guard let self, !self.stopped else { return }
             if let key = self.dialed[index].lastKey, self.isConnected(key) {
@@ -196,10 +259,15 @@ public final class PeerManager: @unchecked Sendable {
 
     private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
-        let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync)
+        serials += 1
+        let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
+                                    burst: settings.recordsBurst, serial: serials)
         let id = ObjectIdentifier(connection)
         connections[id] = connection
-        if let staticIndex { dialed[staticIndex].connection = connection }
+        if let staticIndex {
+            dialed[staticIndex].connection = connection
+            dialed[staticIndex].lastHost = link.remote.host
+        }
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
@@ -231,22 +299,32 @@ public final class PeerManager: @unchecked Sendable {
         }
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()
+        announcePeer(connection, "connected")
         let vector: [PublicKey: UInt64]
         do { vector = try node.replica.versionVector() } catch {
             end(connection, "reading the version vector failed: \(error)")
             return
         }
         run(connection.session.start(localVector: vector), on: connection)
+        findMissingPhotos()
     }
 
     private func closed(_ id: ObjectIdentifier, _ reason: PeerLink.CloseReason) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.closing = true
+        connection.ackTimer?.cancel()
+        connection.syncTimer?.cancel()
         publishSnapshot()
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
         guard !stopped else { return }
+        if connection.since != 0 { announcePeer(connection, "disconnected") }
+        if let wanted = connection.blobIn?.hash, missingBlobs[wanted]?.fetching == connection.serial {
+            missingBlobs[wanted]?.fetching = nil
+            assignBlobs()
+        }
+        if let offence = Self.offence(reason) { punish(connection, offence) }
         if let index = connection.staticIndex, dialed[index].connection === connection {
             dialed[index].connection = nil
             scheduleRedial(index)
@@ -272,6 +350,7 @@ public final class PeerManager: @unchecked Sendable {
         for connection in connections.values where !connection.closing && connection.since != 0 {
             run(connection.session.localRecordsAdded(tuples), on: connection)
         }
+        if records.contains(where: Self.setsAPhoto) { findMissingPhotos() }
     }
 
     /// Carries out directives; those that feed the session again are handled in turn.
@@ -296,12 +375,58 @@ public final class PeerManager: @unchecked Sendable {
                     return
                 }
                 let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
-                pending = connection.session.applied(stored: outcomes.count - refused, refused: refused)[...] + pending
+                // Records per second: the ack waits until the bucket has paid for the batch.
+                let delay = refused == 0 ? rateDelay(connection, records: batch.count) : nil
+                let next = connection.session.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
+                if let delay { scheduleAcks(connection, after: delay) }
+                pending = next[...] + pending
             case .close(let reason):
+                // The session closes only for what the peer did.
                 end(connection, reason)
+                punish(connection, reason)
                 return
             case .progress:
-                break
+                announceSync(connection)
+            case .serveBlob(let hash):
+                // An honest peer asks for one blob at a time, after reading the last: a peer that
+                // asks on while our answers wait unsent would make us buffer without bound.
+                if connection.unsent.reduce(0, { $0 + $1.count }) > 2 * Limits.maxPhotoBytes {
+                    pending = connection.session.violation("asks for blobs faster than it reads them")[...] + pending
+                    continue
+                }
+                serveBlob(hash, on: connection)
+            case .blobPart(let hash, let total, let offset, let bytes):
+                guard var assembly = connection.blobIn else {
+                    pending = connection.session.violation("a blob part of \(Hex.encode(hash).prefix(16)) that was not asked for")[...] + pending
+                    continue
+                }
+                do {
+                    let progress = try assembly.add(hash: hash, total: total, offset: offset, bytes: bytes)
+                    connection.blobIn = assembly
+                    if case .incomplete = progress { continue }
+                    connection.blobIn = nil
+                    missingBlobs[hash]?.fetching = nil
+                    if case .complete(let data) = progress {
+                        if let problem = storeBlob(data, hash: hash) {
+                            pending = connection.session.violation(problem)[...] + pending
+                            continue
+                        }
+                    } else if missingBlobs[hash] != nil {
+                        missingBlobs[hash]?.lacking.insert(connection.serial)
+                        missingBlobs[hash]?.misses += 1
+                        let misses = missingBlobs[hash]?.misses ?? 1
+                        let delay = min(settings.blobRetry * (1 << min(misses - 1, 10)), .seconds(60))
+                        let serial = connection.serial
+                        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds))) { [weak self] in
+                            guard let self, !self.stopped else { return }
+                            self.missingBlobs[hash]?.lacking.remove(serial)
+                            self.assignBlobs()
+                        }
+                    }
+                    assignBlobs()
+                } catch {
+                    pending = connection.session.violation(error.message)[...] + pending
+                }
             }
         }
     }
@@ -328,10 +453,167 @@ public final class PeerManager: @unchecked Sendable {
         publishSnapshot()
     }
 
+    // MARK: Photos (on queue)
+
+    /// Whether a record is a profile edit that sets a photo (type and body read without
+    /// verifying: the replica already did).
+    private static func setsAPhoto(_ record: AppliedRecord) -> Bool {
+        guard let r = try? Record.decode(record.bytes), r.type == .profile,
+              let card = try? ProfileCard(body: r.body), case .some(.some) = card.photo else { return false }
+        return true
+    }
+
+    /// Adds the photos current cards name and the replica lacks, and asks peers for them.
+    private func findMissingPhotos() {
+        let refs: [PhotoRef]
+        do { refs = try node.replica.missingPhotos(limit: 1024) } catch {
+            logger.info("listing missing photos failed", ["error": "\(error)"])
+            return
+        }
+        for ref in refs where missingBlobs[ref.hash] == nil && missingBlobs.count < 4096 {
+            missingBlobs[ref.hash] = (Int(ref.size), nil, [], 0)
+        }
+        assignBlobs()
+    }
+
+    /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
+    private func assignBlobs() {
+        guard !missingBlobs.isEmpty else { return }
+        for connection in connections.values.sorted(by: { $0.serial < $1.serial })
+        where !connection.closing && connection.since != 0 && connection.blobIn == nil && connection.session.isEstablished {
+            guard let (hash, entry) = missingBlobs.first(where: { $0.value.fetching == nil && !$0.value.lacking.contains(connection.serial) })
+            else { continue }
+            missingBlobs[hash]?.fetching = connection.serial
+            connection.blobIn = BlobAssembly(hash: hash, size: entry.size)
+            send(SyncMessage.wantBlob(hash: hash).encoded, on: connection)
+        }
+    }
+
+    /// Checks a received blob against its content address and stores it; a problem to close for.
+    private func storeBlob(_ data: [UInt8], hash: [UInt8]) -> String? {
+        guard BLAKE2b.hash(data, outputLength: 32) == hash else {
+            return "blob \(Hex.encode(hash).prefix(16)) does not match its hash"
+        }
+        missingBlobs[hash] = nil
+        do {
+            _ = try node.replica.putBlob(data)
+            blobsFetched += 1
+        } catch {
+            // The card's author named something that is not a photo: nothing to blame the relay for.
+            logger.info("a fetched photo was not stored", ["hash": String(Hex.encode(hash).prefix(16)), "error": "\(error)"])
+        }
+        return nil
+    }
+
+    /// Answers a `wantBlob`: the blob in parts, or "not held".
+    private func serveBlob(_ hash: [UInt8], on connection: Connection) {
+        let blob: (ref: PhotoRef, data: [UInt8])?
+        do { blob = try node.replica.blob(hash: hash) } catch {
+            logger.info("reading a photo failed", ["error": "\(error)"])
+            blob = nil
+        }
+        guard let data = blob?.data, !data.isEmpty, data.count <= Limits.maxPhotoBytes else {
+            send(SyncMessage.blob(hash: hash, total: 0, offset: 0, bytes: []).encoded, on: connection)
+            return
+        }
+        var offset = 0
+        while offset < data.count {
+            let end = min(offset + SyncLimits.maxBlobPart, data.count)
+            send(SyncMessage.blob(hash: hash, total: UInt32(data.count), offset: UInt32(offset), bytes: Array(data[offset..<end])).encoded,
+                 on: connection)
+            offset = end
+        }
+    }
+
+    // MARK: Defence (on queue)
+
+    /// What in a link's end is the peer's fault (nil: a network problem, or our own doing).
+    private static func offence(_ reason: PeerLink.CloseReason) -> String? {
+        switch reason {
+        case .handshakeFailed, .frameRejected, .handshakeTimedOut, .refused: "\(reason)"
+        case .closedLocally, .peerClosed, .ioFailed: nil
+        }
+    }
+
+    private func punish(_ connection: Connection, _ reason: String) {
+        let host = connection.link.remote.host
+        let interval = penalties.punish(host, reason: reason, now: .now)
+        let offences = penalties.refusal(of: host, now: .now)?.offences ?? 1
+        logger.info("peer refused for a while", ["peer.address": "\(connection.link.remote)", "for": "\(interval)",
+                                                 "offences": "\(offences)", "reason": reason])
+        if penalties.count > settings.penalties.capacity / 2 { penalties.prune(now: .now) }
+    }
+
+    /// Why connections from `host` are refused now, if they are (stable for one refusal).
+    private func refusalReason(_ host: String) -> String? {
+        guard let entry = penalties.refusal(of: host, now: .now) else { return nil }
+        return "refused after offence \(entry.offences) (\(entry.reason))"
+    }
+
+    /// Takes `records` from the connection's bucket; the delay before acks may go, if any (acks
+    /// already held keep later ones waiting too, so acks stay in order).
+    private func rateDelay(_ connection: Connection, records: Int) -> Duration? {
+        let now = ContinuousClock.now
+        let rate = Double(max(1, settings.recordsPerSecond))
+        let elapsed = Double((now - connection.refilledAt).nanoseconds) / 1e9
+        connection.tokens = min(Double(max(1, settings.recordsBurst)), connection.tokens + elapsed * rate) - Double(records)
+        connection.refilledAt = now
+        guard connection.tokens < 0 || connection.session.heldAcks > 0 else { return nil }
+        return .nanoseconds(Int64(max(0, -connection.tokens) / rate * 1e9))
+    }
+
+    private func scheduleAcks(_ connection: Connection, after delay: Duration) {
+        guard connection.ackTimer == nil else { return }
+        let timer = DispatchWorkItem { [weak self, weak connection] in
+            guard let self, let connection, !self.stopped, !connection.closing else { return }
+            connection.ackTimer = nil
+            // More batches may have been applied meanwhile: wait out the whole debt.
+            if let more = self.rateDelay(connection, records: 0), more > .zero {
+                self.scheduleAcks(connection, after: more)
+                return
+            }
+            self.run(connection.session.releaseAcks(), on: connection)
+        }
+        connection.ackTimer = timer
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
+    }
+
+    // MARK: Notifications (on queue)
+
+    private func announcePeer(_ connection: Connection, _ state: String) {
+        guard let info = connection.info else { return }
+        node.broadcast("peer", RPCNotification(method: "event.peer", params: ["peer": peerJSON(info), "state": .string(state)]))
+    }
+
+    /// `event.sync` with the session's totals: now if the last one is old enough or the session
+    /// just caught up, else once at the end of the interval.
+    private func announceSync(_ connection: Connection) {
+        guard connection.syncTimer == nil, let key = connection.peerKey else { return }
+        let session = connection.session
+        let totals = (received: session.recordsReceived, sent: session.recordsSent, caughtUp: session.isCaughtUp)
+        guard totals != connection.announced else { return }
+        let now = ContinuousClock.now
+        if let last = connection.announcedAt, now - last < settings.syncEventInterval, totals.caughtUp == connection.announced.caughtUp {
+            let timer = DispatchWorkItem { [weak self, weak connection] in
+                guard let self, let connection, !self.stopped, !connection.closing else { return }
+                connection.syncTimer = nil
+                self.announceSync(connection)
+            }
+            connection.syncTimer = timer
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.syncEventInterval - (now - last)).nanoseconds)), execute: timer)
+            return
+        }
+        connection.announced = totals
+        connection.announcedAt = now
+        node.broadcast("sync", RPCNotification(method: "event.sync", params: [
+            "peer": .string(key.key.id), "address": .string("\(connection.link.remote)"),
+            "received": .int(Int64(totals.received)), "sent": .int(Int64(totals.sent)), "caughtUp": .bool(totals.caughtUp)]))
+    }
+
     private func publishSnapshot() {
         let list = connections.values
             .filter { !$0.closing && $0.since != 0 }
-            .compactMap { c in c.peerKey.map { PeerInfo(node: $0.key.id, address: "\(c.link.remote)", via: c.via, since: c.since) } }
+            .compactMap(\.info)
             .sorted { $0.since < $1.since }
         snapshotLock.withLock { snapshot = list }
     }

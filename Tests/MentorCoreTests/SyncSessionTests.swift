@@ -97,7 +97,7 @@ private final class Network {
                 if autoApply.contains(link.local) { apply(link, batch) } else { unapplied[link, default: []].append(batch) }
             case .close(let reason):
                 closes[link, default: []].append(reason)
-            case .progress:
+            case .progress, .serveBlob, .blobPart:
                 break
             }
             if let s = sessions[link] { maxInFlight[link] = max(maxInFlight[link] ?? 0, s.inFlight) }
@@ -175,6 +175,9 @@ private final class Network {
             .records([recordBytes(key(1), 1), recordBytes(key(2), 9)]),
             .ack(count: 3),
             .want(author: key(4), from: 12),
+            .wantBlob(hash: Array(repeating: 7, count: 32)),
+            .blob(hash: Array(repeating: 7, count: 32), total: 10, offset: 4, bytes: [1, 2, 3]),
+            .blob(hash: Array(repeating: 7, count: 32), total: 0, offset: 0, bytes: []),
         ]
         for m in messages { #expect(try SyncMessage.decode(m.encoded) == m) }
         // Canonical hello: sorted, zero counters dropped.
@@ -184,12 +187,41 @@ private final class Network {
 
     @Test func everyTruncationAndTrailingByteIsRefused() {
         let messages: [SyncMessage] = [.hello([key(1): 2]), .records([recordBytes(key(1), 1)]), .ack(count: 1),
-                                       .want(author: key(1), from: 1)]
+                                       .want(author: key(1), from: 1), .wantBlob(hash: Array(repeating: 1, count: 32)),
+                                       .blob(hash: Array(repeating: 1, count: 32), total: 3, offset: 0, bytes: [9, 9])]
         for m in messages {
             let b = m.encoded
             for n in 0..<b.count { #expect(code(Array(b.prefix(n))) != nil, "prefix \(n) of \(m) accepted") }
             #expect(code(b + [0]) == .malformed)
         }
+    }
+
+    @Test func blobPartsOverTheirLimitsOrPastTheirTotalAreRefused() {
+        func blob(total: UInt32, offset: UInt32, length: UInt32, bytes: Int? = nil) -> [UInt8] {
+            var w = ByteWriter(); w.u8(6); w.raw(Array(repeating: 5, count: 32))
+            w.u32(total); w.u32(offset); w.u32(length); w.raw(Array(repeating: 0, count: bytes ?? Int(length)))
+            return w.bytes
+        }
+        #expect(code(blob(total: UInt32(Limits.maxPhotoBytes + 1), offset: 0, length: 1)) == .tooLarge)
+        #expect(code(blob(total: 1 << 30, offset: 0, length: 1 << 20, bytes: 0)) == .tooLarge, "length checked before reading")
+        #expect(code(blob(total: 100, offset: 0, length: UInt32(SyncLimits.maxBlobPart + 1), bytes: 0)) == .tooLarge)
+        #expect(code(blob(total: 100, offset: 90, length: 20)) == .malformed)
+        #expect(code(blob(total: 100, offset: 0, length: 0)) == .tooLarge, "an empty part")
+        #expect(code(blob(total: 0, offset: 0, length: 3)) == .malformed, "not held, with bytes")
+        #expect(code(blob(total: 100, offset: 0, length: 10)) == nil)
+    }
+
+    @Test func blobAssemblyTakesPartsInOrderOfTheAskedHashAndSize() throws {
+        let hash = [UInt8](repeating: 1, count: 32), other = [UInt8](repeating: 2, count: 32)
+        var a = BlobAssembly(hash: hash, size: 5)
+        #expect(try a.add(hash: hash, total: 5, offset: 0, bytes: [1, 2]) == .incomplete)
+        #expect(throws: SyncError.self, "a gap") { var b = a; _ = try b.add(hash: hash, total: 5, offset: 3, bytes: [4]) }
+        #expect(throws: SyncError.self, "another blob") { var b = a; _ = try b.add(hash: other, total: 5, offset: 2, bytes: [3]) }
+        #expect(throws: SyncError.self, "another size") { var b = a; _ = try b.add(hash: hash, total: 6, offset: 2, bytes: [3]) }
+        #expect(throws: SyncError.self, "not held after parts") { var b = a; _ = try b.add(hash: hash, total: 0, offset: 0, bytes: []) }
+        #expect(try a.add(hash: hash, total: 5, offset: 2, bytes: [3, 4, 5]) == .complete([1, 2, 3, 4, 5]))
+        var fresh = BlobAssembly(hash: hash, size: 5)
+        #expect(try fresh.add(hash: hash, total: 0, offset: 0, bytes: []) == .notHeld)
     }
 
     @Test func oversizedCountsAreRefusedBeforeAllocating() {
@@ -239,6 +271,50 @@ private final class Network {
         #expect(net.recordsSent[Link(local: 0, peer: 1)] == 30 + 5)
         #expect(net.recordsSent[Link(local: 1, peer: 0)] == 20)
         #expect(net.closes.isEmpty)
+    }
+
+    @Test func caughtUpOnlyOnceEverythingThePeerHeldIsApplied() {
+        let net = Network(nodes: 2, settings: SyncSettings(window: 2, batchSize: 5))
+        net.create(at: 0, author: x, count: 23)
+        net.create(at: 1, author: y, count: 3)
+        net.autoApply = [0]                       // node 1 holds what it receives unapplied
+        net.connect(0, 1)
+        let toOne = Link(local: 1, peer: 0)
+        #expect(net.sessions[toOne]?.isCaughtUp == false, "not caught up before the hellos cross")
+        while net.deliver(Link(local: 0, peer: 1)) || net.deliver(Link(local: 1, peer: 0)) {}
+        #expect(net.sessions[toOne]?.isCaughtUp == false, "node 1 received batches but applied none")
+        #expect(net.sessions[Link(local: 0, peer: 1)]?.isCaughtUp == true, "node 0 applied all 3 of y")
+        var rounds = 0
+        while net.sessions[toOne]?.isCaughtUp == false, rounds < 100 {
+            net.applyPending(toOne)
+            net.settle()
+            rounds += 1
+        }
+        #expect(net.sessions[toOne]?.isCaughtUp == true && net.nodes[1].contiguous[x] == 23)
+        // A record created later does not make the peer "behind" (only the hello counts).
+        net.create(at: 0, author: x)
+        #expect(net.sessions[toOne]?.isCaughtUp == true)
+    }
+
+    @Test func heldAcksCountAgainstTheWindowAndGoOutTogether() {
+        var receiver = SyncSession(settings: SyncSettings(window: 2, batchSize: 5))
+        _ = receiver.start(localVector: [:])
+        _ = receiver.receive(.hello([x: 10]))
+        #expect(receiver.receive(.records([recordBytes(x, 1)])) == [.apply([recordBytes(x, 1)])])
+        #expect(receiver.applied(stored: 1, holdAck: true) == [.progress(sent: 0, received: 1)], "no ack while held")
+        _ = receiver.receive(.records([recordBytes(x, 2)]))
+        _ = receiver.applied(stored: 1, holdAck: true)
+        #expect(receiver.heldAcks == 2 && receiver.unackedReceived == 2)
+        #expect(receiver.releaseAcks() == [.send(.ack(count: 2)), .progress(sent: 0, received: 2)])
+        #expect(receiver.releaseAcks() == [], "nothing left to release")
+        // A peer that sends on while acks are held overruns the window and is closed.
+        _ = receiver.receive(.records([recordBytes(x, 3)]))
+        _ = receiver.applied(stored: 1, holdAck: true)
+        _ = receiver.receive(.records([recordBytes(x, 4)]))
+        _ = receiver.applied(stored: 1, holdAck: true)
+        let overrun = receiver.receive(.records([recordBytes(x, 5)]))
+        #expect(overrun.count == 1 && "\(overrun)".contains("unacknowledged batches"), "\(overrun)")
+        #expect(receiver.isClosed && receiver.releaseAcks() == [])
     }
 
     @Test func reconnectAfterFullSyncSendsZeroRecords() {

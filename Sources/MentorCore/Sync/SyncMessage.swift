@@ -30,6 +30,8 @@ public struct SyncError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Limits on sync messages; a peer exceeding any of them is disconnected.
 public enum SyncLimits {
+    /// Bytes of a blob in one `blob` message.
+    public static let maxBlobPart = 256 * 1024
     /// Authors named in one hello.
     public static let maxVectorEntries = 100_000
     /// Records in one `records` batch.
@@ -48,6 +50,10 @@ public enum SyncLimits {
 ///              1 ... 256 records, each ≤ SyncLimits.maxRecordBytes, ≤ 1 MiB in all
 ///     ack      0x03 ‖ batches u32 (≥ 1)
 ///     want     0x04 ‖ author 32 bytes ‖ from seq u64 (≥ 1)
+///     wantBlob 0x05 ‖ BLAKE2b-256 hash 32 bytes
+///     blob     0x06 ‖ hash 32 bytes ‖ total u32 ‖ offset u32 ‖ length u32 ‖ length bytes
+///              total 0 (with offset 0, length 0): not held; else total ≤ 4 MiB, length 1 ... 256 KiB,
+///              offset + length ≤ total
 ///
 /// Decoding is strict: every count and length is checked against its limit and against the
 /// bytes that remain before anything is allocated, and trailing bytes are refused.
@@ -65,6 +71,10 @@ public enum SyncMessage: Equatable, Sendable {
     case records([[UInt8]])
     case ack(count: UInt32)
     case want(author: PublicKey, from: UInt64)
+    /// Asks for a content-addressed blob (a photo) by its BLAKE2b-256 hash.
+    case wantBlob(hash: [UInt8])
+    /// A part of a blob asked for (total 0: the sender does not hold it).
+    case blob(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
 
     /// A hello in canonical form (sorted, zero counters dropped) from a version vector.
     public static func hello(_ vector: [PublicKey: UInt64]) -> SyncMessage {
@@ -72,7 +82,7 @@ public enum SyncMessage: Equatable, Sendable {
                vector: vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { Entry(author: $0.key, seq: $0.value) })
     }
 
-    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4 }
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6 }
 
     public var encoded: [UInt8] {
         var w = ByteWriter()
@@ -93,6 +103,16 @@ public enum SyncMessage: Equatable, Sendable {
             w.u8(Tag.want.rawValue)
             w.raw(author.bytes)
             w.u64(from)
+        case .wantBlob(let hash):
+            w.u8(Tag.wantBlob.rawValue)
+            w.raw(hash)
+        case .blob(let hash, let total, let offset, let bytes):
+            w.u8(Tag.blob.rawValue)
+            w.raw(hash)
+            w.u32(total)
+            w.u32(offset)
+            w.u32(UInt32(bytes.count))
+            w.raw(bytes)
         }
         return w.bytes
     }
@@ -160,6 +180,27 @@ public enum SyncMessage: Equatable, Sendable {
                     throw SyncError(.malformed, "want from seq \(from); must be 1 ... \(Limits.maxSeq)")
                 }
                 message = .want(author: author, from: from)
+            case .wantBlob:
+                message = .wantBlob(hash: try r.raw(32, "blob hash"))
+            case .blob:
+                let hash = try r.raw(32, "blob hash")
+                let total = try r.u32("blob total")
+                let offset = try r.u32("blob offset")
+                let length = Int(try r.u32("blob part length"))
+                if total == 0 {
+                    guard offset == 0, length == 0 else { throw SyncError(.malformed, "a not-held blob answer carries bytes") }
+                } else {
+                    guard Int(total) <= Limits.maxPhotoBytes else {
+                        throw SyncError(.tooLarge, "blob of \(total) bytes; at most \(Limits.maxPhotoBytes) allowed")
+                    }
+                    guard length >= 1, length <= SyncLimits.maxBlobPart else {
+                        throw SyncError(.tooLarge, "blob part of \(length) bytes; 1 ... \(SyncLimits.maxBlobPart) allowed")
+                    }
+                    guard Int(offset) + length <= Int(total) else {
+                        throw SyncError(.malformed, "blob part \(offset)+\(length) runs past the blob's \(total) bytes")
+                    }
+                }
+                message = .blob(hash: hash, total: total, offset: offset, bytes: try r.raw(length, "blob part"))
             case nil:
                 throw SyncError(.malformed, "unknown sync message type \(tag)")
             }

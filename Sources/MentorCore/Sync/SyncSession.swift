@@ -11,6 +11,10 @@ public enum SyncDirective: Equatable, Sendable {
     case close(String)
     /// Totals so far, in records (for `event.sync`).
     case progress(sent: Int, received: Int)
+    /// The peer asks for this blob: send it in `blob` parts (or say it is not held).
+    case serveBlob(hash: [UInt8])
+    /// A part of a blob the peer sent (the shell checks it against what it asked for).
+    case blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
 }
 
 /// Tuning of a sync session. Both ends of a connection must use the same `window`: a receiver
@@ -49,13 +53,20 @@ public struct SyncSession: Sendable {
     public private(set) var peerVector: [PublicKey: UInt64]? = nil
     /// Batches we sent that the peer has not acknowledged.
     public private(set) var inFlight = 0
-    /// Batches the peer sent that we have not acknowledged yet.
+    /// Batches the peer sent that we have not acknowledged yet (being applied, or applied with
+    /// the ack held back by the shell's rate limit).
     public private(set) var unackedReceived = 0
+    /// Of those, applied batches whose ack is held back (`applied(..., holdAck: true)`).
+    public private(set) var heldAcks = 0
     public private(set) var isClosed = false
     public private(set) var recordsSent = 0
     public private(set) var recordsReceived = 0
 
     private var started = false
+    /// The peer's hello, until both ends are known; then the authors of which it held more than
+    /// we did, and up to which seq (what we lack to have caught up).
+    private var peerHello: [PublicKey: UInt64] = [:]
+    private var missing: [PublicKey: UInt64] = [:]
     /// Authors with work (local > peer), in the order they got it; `queued` mirrors it.
     private var workQueue: [PublicKey] = []
     private var queued: Set<PublicKey> = []
@@ -70,6 +81,8 @@ public struct SyncSession: Sendable {
     }
 
     public var isEstablished: Bool { started && peerVector != nil && !isClosed }
+    /// We hold everything the peer held when it said hello, and have applied all it sent.
+    public var isCaughtUp: Bool { isEstablished && missing.isEmpty && unackedReceived == 0 }
     /// Record encodings waiting for the window (for tests and metrics).
     public var bufferedRecords: Int { ready.count }
 
@@ -82,6 +95,7 @@ public struct SyncSession: Sendable {
         for (author, seq) in vector { localVector[author] = max(localVector[author] ?? 0, seq) }
         var out: [SyncDirective] = [.send(.hello(localVector))]
         if peerVector != nil {
+            noteMissing()
             queueAllWork()
             pump(&out)
         }
@@ -111,7 +125,9 @@ public struct SyncSession: Sendable {
             pv.reserveCapacity(vector.count)
             for e in vector { pv[e.author] = e.seq }
             peerVector = pv
+            peerHello = pv
             if started {
+                noteMissing()
                 queueAllWork()
                 pump(&out)
             }
@@ -147,6 +163,12 @@ public struct SyncSession: Sendable {
             if (peerVector?[author] ?? 0) >= from { peerVector?[author] = from - 1 }
             enqueue(author)
             pump(&out)
+        case .wantBlob(let hash):
+            guard peerVector != nil else { return close("protocol violation: wantBlob before hello") }
+            out.append(.serveBlob(hash: hash))
+        case .blob(let hash, let total, let offset, let bytes):
+            guard peerVector != nil else { return close("protocol violation: blob before hello") }
+            out.append(.blobPart(hash: hash, total: total, offset: offset, bytes: bytes))
         }
         return out
     }
@@ -171,13 +193,28 @@ public struct SyncSession: Sendable {
     }
 
     /// The shell applied a batch the peer sent. `refused` records (forged, malformed, over a
-    /// limit) end the session; otherwise the batch is acknowledged.
-    public mutating func applied(stored: Int, refused: Int = 0) -> [SyncDirective] {
+    /// limit) end the session; otherwise the batch is acknowledged — at once, or with `holdAck`
+    /// (the shell's rate limit) when `releaseAcks()` is called. Held batches still count against
+    /// the window, so a peer that sends on without the ack breaks it and is closed.
+    public mutating func applied(stored: Int, refused: Int = 0, holdAck: Bool = false) -> [SyncDirective] {
         guard !isClosed else { return [] }
-        guard unackedReceived > 0 else { return [] }
+        guard unackedReceived > heldAcks else { return [] }
         guard refused == 0 else { return close("peer sent \(refused) refused record(s)") }
+        if holdAck {
+            heldAcks += 1
+            return [.progress(sent: recordsSent, received: recordsReceived)]
+        }
         unackedReceived -= 1
         return [.send(.ack(count: 1)), .progress(sent: recordsSent, received: recordsReceived)]
+    }
+
+    /// Acknowledges every batch whose ack was held, in one ack.
+    public mutating func releaseAcks() -> [SyncDirective] {
+        guard !isClosed, heldAcks > 0 else { return [] }
+        let count = heldAcks
+        unackedReceived -= count
+        heldAcks = 0
+        return [.send(.ack(count: UInt32(count))), .progress(sent: recordsSent, received: recordsReceived)]
     }
 
     /// Records now held contiguously by the local replica (created here, or applied from any
@@ -186,6 +223,7 @@ public struct SyncSession: Sendable {
     public mutating func localRecordsAdded(_ records: [(author: PublicKey, seq: UInt64, bytes: [UInt8])]) -> [SyncDirective] {
         guard !isClosed else { return [] }
         for r in records {
+            if let need = missing[r.author], r.seq >= need { missing[r.author] = nil }
             let hadWork = (localVector[r.author] ?? 0) > (peerVector?[r.author] ?? 0)
             localVector[r.author] = max(localVector[r.author] ?? 0, r.seq)
             guard isEstablished else { continue }               // hello will bring it up
@@ -206,14 +244,25 @@ public struct SyncSession: Sendable {
 
     // MARK: Internals
 
+    /// The shell found the peer at fault (e.g. a blob it never asked for): close with `reason`.
+    public mutating func violation(_ reason: String) -> [SyncDirective] {
+        close("protocol violation: \(reason)")
+    }
+
     private mutating func close(_ reason: String) -> [SyncDirective] {
         guard !isClosed else { return [] }
         isClosed = true
         ready = []
         workQueue = []
         queued = []
+        missing = [:]
         fetching = nil
         return [.close(reason)]
+    }
+
+    private mutating func noteMissing() {
+        for (author, seq) in peerHello where seq > (localVector[author] ?? 0) { missing[author] = seq }
+        peerHello = [:]
     }
 
     private mutating func enqueue(_ author: PublicKey) {

@@ -8,6 +8,9 @@ import MentorCrypto
 /// all; a connection beyond either is closed at once, before any handshake byte, and counted in
 /// `refusedCount` (logged once per address until its count drops).
 ///
+/// A host under a refusal (`refusal` answers a reason) is closed at once too, logged once per
+/// refusal.
+///
 /// `accepted` runs on `queue` for each admitted link, before `start()`: set its callbacks there.
 ///
 /// `@unchecked Sendable`: mutable state is confined to `queue`; the public accessors hop there.
@@ -25,6 +28,9 @@ public final class PeerListener: @unchecked Sendable {
     private let queue: DispatchQueue
     private let logger: any Logger
     private let accepted: (PeerLink) -> Void
+    /// Called on `queue` for each accepted connection's host: a reason refuses it before any
+    /// handshake byte. Set before `start()`.
+    public var refusal: (String) -> String? = { _ in nil }
 
     // Confined to queue:
     private var listener: TCPListener?
@@ -33,6 +39,9 @@ public final class PeerListener: @unchecked Sendable {
     private var total = 0
     private var refused = 0
     private var refusingLogged: Set<String> = []
+    /// "host NUL reason" of each refusal logged (a refusal's reason names its offence count, so
+    /// each refusal is logged once).
+    private var bannedLogged: Set<String> = []
 
     public init(listener: TCPListener, identity: SigningKeyPair, queue: DispatchQueue,
                 settings: Settings = Settings(), logger: some Logger = DiscardingLogger(),
@@ -93,6 +102,16 @@ public final class PeerListener: @unchecked Sendable {
 
     private func admit(_ stream: TCPStream) {
         let host = stream.remote.host
+        if let reason = refusal(host) {
+            refused += 1
+            if bannedLogged.count >= 4096 { bannedLogged = [] }
+            if bannedLogged.insert(host + "\u{0}" + reason).inserted {
+                logger.info("peer connection refused", ["peer.address": "\(stream.remote)", "reason": reason])
+            }
+            stream.close()
+            return
+        }
+        if !bannedLogged.isEmpty { bannedLogged = bannedLogged.filter { !$0.hasPrefix(host + "\u{0}") } }
         let count = perAddress[host, default: 0]
         guard count < settings.maxLinksPerAddress, total < settings.maxLinks else {
             refused += 1

@@ -123,6 +123,19 @@ extension Replica {
         return ref
     }
 
+    /// Photos that current profile cards name (winners and concurrent values) and this node does
+    /// not hold: what to fetch from peers. At most `limit`, in hash order.
+    public func missingPhotos(limit: Int = 256) throws(StoreError) -> [PhotoRef] {
+        try read { db throws(StoreError) in
+            try db.query("""
+                SELECT DISTINCT value FROM card_entries
+                WHERE field = ? AND length(value) = 37 AND substr(value, 1, 32) NOT IN (SELECT hash FROM blobs)
+                ORDER BY value LIMIT ?
+                """, [.integer(Int64(ProfileCard.Field.photo.rawValue)), .integer(Int64(limit))])
+                .compactMap { row in row.blob(0).flatMap { try? PhotoRef.decode($0) } }
+        }
+    }
+
     public func blob(hash: [UInt8]) throws(StoreError) -> (ref: PhotoRef, data: [UInt8])? {
         try read { db throws(StoreError) in
             guard let row = try db.queryOne("SELECT format, size, data FROM blobs WHERE hash = ?", [.blob(hash)]),

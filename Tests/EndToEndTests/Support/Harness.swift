@@ -12,16 +12,25 @@ struct Binaries {
     let daemon: String
     let client: String
 
-    static func find() throws -> Binaries {
-        func locate(_ name: String) -> String? {
-            var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-            for _ in 0..<4 {
-                let candidate = dir.appendingPathComponent(name).path
-                if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-                dir.deleteLastPathComponent()
-            }
-            return nil
+    static func locate(_ name: String) -> String? {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent(name).path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir.deleteLastPathComponent()
         }
+        return nil
+    }
+
+    /// A test tool of this package (Tests/Tools), built by the same build.
+    static func tool(_ name: String) throws -> String {
+        guard let path = locate(name) else {
+            throw E2EError("\(name) was not found next to the test binary; run `swift build --build-tests` (same --scratch-path) first")
+        }
+        return path
+    }
+
+    static func find() throws -> Binaries {
         guard let daemon = locate("mentormated"), let client = locate("mentormate") else {
             throw E2EError("""
                 mentormated and mentormate were not found next to the test binary (\(CommandLine.arguments[0])); \

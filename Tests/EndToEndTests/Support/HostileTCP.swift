@@ -8,16 +8,27 @@ import Glibc
 final class HostileTCP {
     private let socket: RawSocket
     private var fd: Int32 { socket.fd }
-    /// Our side's port (the daemon logs `peer.address=127.0.0.1:PORT`).
+    /// Our side's address and port (the daemon logs `peer.address=FROM:PORT`).
+    let from: String
     let localPort: Int
 
-    init(port: Int) throws {
+    /// Connects to 127.0.0.1:`port` from the loopback address `from` (any of 127.0.0.0/8), so
+    /// that the daemon's refusal of one hostile address does not touch the honest peer's.
+    init(port: Int, from: String = "127.0.0.1") throws {
+        self.from = from
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        socket = try RawSocket(domain: AF_INET, describing: "127.0.0.1:\(port)") { fd in
-            withUnsafePointer(to: &address) {
+        var source = sockaddr_in()
+        source.sin_family = sa_family_t(AF_INET)
+        source.sin_addr.s_addr = inet_addr(from)
+        socket = try RawSocket(domain: AF_INET, describing: "127.0.0.1:\(port) from \(from)") { fd in
+            let bound = withUnsafePointer(to: &source) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else { return bound }
+            return withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
             }
         }

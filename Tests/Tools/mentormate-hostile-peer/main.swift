@@ -1,0 +1,212 @@
+// mentormate-hostile-peer HOST PORT ATTACK [--from ADDRESS] [--wait SECONDS]
+//
+// A peer that speaks the real protocol (network key, handshake, sealed frames, sync messages)
+// and then misbehaves, for the hostile-peer test (Tests/EndToEndTests/HostilePeerTests.swift).
+// It dials HOST:PORT (from ADDRESS when given, e.g. 127.0.0.23, so that the daemon's refusals
+// of this address do not touch an honest peer on 127.0.0.1), completes the handshake as an
+// initiator with a fresh node key, says hello with an empty vector, and then:
+//
+//   forged      sends one batch holding a profile card whose signature is altered
+//   oversized   sends a frame header announcing 16 MiB (over the 1 MiB + 16 limit)
+//   malformed   sends a sealed frame whose sync message is garbage
+//   replay      sends one valid sealed frame twice (the second is a replay)
+//   flood       sends 40 batches of 256 valid records without waiting for acks: past the daemon's
+//               records-per-second burst its acks are held, so the flood overruns the window
+//               (against a daemon with `peer_records_per_second` under 10,000)
+//   valid       sends one batch of one valid card and behaves (a control: must be stored)
+//
+// It then reads until the daemon closes the connection or --wait passes (default 5 s), and
+// prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
+// where `node` is the daemon's node ID as learned in the handshake and `received` the sync
+// messages it sent us. Exit status: 0 when the attack ran (whatever the daemon did), 1 when
+// it could not (connect or handshake failed: message on stderr), 2 for bad arguments.
+#if canImport(Glibc)
+import Glibc
+#endif
+import MentorCore
+import MentorCrypto
+
+func printError(_ message: String) {
+    let line = Array("mentormate-hostile-peer: \(message)\n".utf8)
+    _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
+func fail(_ message: String, status: Int32 = 1) -> Never {
+    printError(message)
+    exit(status)
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+var from: String?
+var wait = 5.0
+var positional: [String] = []
+while !arguments.isEmpty {
+    let a = arguments.removeFirst()
+    switch a {
+    case "--from": from = arguments.isEmpty ? nil : arguments.removeFirst()
+    case "--wait": wait = arguments.isEmpty ? -1 : Double(arguments.removeFirst()) ?? -1
+    default: positional.append(a)
+    }
+}
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid"]
+guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
+    fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
+}
+let host = positional[0], attack = positional[2]
+
+// MARK: Socket (blocking, IPv4)
+
+func address(_ text: String, _ port: UInt16) -> sockaddr_in {
+    var a = sockaddr_in()
+    a.sin_family = sa_family_t(AF_INET)
+    a.sin_port = in_port_t(port.bigEndian)
+    guard inet_pton(AF_INET, text, &a.sin_addr) == 1 else { fail("\(text) is not an IPv4 address", status: 2) }
+    return a
+}
+
+let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+guard fd >= 0 else { fail("socket: \(String(cString: strerror(errno)))") }
+if let from {
+    var local = address(from, 0)
+    let bound = withUnsafePointer(to: &local) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { fail("bind \(from): \(String(cString: strerror(errno)))") }
+}
+var remote = address(host, port)
+let connected = withUnsafePointer(to: &remote) {
+    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+}
+guard connected == 0 else { fail("connect \(host):\(port): \(String(cString: strerror(errno)))") }
+
+func writeAll(_ bytes: [UInt8]) -> Bool {
+    var offset = 0
+    while offset < bytes.count {
+        let n = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n < 0 && errno == EINTR { continue }
+        if n <= 0 { return false }
+        offset += n
+    }
+    return true
+}
+
+/// Reads what is there within `timeout`; nil at end of stream or on an error.
+func readSome(timeout: Double) -> [UInt8]? {
+    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    let ready = poll(&poller, 1, Int32(timeout * 1000))
+    if ready == 0 { return [] }
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    let n = read(fd, &buffer, buffer.count)
+    if n <= 0 { return nil }
+    return Array(buffer[..<n])
+}
+
+func readExactly(_ count: Int, timeout: Double) -> [UInt8]? {
+    var out: [UInt8] = []
+    let deadline = Double(clock()) / Double(CLOCKS_PER_SEC) + timeout
+    while out.count < count {
+        guard let chunk = readSome(timeout: timeout) else { return nil }
+        if chunk.isEmpty && Double(clock()) / Double(CLOCKS_PER_SEC) > deadline { return nil }
+        out += chunk
+    }
+    return out
+}
+
+// MARK: Handshake
+
+let identity = SigningKeyPair.generate()
+var initiator = HandshakeInitiator(identity: identity)
+guard writeAll(initiator.start()) else { fail("sending msg1 failed") }
+// msg2 is exactly `Handshake.message2Length` bytes; the responder sends nothing more before msg3.
+guard let message2 = readExactly(Handshake.message2Length, timeout: 5) else {
+    fail("the daemon closed the connection during the handshake (wrong network key, or this address is refused)")
+}
+let session: Handshake.Session
+do {
+    switch try initiator.receive(message2) {
+    case .sendAndDone(let message3, let s):
+        guard writeAll(message3) else { fail("sending msg3 failed") }
+        session = s
+    default: fail("unexpected handshake step")
+    }
+} catch {
+    fail("handshake: \(error)")
+}
+var sealer = FrameSealer(session: session)
+var opener = FrameOpener(session: session)
+var decoder = FrameDecoder()
+
+@MainActor func sendMessage(_ message: SyncMessage) {
+    do { _ = writeAll(try sealer.seal(message.encoded)) } catch { fail("sealing: \(error)") }
+}
+
+func card(_ writer: inout RecordWriter, _ name: String) -> [UInt8] {
+    do {
+        return try writer.profile(ProfileCard(name: name, role: .tutor, courses: ["EVIL 101"]),
+                                  at: UInt64(time(nil)) * 1000).encoded
+    } catch { fail("signing: \(error)") }
+}
+
+// MARK: Attack
+
+sendMessage(.hello([:]))
+var writer = RecordWriter(keys: SigningKeyPair.generate())
+switch attack {
+case "forged":
+    var bytes = card(&writer, "Mallory")
+    bytes[bytes.count - 1] ^= 0x01
+    sendMessage(.records([bytes]))
+case "oversized":
+    _ = writeAll([0x01, 0x00, 0x00, 0x00] + [UInt8](repeating: 0, count: 64))
+case "malformed":
+    do { _ = writeAll(try sealer.seal([0x7F, 0x00, 0x01, 0x02])) } catch { fail("sealing: \(error)") }
+case "replay":
+    let frame: [UInt8]
+    do { frame = try sealer.seal(SyncMessage.want(author: writer.author, from: 1).encoded) } catch { fail("sealing: \(error)") }
+    _ = writeAll(frame)
+    _ = writeAll(frame)
+case "flood":
+    // Valid records, signed first and then sent at wire speed, never waiting for an ack: past the
+    // daemon's records-per-second burst it holds its acks back, and the batches after that
+    // overrun the window.
+    var batches: [[[UInt8]]] = []
+    for _ in 0..<40 {
+        var batch: [[UInt8]] = []
+        for _ in 0..<SyncLimits.maxBatchRecords { batch.append(card(&writer, "Flood \(writer.lastSeq + 1)")) }
+        batches.append(batch)
+    }
+    for batch in batches { sendMessage(.records(batch)) }
+case "valid":
+    sendMessage(.records([card(&writer, "Valid Val")]))
+default:
+    fail("unknown attack \(attack)", status: 2)
+}
+
+// MARK: Outcome
+
+var start = timespec()
+clock_gettime(CLOCK_MONOTONIC, &start)
+@MainActor func elapsedMS() -> Int {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1_000_000
+}
+var received = 0
+var closed = false
+while Double(elapsedMS()) < wait * 1000 {
+    guard let bytes = readSome(timeout: 0.05) else { closed = true; break }
+    if bytes.isEmpty { continue }
+    do {
+        for body in try decoder.feed(bytes) {
+            _ = try opener.open(body)
+            received += 1
+        }
+    } catch {
+        printError("the daemon sent a bad frame: \(error)")
+        closed = true
+        break
+    }
+}
+print("result \(attack) closed=\(closed) after=\(elapsedMS()) received=\(received) node=\(session.peerNodeKey.key.id)")
+close(fd)
+exit(0)
