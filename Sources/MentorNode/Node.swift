@@ -45,7 +45,15 @@ public final class Node: @unchecked Sendable {
     /// Set by the daemon before `start()`.
     public var onApplied: @Sendable ([AppliedRecord]) -> Void = { _ in }
 
+    /// The node's set of local accounts changed (a signup): the peer manager tells its peers.
+    /// Called on the node's queue: it must not block.
+    public var onAccountsChanged: @Sendable () -> Void = {}
+
     let queue = DispatchQueue(label: "MentorNode.Node")
+    /// Accounts whose node is linked to ours now (announced by connected peers).
+    var nearbyAccounts: Set<PublicKey> = []
+    /// The accounts of this node's users.
+    var localKeys: Set<PublicKey> = []
     /// Unlocked accounts: uid → writer (holds the key).
     var writers: [UInt32: RecordWriter] = [:]
     /// Accounts whose users logged out (an unprotected key stays locked until `login`).
@@ -78,6 +86,7 @@ public final class Node: @unchecked Sendable {
         try queue.sync {
             try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
+            localKeys = Set(try replica.nodeAccounts().map(\.account))
             for account in try replica.nodeAccounts() where !account.protected {
                 do {
                     let keys = try KeyFile.read(from: config.keyPath(uid: account.uid))
@@ -210,8 +219,27 @@ public final class Node: @unchecked Sendable {
     func refreshCard(_ key: PublicKey) throws {
         guard let state = try replica.card(of: key) else { return }
         cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
-                                    updatedAt: state.updatedAt, nearby: false)
+                                    updatedAt: state.updatedAt, nearby: isNearby(key))
         names[key] = state.card.name
+    }
+
+    /// An account is nearby now when it lives on this node or on a node linked to ours.
+    func isNearby(_ key: PublicKey) -> Bool {
+        nearbyAccounts.contains(key) || localKeys.contains(key)
+    }
+
+    /// The accounts announced by the peers linked now (replaces the last set). Does not wait.
+    public func setNearby(_ accounts: Set<PublicKey>) {
+        queue.async { [self] in
+            let changed = accounts.symmetricDifference(nearbyAccounts)
+            nearbyAccounts = accounts
+            for key in changed where cards[key] != nil { cards[key]?.nearby = isNearby(key) }
+        }
+    }
+
+    /// The accounts of this node's users (for `here`).
+    public func localAccounts() -> [PublicKey] {
+        queue.sync { localKeys.sorted() }
     }
 
     func courseID(_ name: String) -> Int32 {

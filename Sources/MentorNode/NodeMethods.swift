@@ -75,15 +75,18 @@ extension Node {
             try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: keys.publicKey.key, email: email,
                                                    protected: passphrase != nil, created: config.now()))
             try unlock(uid: caller.uid, keys: keys)
+            localKeys.insert(keys.publicKey.key)
             try write(caller.uid) { w, now throws(RecordError) in try w.profile(ProfileCard(name: name, role: role), at: now) }
         } catch {
             // Leave nothing half-made: no row, no key.
             writers[caller.uid] = nil
+            localKeys.remove(keys.publicKey.key)
             try? replica.removeNodeAccount(uid: caller.uid)
             try? FileManager.default.removeItem(atPath: path)
             throw error
         }
         logger.info("account created", ["uid": "\(caller.uid)", "account": keys.publicKey.key.shortID])
+        onAccountsChanged()
         return try accountInfo(caller.uid)
     }
 

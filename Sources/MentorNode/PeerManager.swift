@@ -20,6 +20,9 @@ import MentorStore
 ///   closes its connections at once and a static peer at that address is redialled only after.
 ///   Records per second are limited per peer by pacing acks (a token bucket): a peer that keeps
 ///   to the window is slowed down, one that does not is disconnected by its session.
+/// - Nearby now: after its hello each side sends `here` with the accounts living on its node
+///   (again after a signup); while a link is up, the accounts its peer named rank as "nearby
+///   now" in the feed. Only direct links count, never relays.
 /// - Photos: profile cards name photos by BLAKE2b-256 hash (`PhotoRef`). A photo that a current
 ///   card names and the replica lacks is asked of one connected peer at a time (`wantBlob`),
 ///   received in parts (`blob`), checked against the hash and size, and stored; a peer that does
@@ -101,6 +104,8 @@ public final class PeerManager: @unchecked Sendable {
         var ackTimer: DispatchWorkItem?
         /// Serial number (ObjectIdentifiers are reused after deallocation).
         let serial: UInt64
+        /// The accounts the peer's node said live there.
+        var accounts: Set<PublicKey> = []
         /// The blob being received over this link (one at a time).
         var blobIn: BlobAssembly?
         /// `event.sync` throttle: the totals last announced, when, and the pending timer.
@@ -174,6 +179,10 @@ public final class PeerManager: @unchecked Sendable {
         node.onApplied = { [weak self] records in
             guard let self else { return }
             self.queue.async { self.localRecordsAdded(records) }
+        }
+        node.onAccountsChanged = { [weak self] in
+            guard let self else { return }
+            self.queue.async { self.announceAccounts() }
         }
         listener.start()
         queue.async { [self] in
@@ -306,6 +315,7 @@ public final class PeerManager: @unchecked Sendable {
             return
         }
         run(connection.session.start(localVector: vector), on: connection)
+        send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
         findMissingPhotos()
     }
 
@@ -320,6 +330,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         guard !stopped else { return }
         if connection.since != 0 { announcePeer(connection, "disconnected") }
+        if !connection.accounts.isEmpty { publishNearby() }
         if let wanted = connection.blobIn?.hash, missingBlobs[wanted]?.fetching == connection.serial {
             missingBlobs[wanted]?.fetching = nil
             assignBlobs()
@@ -387,6 +398,9 @@ public final class PeerManager: @unchecked Sendable {
                 return
             case .progress:
                 announceSync(connection)
+            case .peerAccounts(let accounts):
+                connection.accounts = Set(accounts)
+                publishNearby()
             case .serveBlob(let hash):
                 // An honest peer asks for one blob at a time, after reading the last: a peer that
                 // asks on while our answers wait unsent would make us buffer without bound.
@@ -451,6 +465,22 @@ public final class PeerManager: @unchecked Sendable {
                                                "peer.node": connection.peerKey?.key.id ?? "?", "reason": reason])
         connection.link.close()
         publishSnapshot()
+    }
+
+    // MARK: Nearby (on queue)
+
+    private func announceAccounts() {
+        guard !stopped else { return }
+        let here = SyncMessage.here(node.localAccounts()).encoded
+        for connection in connections.values where !connection.closing && connection.session.isEstablished {
+            send(here, on: connection)
+        }
+    }
+
+    private func publishNearby() {
+        var all: Set<PublicKey> = []
+        for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
+        node.setNearby(all)
     }
 
     // MARK: Photos (on queue)

@@ -68,5 +68,17 @@ extension EndToEndTests {
         #expect(peersB.map { $0["node"]?.stringValue } == [nodeA] && peersB.first?["via"]?.stringValue == "config"
                 && peersB.first?["address"]?.stringValue == "127.0.0.1:\(portA)", "\(peersB)")
         #expect(try mmJSON(e2e, ["status"], socketA)["peers"]?.intValue == 1)
+
+        // Ben's node is linked to A: he is nearby now in the feed of Dee (a second student on A,
+        // who has not liked him), and stops being so when his node goes away (his card stays).
+        let dee = try e2e.makeUser("dee")
+        try e2e.mm(["signup", "--email", "dee@uni.edu", "--name", "Dee", "--role", "student"], as: dee, socket: socketA)
+        func benNearby() throws -> Bool? {
+            let out = try e2e.mm(["--json", "feed"], as: dee, socket: socketA).stdout
+            return JSON.parse(Array(out.utf8))?["cards"]?.arrayValue?.first { $0["id"]?.stringValue == benID }?["nearby"]?.boolValue
+        }
+        #expect(try poll({ try benNearby() }, until: { $0 == true }) == true, "Ben should be nearby now while B is linked")
+        b.kill()
+        #expect(try poll({ try benNearby() }, until: { $0 == false }) == false, "Ben should stop being nearby once B is gone")
     }
 }

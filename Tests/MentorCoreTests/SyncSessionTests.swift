@@ -97,7 +97,7 @@ private final class Network {
                 if autoApply.contains(link.local) { apply(link, batch) } else { unapplied[link, default: []].append(batch) }
             case .close(let reason):
                 closes[link, default: []].append(reason)
-            case .progress, .serveBlob, .blobPart:
+            case .progress, .serveBlob, .blobPart, .peerAccounts:
                 break
             }
             if let s = sessions[link] { maxInFlight[link] = max(maxInFlight[link] ?? 0, s.inFlight) }
@@ -178,6 +178,8 @@ private final class Network {
             .wantBlob(hash: Array(repeating: 7, count: 32)),
             .blob(hash: Array(repeating: 7, count: 32), total: 10, offset: 4, bytes: [1, 2, 3]),
             .blob(hash: Array(repeating: 7, count: 32), total: 0, offset: 0, bytes: []),
+            .here([key(1), key(2)]),
+            .here([]),
         ]
         for m in messages { #expect(try SyncMessage.decode(m.encoded) == m) }
         // Canonical hello: sorted, zero counters dropped.
@@ -194,6 +196,14 @@ private final class Network {
             for n in 0..<b.count { #expect(code(Array(b.prefix(n))) != nil, "prefix \(n) of \(m) accepted") }
             #expect(code(b + [0]) == .malformed)
         }
+    }
+
+    @Test func hereIsLimitedAndSorted() {
+        var w = ByteWriter(); w.u8(7); w.u16(UInt16(SyncLimits.maxHereAccounts + 1))
+        #expect(code(w.bytes) == .tooLarge)
+        var unsorted = ByteWriter(); unsorted.u8(7); unsorted.u16(2); unsorted.raw(key(2).bytes); unsorted.raw(key(1).bytes)
+        #expect(code(unsorted.bytes) == .malformed)
+        #expect(code(SyncMessage.here([key(1), key(2)]).encoded) == nil)
     }
 
     @Test func blobPartsOverTheirLimitsOrPastTheirTotalAreRefused() {

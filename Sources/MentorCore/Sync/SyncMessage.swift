@@ -30,6 +30,8 @@ public struct SyncError: Error, Equatable, Sendable, CustomStringConvertible {
 
 /// Limits on sync messages; a peer exceeding any of them is disconnected.
 public enum SyncLimits {
+    /// Accounts one `here` names.
+    public static let maxHereAccounts = 1024
     /// Bytes of a blob in one `blob` message.
     public static let maxBlobPart = 256 * 1024
     /// Authors named in one hello.
@@ -54,6 +56,7 @@ public enum SyncLimits {
 ///     blob     0x06 ‖ hash 32 bytes ‖ total u32 ‖ offset u32 ‖ length u32 ‖ length bytes
 ///              total 0 (with offset 0, length 0): not held; else total ≤ 4 MiB, length 1 ... 256 KiB,
 ///              offset + length ≤ total
+///     here     0x07 ‖ count u16 ‖ count × account key 32 bytes (strictly ascending, ≤ 1024)
 ///
 /// Decoding is strict: every count and length is checked against its limit and against the
 /// bytes that remain before anything is allocated, and trailing bytes are refused.
@@ -75,6 +78,9 @@ public enum SyncMessage: Equatable, Sendable {
     case wantBlob(hash: [UInt8])
     /// A part of a blob asked for (total 0: the sender does not hold it).
     case blob(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
+    /// The accounts that live on the sending node (all of them, replacing what it said before):
+    /// what makes them "nearby now" for the receiver while the link is up.
+    case here([PublicKey])
 
     /// A hello in canonical form (sorted, zero counters dropped) from a version vector.
     public static func hello(_ vector: [PublicKey: UInt64]) -> SyncMessage {
@@ -82,7 +88,7 @@ public enum SyncMessage: Equatable, Sendable {
                vector: vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { Entry(author: $0.key, seq: $0.value) })
     }
 
-    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6 }
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7 }
 
     public var encoded: [UInt8] {
         var w = ByteWriter()
@@ -113,6 +119,10 @@ public enum SyncMessage: Equatable, Sendable {
             w.u32(offset)
             w.u32(UInt32(bytes.count))
             w.raw(bytes)
+        case .here(let accounts):
+            w.u8(Tag.here.rawValue)
+            w.u16(UInt16(accounts.count))
+            for a in accounts { w.raw(a.bytes) }
         }
         return w.bytes
     }
@@ -201,6 +211,22 @@ public enum SyncMessage: Equatable, Sendable {
                     }
                 }
                 message = .blob(hash: hash, total: total, offset: offset, bytes: try r.raw(length, "blob part"))
+            case .here:
+                let count = Int(try r.u16("here count"))
+                guard count <= SyncLimits.maxHereAccounts else {
+                    throw SyncError(.tooLarge, "here names \(count) accounts; at most \(SyncLimits.maxHereAccounts) allowed")
+                }
+                var accounts: [PublicKey] = []
+                for i in 0..<count {
+                    guard let key = PublicKey(bytes: try r.raw(32, "here account \(i)")) else {
+                        throw SyncError(.malformed, "here account \(i) has the wrong length")
+                    }
+                    if let last = accounts.last, !(last < key) {
+                        throw SyncError(.malformed, "here accounts are not in strictly ascending order at entry \(i)")
+                    }
+                    accounts.append(key)
+                }
+                message = .here(accounts)
             case nil:
                 throw SyncError(.malformed, "unknown sync message type \(tag)")
             }

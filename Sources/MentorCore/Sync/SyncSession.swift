@@ -13,6 +13,8 @@ public enum SyncDirective: Equatable, Sendable {
     case progress(sent: Int, received: Int)
     /// The peer asks for this blob: send it in `blob` parts (or say it is not held).
     case serveBlob(hash: [UInt8])
+    /// The accounts living on the peer's node (replacing what it said before).
+    case peerAccounts([PublicKey])
     /// A part of a blob the peer sent (the shell checks it against what it asked for).
     case blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
 }
@@ -169,6 +171,9 @@ public struct SyncSession: Sendable {
         case .blob(let hash, let total, let offset, let bytes):
             guard peerVector != nil else { return close("protocol violation: blob before hello") }
             out.append(.blobPart(hash: hash, total: total, offset: offset, bytes: bytes))
+        case .here(let accounts):
+            guard peerVector != nil else { return close("protocol violation: here before hello") }
+            out.append(.peerAccounts(accounts))
         }
         return out
     }

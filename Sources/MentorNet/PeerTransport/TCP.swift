@@ -76,6 +76,9 @@ public final class TCPListener {
         switch try Syscall.accept(descriptor) {
         case .wouldBlock: return .wouldBlock
         case .done(let fd):
+            // Frames are small and latency matters (a push waits behind Nagle for the peer's
+            // delayed ACK otherwise: ~40 ms); the dialer sets it too.
+            try? Syscall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1, "TCP_NODELAY")
             let remote = (try? Syscall.socketAddress(fd, peer: true)) ?? (host: "?", port: 0)
             return .done(TCPStream(descriptor: fd, remote: PeerAddress(host: remote.host, port: remote.port)))
         }

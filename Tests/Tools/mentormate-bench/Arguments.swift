@@ -59,6 +59,8 @@ enum Usage {
                     signature-verify rate and the raw SQLite insert rate.
           api       Requests/s and p50/p99 latency of `status` and `feed` over the daemon's
                     socket (10,000 cards, 1 and 8 clients), idle CPU and idle memory.
+          peers     Two daemons over loopback: time to replicate a 15,000-record backlog,
+                    bytes on the wire ÷ record bytes, push latency p50/p99 over 1,000 messages.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.

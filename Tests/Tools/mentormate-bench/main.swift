@@ -45,6 +45,19 @@ case .argument(APICommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(APICommand.name) --help` for usage.")
         status = 2
     }
+case .argument(PeersCommand.name)?:
+    do {
+        switch try PeersCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(PeersCommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(PeersCommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(let other)?:
     printError("error: unknown command '\(other)'\n\n\(Usage.text)")
     status = 2
