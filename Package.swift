@@ -32,7 +32,7 @@ let package = Package(
         // JSON-RPC types and line framing shared by daemon and client.
         .target(name: "MentorAPI", path: "Sources/MentorAPI"),
         // Sockets, the event loop and the API server.
-        .target(name: "MentorNet", dependencies: ["CPosix", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
+        .target(name: "MentorNet", dependencies: ["CPosix", "CDNSSD", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.
         .target(name: "MentorNode",
                 dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorNet"],
@@ -53,6 +53,8 @@ let package = Package(
         .executableTarget(name: "mentormate-crashchild",
                           dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
                           path: "Tests/Tools/mentormate-crashchild"),
+        .executableTarget(name: "mentormate-dnssd-probe", dependencies: ["MentorNet"],
+                          path: "Tests/Tools/mentormate-dnssd-probe"),
 
         .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore"], path: "Tests/MentorCoreTests"),
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],

@@ -1,0 +1,422 @@
+import Dispatch
+
+/// Finds the other instances of our service type on the local network, and (unless it only
+/// browses) advertises ours: register, browse, and for each instance found a resolve and an
+/// address lookup, all `DNSSDService` operations on one serial queue.
+///
+/// ```swift
+/// let discovery = Discovery(settings: .init(advertisement: .init(port: 7000)), queue: queue, logger: logger) { event in
+///     switch event {
+///     case .registered(let name): ...        // we are on the air as `name`
+///     case .found(let instance): ...         // instance.addresses, instance.port, instance.txt["v"]
+///     case .lost(let name): ...              // goodbye or expiry
+///     case .failed(let error): ...           // everything stopped: start() again after a backoff
+///     }
+/// }
+/// discovery.start()
+/// ```
+///
+/// - `.found` comes once per instance name, once its host name, port, TXT record and at least
+///   one IPv4 address are known; `.lost` comes when it has gone from every interface. Our own
+///   instance (the name we registered, after any rename) is never reported; when a rename shows
+///   that an instance already reported was ours, a `.lost` for it follows.
+/// - An instance that cannot be resolved within `resolveTimeout` is logged and left alone until
+///   it goes away and comes back.
+/// - `.failed` (Avahi or D-Bus unreachable, avahi-daemon stopped or restarted, ...) stops
+///   everything first: a `.lost` comes for each instance reported, then `.failed`. Nothing is
+///   retried here; the owner calls `start()` again, with backoff.
+/// - Nothing here knows about peers: whoever consumes `.found` decides who an instance is.
+///
+/// Events run on `queue`. `start()` and `stop()` may be called from any thread; no event is
+/// delivered after `stop()` (once it runs on `queue`).
+///
+/// `@unchecked Sendable`: every mutable property is touched only on `queue`; the public methods
+/// hop there.
+public final class Discovery: @unchecked Sendable {
+    /// What we advertise.
+    public struct Advertisement: Sendable, Equatable {
+        /// The instance name; nil for the host name. Avahi renames it on a conflict.
+        public var name: String?
+        /// The TCP port peers connect to.
+        public var port: UInt16
+        /// The TXT record: the protocol version only (`v=1`), nothing that identifies a person.
+        public var txt: TXTRecord
+
+        public init(name: String? = nil, port: UInt16, txt: TXTRecord = ["v": "1"]) {
+            self.name = name
+            self.port = port
+            self.txt = txt
+        }
+    }
+
+    public struct Settings: Sendable, Equatable {
+        public var serviceType = Discovery.serviceType
+        /// nil: browse only, advertise nothing.
+        public var advertisement: Advertisement?
+        /// From an instance being found to its address being known.
+        public var resolveTimeout: Duration = .seconds(5)
+
+        public init(advertisement: Advertisement?) {
+            self.advertisement = advertisement
+        }
+    }
+
+    /// One resolved instance of the service on the network.
+    public struct Instance: Sendable, Equatable, CustomStringConvertible {
+        public var name: String
+        /// "mml-host1.local."
+        public var host: String
+        public var port: UInt16
+        /// IPv4 addresses of `host`, in text form.
+        public var addresses: [String]
+        public var txt: TXTRecord
+        /// The interface it was resolved on.
+        public var interfaceIndex: UInt32
+
+        public init(name: String, host: String, port: UInt16, addresses: [String], txt: TXTRecord, interfaceIndex: UInt32) {
+            self.name = name
+            self.host = host
+            self.port = port
+            self.addresses = addresses
+            self.txt = txt
+            self.interfaceIndex = interfaceIndex
+        }
+
+        /// Where to connect: each address with the port.
+        public var peerAddresses: [PeerAddress] { addresses.map { PeerAddress(host: $0, port: port) } }
+
+        public var description: String {
+            "\"\(name)\" \(host) \(addresses.joined(separator: ",")) port \(port) txt \(txt)"
+        }
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// Our service is on the air under `name` (again with the new name after a rename).
+        case registered(name: String)
+        case found(Instance)
+        /// The instance `name` said goodbye or expired everywhere.
+        case lost(name: String)
+        /// Discovery stopped: D-Bus or avahi-daemon is unreachable or went away, or a call was
+        /// refused. Call `start()` again later.
+        case failed(DNSSDError)
+    }
+
+    /// "_mentormate._tcp".
+    public static let serviceType = "_mentormate._tcp"
+
+    public let settings: Settings
+    private let queue: DispatchQueue
+    private let logger: any Logger
+    private let handler: (Event) -> Void
+    private static let onQueueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+    /// An instance the browser reports, by name.
+    private struct Tracked {
+        /// What to resolve (the first interface it was seen on).
+        var instance: DNSSDInstanceName
+        /// The interfaces it is seen on now.
+        var interfaces: Set<UInt32> = []
+        /// Tells this round of resolving from an earlier one whose callbacks may still be queued.
+        var token: UInt64 = 0
+        var resolver: DNSSDService?
+        var query: DNSSDService?
+        var deadline: DispatchWorkItem?
+        var resolved: (host: String, port: UInt16, txt: TXTRecord, interfaceIndex: UInt32)?
+        var addresses: [String] = []
+        var reportScheduled = false
+        var reported = false
+
+        init(instance: DNSSDInstanceName) { self.instance = instance }
+
+        /// Ends any resolving in progress.
+        mutating func stopResolving() {
+            resolver?.cancel()
+            query?.cancel()
+            deadline?.cancel()
+            resolver = nil
+            query = nil
+            deadline = nil
+            resolved = nil
+            addresses = []
+            reportScheduled = false
+        }
+    }
+
+    // Confined to queue:
+    private var running = false
+    private var registration: DNSSDService?
+    private var browser: DNSSDService?
+    private var ownName: String?
+    /// Since the last failure, with no successful start after it: repeated failures log at debug.
+    private var failing = false
+    private var tracked: [String: Tracked] = [:]
+    private var nextToken: UInt64 = 1
+
+    public init(settings: Settings, queue: DispatchQueue, logger: some Logger = DiscardingLogger(),
+                handler: @escaping (Event) -> Void) {
+        self.settings = settings
+        self.queue = queue
+        self.logger = logger
+        self.handler = handler
+        queue.setSpecific(key: Self.onQueueKey, value: ObjectIdentifier(queue))
+    }
+
+    deinit {
+        registration?.cancel()
+        browser?.cancel()
+        for entry in tracked.values {
+            entry.resolver?.cancel()
+            entry.query?.cancel()
+            entry.deadline?.cancel()
+        }
+    }
+
+    /// Registers (if advertising) and browses. Does nothing while running. A failure to start is
+    /// delivered as `.failed` (on `queue`), e.g. `.unknown` at once when Avahi is unreachable.
+    public func start() {
+        perform { self.startOnQueue() }
+    }
+
+    /// Stops everything: every `DNSServiceRef` is deallocated (our service is withdrawn with a
+    /// goodbye) and every source cancelled; then `completion`, if given, runs on `queue`.
+    /// Safe to call twice, or when not running.
+    public func stop(completion: (@Sendable () -> Void)? = nil) {
+        perform {
+            let group = DispatchGroup()
+            self.tearDown(reportingLost: false, group: group)
+            if let completion { group.notify(queue: self.queue, execute: completion) }
+        }
+    }
+
+    /// Whether register and browse are running (false after `.failed` or `stop()`).
+    public var isRunning: Bool { onQueue { self.running } }
+
+    /// The name we are registered under, once `.registered` came.
+    public var registeredName: String? { onQueue { self.ownName } }
+
+    // MARK: On queue
+
+    private func startOnQueue() {
+        guard !running else { return }
+        let type = settings.serviceType
+        do throws(DNSSDError) {
+            if let advertisement = settings.advertisement {
+                registration = try DNSSDService.register(
+                    name: advertisement.name, type: type, port: advertisement.port, txt: advertisement.txt,
+                    queue: queue) { [weak self] event in self?.registrationEvent(event) }
+            }
+            browser = try DNSSDService.browse(type: type, queue: queue) { [weak self] event in self?.browseEvent(event) }
+        } catch {
+            registration?.cancel()
+            registration = nil
+            logFailure(error)
+            handler(.failed(error))
+            return
+        }
+        running = true
+        if failing {
+            failing = false
+            logger.info("service discovery is back on", ["dnssd.type": type])
+        } else {
+            logger.debug("service discovery started", ["dnssd.type": type])
+        }
+    }
+
+    /// Logs the first failure at info; failures after it (retries) only at debug, until a start works.
+    private func logFailure(_ error: DNSSDError) {
+        logger.log(failing ? .debug : .info, "service discovery is off", ["dnssd.error": "\(error)"])
+        failing = true
+    }
+
+    private func registrationEvent(_ event: DNSSDService.RegisterEvent) {
+        guard running else { return }
+        switch event {
+        case .registered(let name):
+            logger.info("service registered", ["dnssd.instance": name])
+            let previous = ownName
+            ownName = name
+            if var entry = tracked[name] {
+                // That instance is us: forget what we resolved of it.
+                let wasReported = entry.reported
+                entry.stopResolving()
+                entry.reported = false
+                tracked[name] = entry
+                if wasReported { handler(.lost(name: name)) }
+            }
+            handler(.registered(name: name))
+            // After a rename, an instance with our old name is somebody else's.
+            if let previous, previous != name, tracked[previous]?.interfaces.isEmpty == false {
+                startResolving(previous)
+            }
+        case .failed(let error):
+            fail(error)
+        }
+    }
+
+    private func browseEvent(_ event: DNSSDService.BrowseEvent) {
+        guard running else { return }
+        switch event {
+        case .found(let instance):
+            var entry = tracked[instance.name] ?? Tracked(instance: instance)
+            let isNew = entry.interfaces.isEmpty
+            if isNew { entry.instance = instance }
+            entry.interfaces.insert(instance.interfaceIndex)
+            tracked[instance.name] = entry
+            if isNew && instance.name != ownName { startResolving(instance.name) }
+        case .lost(let instance):
+            guard var entry = tracked[instance.name] else { return }
+            entry.interfaces.remove(instance.interfaceIndex)
+            guard entry.interfaces.isEmpty else {
+                tracked[instance.name] = entry
+                return
+            }
+            entry.stopResolving()
+            tracked[instance.name] = nil
+            if entry.reported {
+                logger.debug("instance lost", ["dnssd.instance": instance.name])
+                handler(.lost(name: instance.name))
+            }
+        case .failed(let error):
+            fail(error)
+        }
+    }
+
+    private func startResolving(_ name: String) {
+        guard var entry = tracked[name] else { return }
+        entry.stopResolving()
+        let token = nextToken
+        nextToken += 1
+        entry.token = token
+        do throws(DNSSDError) {
+            entry.resolver = try DNSSDService.resolve(entry.instance, queue: queue) { [weak self] event in
+                self?.resolveEvent(event, name: name, token: token)
+            }
+        } catch {
+            tracked[name] = entry
+            giveUp(name, token: token, error)
+            return
+        }
+        let timeout = settings.resolveTimeout
+        let deadline = DispatchWorkItem { [weak self] in
+            self?.giveUp(name, token: token, "not resolved within \(timeout)")
+        }
+        entry.deadline = deadline
+        tracked[name] = entry
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), execute: deadline)
+    }
+
+    private func resolveEvent(_ event: DNSSDService.ResolveEvent, name: String, token: UInt64) {
+        guard var entry = tracked[name], entry.token == token, entry.resolved == nil else { return }
+        switch event {
+        case .resolved(let host, let port, let txt, let interfaceIndex):
+            entry.resolver?.cancel()
+            entry.resolver = nil
+            entry.resolved = (host, port, txt, interfaceIndex)
+            do throws(DNSSDError) {
+                entry.query = try DNSSDService.queryAddresses(host: host, family: .ipv4, interfaceIndex: interfaceIndex,
+                                                              queue: queue) { [weak self] event in
+                    self?.addressEvent(event, name: name, token: token)
+                }
+                tracked[name] = entry
+            } catch {
+                tracked[name] = entry
+                giveUp(name, token: token, error)
+            }
+        case .failed(let error):
+            giveUp(name, token: token, error)
+        }
+    }
+
+    private func addressEvent(_ event: DNSSDService.AddressEvent, name: String, token: UInt64) {
+        guard var entry = tracked[name], entry.token == token, !entry.reported else { return }
+        switch event {
+        case .added(let address):
+            if !entry.addresses.contains(address) { entry.addresses.append(address) }
+            // Addresses that came in the same batch of callbacks all go into one `.found`.
+            if !entry.reportScheduled {
+                entry.reportScheduled = true
+                queue.async { [weak self] in self?.report(name, token: token) }
+            }
+            tracked[name] = entry
+        case .removed(let address):
+            entry.addresses.removeAll { $0 == address }
+            tracked[name] = entry
+        case .failed(let error):
+            giveUp(name, token: token, error)
+        }
+    }
+
+    private func report(_ name: String, token: UInt64) {
+        guard var entry = tracked[name], entry.token == token, !entry.reported else { return }
+        entry.reportScheduled = false
+        guard let resolved = entry.resolved, !entry.addresses.isEmpty else {
+            tracked[name] = entry  // the address went again: wait for the next one
+            return
+        }
+        let instance = Instance(name: name, host: resolved.host, port: resolved.port, addresses: entry.addresses,
+                                txt: resolved.txt, interfaceIndex: resolved.interfaceIndex)
+        entry.stopResolving()
+        entry.reported = true
+        tracked[name] = entry
+        logger.debug("instance found", ["dnssd.instance": name, "dnssd.host": instance.host,
+                                        "dnssd.addresses": instance.addresses.joined(separator: ","),
+                                        "dnssd.port": "\(instance.port)"])
+        handler(.found(instance))
+    }
+
+    private func giveUp(_ name: String, token: UInt64, _ reason: any Error) {
+        giveUp(name, token: token, "\(reason)")
+    }
+
+    private func giveUp(_ name: String, token: UInt64, _ reason: String) {
+        guard var entry = tracked[name], entry.token == token, !entry.reported else { return }
+        entry.stopResolving()
+        tracked[name] = entry
+        logger.info("instance found but not resolved; ignored until it leaves and returns",
+                    ["dnssd.instance": name, "dnssd.error": reason])
+    }
+
+    private func fail(_ error: DNSSDError) {
+        guard running else { return }
+        logFailure(error)
+        tearDown(reportingLost: true, group: nil)
+        handler(.failed(error))
+    }
+
+    /// Cancels every operation; with `reportingLost`, sends `.lost` for each instance reported.
+    private func tearDown(reportingLost: Bool, group: DispatchGroup?) {
+        func cancel(_ service: DNSSDService?) {
+            guard let service else { return }
+            if let group {
+                group.enter()
+                service.cancel { group.leave() }
+            } else {
+                service.cancel()
+            }
+        }
+        cancel(registration)
+        cancel(browser)
+        registration = nil
+        browser = nil
+        let lost = tracked.filter { $0.value.reported }.map(\.key).sorted()
+        for entry in tracked.values {
+            cancel(entry.resolver)
+            cancel(entry.query)
+            entry.deadline?.cancel()
+        }
+        tracked = [:]
+        ownName = nil
+        running = false
+        if reportingLost { lost.forEach { handler(.lost(name: $0)) } }
+    }
+
+    private var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.onQueueKey) == ObjectIdentifier(queue) }
+
+    private func onQueue<T>(_ body: () -> T) -> T {
+        isOnQueue ? body() : queue.sync(execute: body)
+    }
+
+    private func perform(_ body: @escaping @Sendable () -> Void) {
+        if isOnQueue { body() } else { queue.async(execute: body) }
+    }
+}
