@@ -561,7 +561,7 @@ public final class PeerManager: @unchecked Sendable {
     private static func offence(_ reason: PeerLink.CloseReason) -> String? {
         switch reason {
         case .handshakeFailed, .frameRejected, .handshakeTimedOut, .refused: "\(reason)"
-        case .closedLocally, .peerClosed, .ioFailed: nil
+        case .closedLocally, .peerClosed, .ioFailed, .silent: nil
         }
     }
 

@@ -175,6 +175,40 @@ final class RawPeer: @unchecked Sendable {
         acceptor.listener.close()
     }
 
+    @Test func idleLinksStayUpOnKeepAlivesAndASilentPeerIsClosed() async throws {
+        var quick = PeerLink.Settings()
+        quick.keepaliveInterval = .milliseconds(100)
+        quick.silenceTimeout = .milliseconds(500)
+        var listenerSettings = PeerListener.Settings()
+        listenerSettings.link = quick
+        let acceptor = try AcceptorFixture(settings: listenerSettings)
+        // Two honest links, idle for four silence timeouts: keep-alives keep both up, and no
+        // empty message reaches the callbacks.
+        let events = LinkEvents()
+        let link = try await dialLink(port: acceptor.port, identity: SigningKeyPair.generate(), settings: quick,
+                                      events: events, queue: DispatchQueue(label: "test.keepalive"))
+        #expect(await eventually { events.established.withLock { $0 } != nil })
+        try await Task.sleep(for: .seconds(2))
+        #expect(events.closed.withLock { $0 } == nil && acceptor.firstEvents?.closed.withLock { $0 } == nil,
+                "an idle link closed: \(String(describing: events.closed.withLock { $0 }))")
+        #expect(events.messages.withLock { $0 }.isEmpty && acceptor.firstEvents?.messages.withLock { $0 }.isEmpty == true)
+        link.close()
+        #expect(await eventually { acceptor.listener.openLinks == 0 })
+
+        // A peer that completes the handshake and then sends nothing: it gets keep-alives
+        // (empty frames: 4 + 16 bytes), and is closed as silent after the timeout.
+        let raw = try RawPeer(port: acceptor.port)
+        let session = try raw.handshake(identity: SigningKeyPair.generate())
+        var opener = FrameOpener(session: session)
+        let frame = raw.read(4 + 16)
+        #expect(frame.count == 20 && frame.prefix(4) == [0, 0, 0, 16], "a keep-alive frame: \(frame)")
+        #expect(try opener.open(Array(frame.dropFirst(4))) == [])
+        #expect(await eventually(.seconds(3)) {
+            acceptor.links.withLock { $0.count } == 2 && acceptor.links.withLock { $0.last?.1 }?.closed.withLock { $0 } == .silent(.milliseconds(500))
+        })
+        acceptor.listener.close()
+    }
+
     @Test func wrongNetworkKeyClosesBothSidesAndTheAcceptorSendsNothing() async throws {
         let acceptor = try AcceptorFixture()
         var settings = PeerLink.Settings()

@@ -39,6 +39,11 @@ public final class PeerLink: @unchecked Sendable {
         public var outputHighWater = 4 << 20
         /// How long `close()` waits for queued output to drain.
         public var closeLinger: Duration = .seconds(2)
+        /// An established link sends a keep-alive (an empty frame) when it sent nothing for this
+        /// long, and closes (`.silent`) when it received nothing for `silenceTimeout`: so a peer
+        /// whose host left or whose network went down is noticed without a FIN.
+        public var keepaliveInterval: Duration = .seconds(5)
+        public var silenceTimeout: Duration = .seconds(15)
 
         public init() {}
     }
@@ -60,6 +65,8 @@ public final class PeerLink: @unchecked Sendable {
         case ioFailed(String)
         /// Refused by a connection limit before the handshake.
         case refused(String)
+        /// Nothing (not even a keep-alive) arrived for this long after the handshake.
+        case silent(Duration)
 
         public var description: String {
             switch self {
@@ -71,6 +78,7 @@ public final class PeerLink: @unchecked Sendable {
             case .frameRejected(let message): "frame rejected: \(message)"
             case .ioFailed(let message): "socket error: \(message)"
             case .refused(let message): "refused: \(message)"
+            case .silent(let d): "nothing received for \(d) (the peer's host left or the network is down)"
             }
         }
     }
@@ -125,6 +133,10 @@ public final class PeerLink: @unchecked Sendable {
     private var reading = false
     private var writing = false
     private var liveSources = 2
+    /// Keep-alive and silence checks of an established link.
+    private var ticker: DispatchSourceTimer?
+    private var lastSent = ContinuousClock.now
+    private var lastReceived = ContinuousClock.now
     /// The peer's node key once the handshake completed.
     private var peerKey: SigningPublicKey?
 
@@ -294,6 +306,7 @@ public final class PeerLink: @unchecked Sendable {
         opener = FrameOpener(session: session)
         peerKey = session.peerNodeKey
         phase = .established
+        startTicker()
         logger.debug("peer link established", ["peer.address": "\(remote)", "peer.key": "\(session.peerNodeKey)"])
         onEstablished(session.peerNodeKey)
     }
@@ -302,6 +315,8 @@ public final class PeerLink: @unchecked Sendable {
         do throws(FrameError) {
             for body in try decoder.feed(bytes) {
                 let plaintext = try opener!.open(body)
+                lastReceived = .now
+                if plaintext.isEmpty { continue }   // a keep-alive
                 onMessage(plaintext)
                 guard case .established = phase else { return }   // closed by the callback
             }
@@ -313,6 +328,7 @@ public final class PeerLink: @unchecked Sendable {
     // MARK: Writing (on queue)
 
     private func enqueue(_ bytes: [UInt8]) {
+        lastSent = .now
         output.append(bytes)
         outputBytes += bytes.count
         if !writing { flush() }
@@ -361,6 +377,30 @@ public final class PeerLink: @unchecked Sendable {
         }
     }
 
+    // MARK: Keep-alive (on queue)
+
+    private func startTicker() {
+        let period = min(settings.keepaliveInterval, settings.silenceTimeout / 3)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(period.nanoseconds)), repeating: .nanoseconds(Int(period.nanoseconds)),
+                       leeway: .milliseconds(100))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        ticker = timer
+        timer.resume()
+    }
+
+    private func tick() {
+        guard case .established = phase else { return }
+        let now = ContinuousClock.now
+        if now - lastReceived >= settings.silenceTimeout {
+            fail(.silent(settings.silenceTimeout))
+            return
+        }
+        if now - lastSent >= settings.keepaliveInterval, let frame = try? sealer?.seal([]) {
+            enqueue(frame)
+        }
+    }
+
     // MARK: Closing (on queue)
 
     /// Fails the link: closes at once (queued output is dropped), logs the reason once.
@@ -402,6 +442,8 @@ public final class PeerLink: @unchecked Sendable {
         phase = .closed
         deadline?.cancel()
         deadline = nil
+        ticker?.cancel()
+        ticker = nil
         output.removeAll()
         outputBytes = 0
         // A source must be resumed to be cancelled; the cancel handlers close the descriptor.
