@@ -104,7 +104,6 @@ struct Mentormated {
                                            now: { Clock.wallMillis() }),
                         replica: replica, nodeKeys: nodeKeys)
         node.logger = logger
-        let mdnsState = settings.mdns ? "unavailable" : "off"   // discovery arrives with issue 5
         let socketPath = settings.socketPath
         var peerSettings = PeerManager.Settings()
         peerSettings.link = linkSettings
@@ -114,12 +113,17 @@ struct Mentormated {
         let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,
                                       settings: peerSettings, logger: logger)
         let listenAddress = (host: peerManager.listenAddress.host, port: peerManager.listenAddress.port)
+        let discovery = settings.mdns
+            ? DiscoveryController(peers: peerManager, port: listenAddress.port, nodeKey: nodeKeys.publicKey, logger: logger)
+            : nil
         node.runtimeInfo = { [weak peerManager] in
-            RuntimeInfo(socketPath: socketPath, listen: listenAddress, discovery: mdnsState,
-                        peers: peerManager?.peers ?? [], startedAt: started)
+            RuntimeInfo(socketPath: socketPath, listen: listenAddress, discovery: discovery?.status ?? "off",
+                        peers: peerManager?.peers ?? [], startedAt: started,
+                        discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false)
         }
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
         peerManager.start()
+        discovery?.start()
 
         // The API socket: inherited from systemd (socket activation) or created here.
         let listener: UnixListener
@@ -177,10 +181,11 @@ struct Mentormated {
         } catch {
             fail("API server: \(error)")
         }
+        discovery?.stop()    // withdraws our service: goodbye packets go out
         peerManager.stop()   // no sync touches the replica after this
         do { try replica.close() } catch { logger.error("closing the replica failed", ["error": "\(error)"]) }
         logger.notice("mentormated stopped", [:])
-        withExtendedLifetime((stateLock, peerManager, signalSources)) {}
+        withExtendedLifetime((stateLock, peerManager, discovery, signalSources)) {}
         exit(0)
     }
 

@@ -34,8 +34,16 @@ extension Node {
         checks.append(socketCheck("D-Bus system bus", "/run/dbus/system_bus_socket", fix: "start D-Bus: systemctl start dbus"))
         checks.append(socketCheck("avahi-daemon", "/run/avahi-daemon/socket", fix: "install and start Avahi: apt-get install avahi-daemon && systemctl start avahi-daemon"))
         let discoveryOK = info.discovery == "on"
-        checks.append(Check(name: "mDNS discovery", ok: discoveryOK, detail: "discovery is \(info.discovery)",
-                            fix: discoveryOK ? nil : (info.discovery == "off" ? "discovery is turned off (--no-mdns); peers come only from --peer" : "make sure avahi-daemon runs and multicast (UDP 5353) is allowed by the firewall")))
+        checks.append(Check(name: "mDNS discovery", ok: discoveryOK || info.discovery == "off",
+                            detail: "discovery is \(info.discovery)" + (info.discoveryName.map { ", registered as \"\($0)\"" } ?? ""),
+                            fix: discoveryOK || info.discovery == "off" ? nil
+                                : "start avahi-daemon (systemctl start avahi-daemon; it needs D-Bus) — the daemon retries by itself, backing off up to a minute"))
+        if discoveryOK {
+            checks.append(Check(name: "service visible", ok: info.discoveryVisible,
+                                detail: info.discoveryVisible ? "browsing _mentormate._tcp shows our own service" : "our service is registered but browsing does not show it (yet)",
+                                fix: info.discoveryVisible ? nil : "allow multicast DNS (UDP 5353 to 224.0.0.251) on the interface, and check avahi-daemon's allow-interfaces; it can take a second after start"))
+        }
+        checks.append(listenCheck(info))
         return ["checks": .array(checks.map(\.json)), "ok": .bool(checks.allSatisfy(\.ok))]
     }
 
@@ -51,6 +59,36 @@ extension Node {
         let ok = extra == 0 && owner
         return Check(name: name, ok: ok, detail: "\(path) mode \(String(mode, radix: 8)), owner uid \(st.st_uid)",
                      fix: ok ? nil : (owner ? "chmod \(String(maxMode, radix: 8)) \(path)" : "chown \(geteuid()) \(path)"))
+    }
+
+    /// Connects to our own peer port (and closes at once): the listener accepts.
+    private func listenCheck(_ info: RuntimeInfo) -> Check {
+        guard let listen = info.listen else {
+            return Check(name: "peer port", ok: false, detail: "not listening", fix: "restart mentormated; see its log for why it could not listen")
+        }
+        let host = listen.host == "0.0.0.0" || listen.host == "::" ? "127.0.0.1" : listen.host
+        let fd = socket(host.contains(":") ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return Check(name: "peer port", ok: false, detail: "socket: \(String(cString: strerror(errno)))", fix: nil) }
+        defer { close(fd) }
+        var ok = false
+        if host.contains(":") {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = listen.port.bigEndian
+            ok = inet_pton(AF_INET6, host, &a.sin6_addr) == 1 && withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            } == 0
+        } else {
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = listen.port.bigEndian
+            ok = inet_pton(AF_INET, host, &a.sin_addr) == 1 && withUnsafePointer(to: &a) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            } == 0
+        }
+        let why = ok ? "" : String(cString: strerror(errno))
+        return Check(name: "peer port", ok: ok, detail: ok ? "\(host):\(listen.port) accepts connections" : "\(host):\(listen.port): \(why)",
+                     fix: ok ? nil : "check --listen; other hosts also need the firewall to allow TCP \(listen.port) in")
     }
 
     private func diskCheck() -> Check {

@@ -27,12 +27,18 @@ public struct NodeConfig: Sendable {
 public struct RuntimeInfo: Sendable {
     public var socketPath: String
     public var listen: (host: String, port: UInt16)?
+    /// "on", "off", "starting", or "unavailable: why (retrying)".
     public var discovery: String
     public var peers: [PeerInfo]
     public var startedAt: UInt64
+    /// The mDNS instance name we are registered under, and whether we see it when we browse.
+    public var discoveryName: String?
+    public var discoveryVisible: Bool
 
-    public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64) {
+    public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64,
+                discoveryName: String? = nil, discoveryVisible: Bool = false) {
         self.socketPath = socketPath; self.listen = listen; self.discovery = discovery; self.peers = peers; self.startedAt = startedAt
+        self.discoveryName = discoveryName; self.discoveryVisible = discoveryVisible
     }
 }
 

@@ -430,7 +430,7 @@ extension Node {
         let accounts = try replica.nodeAccounts().count
         var problems: [String] = []
         if counts.pending > 0 { problems.append("\(counts.pending) records wait for missing predecessors") }
-        if info.discovery == "unavailable" { problems.append("mDNS discovery is unavailable (is avahi-daemon running?)") }
+        if info.discovery.hasPrefix("unavailable") { problems.append("mDNS discovery is \(info.discovery); `mentormate doctor` says what to fix") }
         return [
             "node": .string(nodeKeys.publicKey.key.id), "version": .string(MentorMateVersion.string),
             "listen": info.listen.map { ["host": .string($0.host), "port": .int(Int64($0.port))] } ?? .null,
@@ -438,6 +438,7 @@ extension Node {
             "records": .int(Int64(counts.records)), "authors": .int(Int64(counts.authors)),
             "pending": .int(Int64(counts.pending)), "accounts": .int(Int64(accounts)),
             "peers": .int(Int64(info.peers.count)), "discovery": .string(info.discovery),
+            "mdnsName": info.discoveryName.map(JSON.string) ?? .null,
             "uptime": .int(Int64((config.now() - min(config.now(), info.startedAt)) / 1000)),
             "health": .string(problems.isEmpty ? "ok" : "degraded"), "problems": .array(problems.map(JSON.string)),
         ]

@@ -88,7 +88,9 @@ public final class PeerManager: @unchecked Sendable {
     /// One link and, once established, its session. Confined to `queue`.
     private final class Connection {
         let link: PeerLink
-        let via: String
+        /// "config", "mdns" or "incoming" (an incoming link from an address found over mDNS
+        /// becomes "mdns" when established: both ends dial, and one of the two links survives).
+        var via: String
         /// Index into `dialed` for a link we dialled.
         let staticIndex: Int?
         var peerKey: SigningPublicKey?
@@ -127,8 +129,14 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
+    /// A peer we dial: a static one (`--peer`, via "config") or an mDNS instance (via "mdns").
     private struct Dialed {
-        let peer: StaticPeer
+        var peer: StaticPeer
+        var via: String
+        /// The mDNS instance name, for discovered peers.
+        var name: String?
+        /// False once a discovered instance was lost: no more dialling (its link, if any, stays).
+        var active = true
         var attempt = 0
         var connection: Connection?
         var lastKey: SigningPublicKey?
@@ -145,6 +153,10 @@ public final class PeerManager: @unchecked Sendable {
     private var stopped = false
     private var penalties: PenaltyBox
     private var serials: UInt64 = 0
+    /// mDNS instance name → index into `dialed`.
+    private var discovered: [String: Int] = [:]
+    /// Hosts whose failed handshake was logged at info (until one of their links is established).
+    private var handshakeFailuresLogged: Set<String> = []
     /// Photos to fetch: hash → size, the link fetching it and the links that said they lack it.
     /// A link that lacks one is asked again after a delay that doubles with each "not held" (a
     /// relay may fetch it meanwhile), from `blobRetry` up to a minute.
@@ -163,7 +175,7 @@ public final class PeerManager: @unchecked Sendable {
         self.logger = logger
         self.listenAddress = tcp.address
         self.myKey = node.nodeKeys.publicKey
-        self.dialed = staticPeers.map { Dialed(peer: $0) }
+        self.dialed = staticPeers.map { Dialed(peer: $0, via: "config") }
         self.penalties = PenaltyBox(settings: settings.penalties)
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
@@ -213,10 +225,56 @@ public final class PeerManager: @unchecked Sendable {
     /// The connected peers (established links), for `runtimeInfo().peers`. Never waits on `queue`.
     public var peers: [PeerInfo] { snapshotLock.withLock { snapshot } }
 
+    // MARK: Discovered peers
+
+    /// An mDNS instance was found (or found again, maybe at a new address): dial it unless it is
+    /// being dialled or linked already. Who it is, the handshake decides; one whose handshake
+    /// fails is redialled with backoff, and not before a refusal of its address ends.
+    public func discovered(name: String, addresses: [PeerAddress]) {
+        queue.async { [self] in
+            guard !stopped, let address = addresses.first(where: { !$0.host.contains(":") }) ?? addresses.first else { return }
+            let peer = StaticPeer(host: address.host, port: address.port)
+            for c in connections.values where c.via == "incoming" && c.link.remote.host == peer.host {
+                c.via = "mdns"   // it dialled us first
+            }
+            if let index = discovered[name] {
+                let moved = dialed[index].peer != peer
+                dialed[index].peer = peer
+                let wasActive = dialed[index].active
+                dialed[index].active = true
+                if wasActive && !moved { return }
+                if dialed[index].connection == nil && dialed[index].timer == nil {
+                    dialed[index].attempt = 0
+                    dial(index)
+                }
+                return
+            }
+            dialed.append(Dialed(peer: peer, via: "mdns", name: name))
+            discovered[name] = dialed.count - 1
+            logger.debug("peer found over mDNS", ["dnssd.instance": name, "peer.address": "\(address)"])
+            dial(dialed.count - 1)
+            publishSnapshot()
+        }
+    }
+
+    /// An mDNS instance said goodbye or expired: stop dialling it. A link to it stays while it
+    /// works (keep-alives end it when the host is gone; an Avahi restart on either side must not).
+    public func lost(name: String) {
+        queue.async { [self] in
+            guard let index = discovered[name] else { return }
+            dialed[index].active = false
+            dialed[index].timer?.cancel()
+            dialed[index].timer = nil
+            dialed[index].parked = false
+            logger.debug("peer lost over mDNS", ["dnssd.instance": name])
+            publishSnapshot()
+        }
+    }
+
     // MARK: Links (on queue)
 
     private func dial(_ index: Int) {
-        guard !stopped else { return }
+        guard !stopped, dialed[index].active else { return }
         dialed[index].timer = nil
         dialed[index].parked = false
         let peer = dialed[index].peer
@@ -232,14 +290,14 @@ public final class PeerManager: @unchecked Sendable {
                 guard !self.stopped else { stream.close(); return }
                 let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
                                     settings: self.settings.link, logger: self.logger)
-                self.adopt(link, via: "config", staticIndex: index)
+                self.adopt(link, via: self.dialed[index].via, staticIndex: index)
                 link.start()
             }
         }
     }
 
     private func scheduleRedial(_ index: Int) {
-        guard !stopped, dialed[index].timer == nil else { return }
+        guard !stopped, dialed[index].active, dialed[index].timer == nil else { return }
         let attempt = dialed[index].attempt
         dialed[index].attempt += 1
         let base = Double(settings.initialBackoff.nanoseconds) * pow(2, Double(min(attempt, 20)))
@@ -302,6 +360,11 @@ public final class PeerManager: @unchecked Sendable {
             if loser === connection { return }
         }
         connection.since = settings.now()
+        handshakeFailuresLogged.remove(connection.link.remote.host)
+        if connection.via == "incoming",
+           dialed.contains(where: { $0.via == "mdns" && $0.active && $0.peer.host == connection.link.remote.host }) {
+            connection.via = "mdns"
+        }
         if let index = connection.staticIndex {
             dialed[index].attempt = 0
             dialed[index].lastKey = key
@@ -335,7 +398,16 @@ public final class PeerManager: @unchecked Sendable {
             missingBlobs[wanted]?.fetching = nil
             assignBlobs()
         }
-        if let offence = Self.offence(reason) { punish(connection, offence) }
+        if let offence = Self.offence(reason) {
+            punish(connection, offence)
+        } else if connection.peerKey == nil, reason != .closedLocally {
+            // A handshake cut short without an offence (the peer closed: maybe it holds another
+            // network key, or it refuses us): logged once per host, until a link to it works.
+            let host = connection.link.remote.host
+            let first = handshakeFailuresLogged.count < 4096 && handshakeFailuresLogged.insert(host).inserted
+            logger.log(first ? .info : .debug, "peer handshake did not complete",
+                       ["peer.address": "\(connection.link.remote)", "via": connection.via, "reason": "\(reason)"])
+        }
         if let index = connection.staticIndex, dialed[index].connection === connection {
             dialed[index].connection = nil
             scheduleRedial(index)
@@ -569,8 +641,10 @@ public final class PeerManager: @unchecked Sendable {
         let host = connection.link.remote.host
         let interval = penalties.punish(host, reason: reason, now: .now)
         let offences = penalties.refusal(of: host, now: .now)?.offences ?? 1
-        logger.info("peer refused for a while", ["peer.address": "\(connection.link.remote)", "for": "\(interval)",
-                                                 "offences": "\(offences)", "reason": reason])
+        // The first offence of a streak at info; repeats (bounded by the doubling refusals) at debug.
+        logger.log(offences == 1 ? .info : .debug, "peer refused for a while",
+                   ["peer.address": "\(connection.link.remote)", "for": "\(interval)", "offences": "\(offences)",
+                    "via": connection.via, "reason": reason])
         if penalties.count > settings.penalties.capacity / 2 { penalties.prune(now: .now) }
     }
 

@@ -193,6 +193,10 @@ public final class Discovery: @unchecked Sendable {
 
     /// The name we are registered under, once `.registered` came.
     public var registeredName: String? { onQueue { self.ownName } }
+    /// Whether browsing shows our own registered instance (we are visible on the network).
+    public var isOwnInstanceVisible: Bool {
+        onQueue { self.ownName.map { self.tracked[$0]?.interfaces.isEmpty == false } ?? false }
+    }
 
     // MARK: On queue
 

@@ -409,7 +409,8 @@ public final class PeerLink: @unchecked Sendable {
         case .closed: return
         default: break
         }
-        logger.info("peer link closed", ["peer.address": "\(remote)", "reason": "\(reason)"])
+        // At debug: the owner logs what matters (offences, once per host) with more context.
+        logger.debug("peer link closed", ["peer.address": "\(remote)", "reason": "\(reason)"])
         finishClose(reason)
     }
 
