@@ -21,9 +21,10 @@ extension EndToEndTests {
         defer { e2e.cleanup() }
         let hostilePeer = try Binaries.tool("mentormate-hostile-peer")
         let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
-        // A low records-per-second limit, so that the flood meets it.
+        // A low records-per-second limit, so that the flood meets it; debug logging, because
+        // repeated offences of one address are logged at debug (only the first at info).
         let config = try e2e.write("a.conf", Array("peer_records_per_second = 200\n".utf8))
-        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA, extra: ["--config", config])
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA, extra: ["--config", config, "--log-level", "debug"])
         defer { a.kill() }
         let portA = Int(try #require(try mmJSON(e2e, ["status"], socketA)["listen"]?["port"]?.intValue))
         // B also dials a listener of ours, so that we catch a real msg1 to replay.
@@ -200,6 +201,8 @@ extension EndToEndTests {
         try hostile("a second offence from \(offender)", reason: wrongKey, from: offender) { $0.send(HostileTCP.random(64)) }
         #expect(lines(naming: offender + ":").contains { $0.contains("peer refused for a while") && $0.contains("offences=2") && $0.contains("for=\"4.0 seconds\"") },
                 "the second offence should double the refusal: \(lines(naming: offender + ":"))")
+        #expect(!lines(naming: offender + ":").contains { $0.hasPrefix("info") && $0.contains("offences=2") },
+                "a repeated offence is logged at debug, not info (no flood at the default level)")
 
         // (8) Peers that complete the handshake (they hold the network key) and then misbehave.
         // A well-behaved one first, as the control: what it sends is stored.
