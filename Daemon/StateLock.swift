@@ -13,8 +13,11 @@ final class StateLock {
         let path = stateDirectory + "/lock"
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw DaemonError("cannot open \(path): \(String(cString: strerror(errno)))",
-                              hint: "check that the state directory belongs to the user running mentormated")
+            let code = errno
+            throw DaemonError("cannot open \(path): \(String(cString: strerror(code)))",
+                              hint: code == EROFS || code == ENOSPC
+                                ? "the state directory's file system is \(code == EROFS ? "read-only" : "full"); remount it read-write or free space, or choose another with --state-dir"
+                                : "check that the state directory belongs to the user running mentormated")
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = Self.readPID(fd)
