@@ -6,10 +6,9 @@ import MentorCrypto
 ///
 /// Limits (issue 4, item 5): at most `maxLinksPerAddress` links per remote IP and `maxLinks` in
 /// all; a connection beyond either is closed at once, before any handshake byte, and counted in
-/// `refusedCount` (logged once per address until its count drops).
+/// `refusedCount` (logged per address at a slowing rate: 1 s, 2 s, 4 s … apart).
 ///
-/// A host under a refusal (`refusal` answers a reason) is closed at once too, logged once per
-/// refusal.
+/// A host under a refusal (`refusal` answers a reason) is closed at once too, logged the same way.
 ///
 /// `accepted` runs on `queue` for each admitted link, before `start()`: set its callbacks there.
 ///
@@ -38,10 +37,8 @@ public final class PeerListener: @unchecked Sendable {
     private var perAddress: [String: Int] = [:]
     private var total = 0
     private var refused = 0
-    private var refusingLogged: Set<String> = []
-    /// "host NUL reason" of each refusal logged (a refusal's reason names its offence count, so
-    /// each refusal is logged once).
-    private var bannedLogged: Set<String> = []
+    /// Refusals are logged per address at a slowing rate (1 s, 2 s, 4 s … apart).
+    private var throttle = LogThrottle()
 
     public init(listener: TCPListener, identity: SigningKeyPair, queue: DispatchQueue,
                 settings: Settings = Settings(), logger: some Logger = DiscardingLogger(),
@@ -104,21 +101,22 @@ public final class PeerListener: @unchecked Sendable {
         let host = stream.remote.host
         if let reason = refusal(host) {
             refused += 1
-            if bannedLogged.count >= 4096 { bannedLogged = [] }
-            if bannedLogged.insert(host + "\u{0}" + reason).inserted {
-                logger.info("peer connection refused", ["peer.address": "\(stream.remote)", "reason": reason])
+            let (log, suppressed) = throttle.admit("refused " + host + "\u{0}" + reason, now: .now)
+            if log {
+                logger.info("peer connection refused", ["peer.address": "\(stream.remote)", "reason": reason,
+                                                        "suppressed": "\(suppressed)"])
             }
             stream.close()
             return
         }
-        if !bannedLogged.isEmpty { bannedLogged = bannedLogged.filter { !$0.hasPrefix(host + "\u{0}") } }
         let count = perAddress[host, default: 0]
         guard count < settings.maxLinksPerAddress, total < settings.maxLinks else {
             refused += 1
-            if refusingLogged.insert(host).inserted {
+            let (log, suppressed) = throttle.admit("limit " + host, now: .now)
+            if log {
                 logger.info("peer connection refused: limit reached",
                             ["peer.address": "\(stream.remote)", "limit.address": "\(settings.maxLinksPerAddress)",
-                             "limit.total": "\(settings.maxLinks)"])
+                             "limit.total": "\(settings.maxLinks)", "suppressed": "\(suppressed)"])
             }
             stream.close()
             return
@@ -132,7 +130,6 @@ public final class PeerListener: @unchecked Sendable {
             self.total -= 1
             let left = (self.perAddress[host] ?? 1) - 1
             self.perAddress[host] = left > 0 ? left : nil
-            self.refusingLogged.remove(host)
         }
         accepted(link)
         link.start()

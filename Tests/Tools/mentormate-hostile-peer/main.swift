@@ -14,6 +14,9 @@
 //               records-per-second burst its acks are held, so the flood overruns the window
 //               (against a daemon with `peer_records_per_second` under 10,000)
 //   valid       sends one batch of one valid card and behaves (a control: must be stored)
+//   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
+//               first) as fast as the daemon's acks allow, keeping the window full; prints
+//               `result stream sent=N acked=N seconds=S closed=true|false`
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -40,15 +43,17 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 var from: String?
 var wait = 5.0
 var positional: [String] = []
+var streamRecords = 20_000
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
     case "--from": from = arguments.isEmpty ? nil : arguments.removeFirst()
     case "--wait": wait = arguments.isEmpty ? -1 : Double(arguments.removeFirst()) ?? -1
+    case "--records": streamRecords = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid"]
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
@@ -178,6 +183,46 @@ case "flood":
     for batch in batches { sendMessage(.records(batch)) }
 case "valid":
     sendMessage(.records([card(&writer, "Valid Val")]))
+case "stream":
+    var pending: [[[UInt8]]] = []
+    while pending.count * SyncLimits.maxBatchRecords < streamRecords {
+        var batch: [[UInt8]] = []
+        for _ in 0..<SyncLimits.maxBatchRecords { batch.append(card(&writer, "Stream \(writer.lastSeq + 1)")) }
+        pending.append(batch)
+    }
+    var began = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &began)
+    func seconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec - began.tv_sec) + Double(now.tv_nsec - began.tv_nsec) / 1e9
+    }
+    var inFlight = 0, sent = 0, acked = 0, ended = false
+    pending.reverse()
+    while seconds() < wait, !(pending.isEmpty && inFlight == 0) {
+        while inFlight < SyncSettings().window, let batch = pending.popLast() {
+            sendMessage(.records(batch))
+            inFlight += 1
+            sent += batch.count
+        }
+        guard let bytes = readSome(timeout: 0.05) else { ended = true; break }
+        do {
+            for body in try decoder.feed(bytes) {
+                let plaintext = try opener.open(body)
+                if !plaintext.isEmpty, case .ack(let count) = try SyncMessage.decode(plaintext) {
+                    inFlight -= Int(count)
+                    acked += Int(count) * SyncLimits.maxBatchRecords
+                }
+            }
+        } catch {
+            printError("the daemon sent a bad frame: \(error)")
+            ended = true
+            break
+        }
+    }
+    print("result stream sent=\(sent) acked=\(min(acked, sent)) seconds=\(Double(Int(seconds() * 100)) / 100) closed=\(ended)")
+    close(fd)
+    exit(0)
 default:
     fail("unknown attack \(attack)", status: 2)
 }
