@@ -53,3 +53,32 @@ import Testing
         #expect(box.count == 0)
     }
 }
+
+@Suite struct LogThrottleTests {
+    @Test func aRecurringEventIsLoggedAtASlowingRateWithTheCountLeftOut() {
+        var throttle = LogThrottle()
+        throttle.maximum = .seconds(8)
+        let t0 = ContinuousClock.now
+        var logged: [(Int, Int)] = []   // (millisecond, suppressed)
+        for ms in stride(from: 0, to: 30_000, by: 100) {   // ten a second for 30 s
+            let (log, suppressed) = throttle.admit("limit 10.0.0.9", now: t0 + .milliseconds(ms))
+            if log { logged.append((ms, suppressed)) }
+        }
+        #expect(logged.map(\.0) == [0, 1000, 3000, 7000, 15000, 23000], "\(logged)")
+        #expect(logged.map(\.1) == [0, 9, 19, 39, 79, 79], "\(logged)")
+        #expect(throttle.admit("another key", now: t0 + .milliseconds(29_950)).log, "keys are independent")
+    }
+
+    @Test func aKeyQuietLongEnoughStartsOverAndCapacityBoundsTheKeys() {
+        var throttle = LogThrottle()
+        throttle.forgetAfter = .seconds(10)
+        throttle.capacity = 2
+        let t0 = ContinuousClock.now
+        #expect(throttle.admit("a", now: t0).log)
+        #expect(!throttle.admit("a", now: t0 + .milliseconds(500)).log)
+        #expect(throttle.admit("a", now: t0 + .seconds(20)) == (true, 0), "forgotten after 10 s of quiet")
+        _ = throttle.admit("b", now: t0 + .seconds(21))
+        _ = throttle.admit("c", now: t0 + .seconds(22))   // drops "a", the oldest
+        #expect(throttle.admit("a", now: t0 + .seconds(22)).log, "a was dropped, so it starts over")
+    }
+}
