@@ -79,6 +79,7 @@ public final class APIServer: @unchecked Sendable {
     private var refusingLogged = false
     private var shutdownDeadline: DispatchWorkItem?
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    private var servingWaiters: [@Sendable () -> Void] = []
 
     public init(listener: UnixListener, handler: some APIHandler, logger: some Logger = DiscardingLogger(),
                 settings: Settings = Settings()) {
@@ -117,6 +118,8 @@ public final class APIServer: @unchecked Sendable {
             case .idle:
                 phase = .running
                 startAccepting()
+                for waiter in servingWaiters { waiter() }
+                servingWaiters = []
                 return true
             case .stopped:
                 return false
@@ -152,6 +155,25 @@ public final class APIServer: @unchecked Sendable {
     /// running one are not started.
     public func shutdown() {
         queue.async { self.beginShutdown() }
+    }
+
+    /// Runs `body` on the server's queue once `run()` accepts connections (at once if it does
+    /// already; never if the server stopped first). For the service manager's readiness: a
+    /// client that connects after `body` ran is served. `body` must not block.
+    public func whenServing(_ body: @escaping @Sendable () -> Void) {
+        queue.async {
+            switch self.phase {
+            case .idle: self.servingWaiters.append(body)
+            case .running: body()
+            case .stopping, .stopped: break
+            }
+        }
+    }
+
+    /// Runs `body` on the server's queue after the work queued before it: a watchdog's probe of
+    /// the event loop (while the loop is stuck, `body` does not run). `body` must not block.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
     }
 
     // MARK: Requests (child tasks of run)
