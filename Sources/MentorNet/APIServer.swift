@@ -77,6 +77,7 @@ public final class APIServer: @unchecked Sendable {
     private var connections: [UInt64: Connection] = [:]
     private var nextID: UInt64 = 1
     private var refusingLogged = false
+    private var acceptFailure = RecurringFailure()
     private var shutdownDeadline: DispatchWorkItem?
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
     private var servingWaiters: [@Sendable () -> Void] = []
@@ -231,7 +232,9 @@ public final class APIServer: @unchecked Sendable {
             do throws(NetError) {
                 switch try listener.accept() {
                 case .wouldBlock: return
-                case .done(let fd): admit(fd)
+                case .done(let fd):
+                    if acceptFailure.recovered() > 0 { logger.info("accepting API connections again", [:]) }
+                    admit(fd)
                 }
             } catch {
                 switch error.errno {
@@ -239,11 +242,16 @@ public final class APIServer: @unchecked Sendable {
                     continue  // the client gave up before we accepted
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // The listener stays readable; wait a little instead of spinning on it.
-                    logger.info("cannot accept API connections for now", ["error": "\(error)"])
+                    // Retried every 100 ms: logged once, then at a slowing rate.
+                    if let missed = acceptFailure.failed(now: .now) {
+                        logger.info("cannot accept API connections for now", ["error": "\(error)", "unreported": "\(missed)"])
+                    }
                     pauseAccepting()
                     return
                 default:
-                    logger.info("accepting an API connection failed", ["error": "\(error)"])
+                    if let missed = acceptFailure.failed(now: .now) {
+                        logger.info("accepting an API connection failed", ["error": "\(error)", "unreported": "\(missed)"])
+                    }
                     pauseAccepting()
                     return
                 }

@@ -417,6 +417,35 @@ extension EndToEndTests {
         }
     }
 
+    /// A static peer that refuses every dial is redialled with backoff but logged once at info
+    /// (then at a slowing rate, minutes apart), never a line per attempt; the attempts themselves
+    /// show at debug.
+    @Test func aRefusingPeerIsLoggedOnceNotPerAttempt() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        // A port nobody listens on: bind one, note it, close it.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
+        close(probe)
+        let port = UInt16(bigEndian: addr.sin_port)
+
+        let daemon = try Self.spawnService(e2e, name: "lonely", arguments: ["--peer", "127.0.0.1:\(port)", "--log-level", "debug"],
+                                           environment: [:])
+        defer { daemon.kill() }
+        try daemon.waitUntilServing()
+        let attempts = try poll(timeout: .seconds(10), {
+            daemon.log.split(separator: "\n").filter { $0.contains("dialling a peer failed") }.count
+        }, until: { $0 >= 4 })
+        #expect(attempts >= 4, "the peer should have been redialled a few times: \(daemon.log)")
+        let infoLines = daemon.log.split(separator: "\n").filter { $0.hasPrefix("info peer unreachable") }
+        #expect(infoLines.count == 1, "one info line for \(attempts + 1) failed dials: \(daemon.log)")
+        #expect(infoLines.first?.contains("peer.address=127.0.0.1:\(port)") == true, "\(infoLines)")
+    }
+
     // MARK: Completion and manual
 
     /// The bash completion and the man pages name every command and every option that

@@ -1,5 +1,8 @@
 import Dispatch
 import MentorCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The accepting side of the peer transport: accepts on a read source, applies the connection
 /// limits, and runs each admitted connection as a responder `PeerLink`.
@@ -42,6 +45,9 @@ public final class PeerListener: @unchecked Sendable {
     /// "host NUL reason" of each refusal logged (a refusal's reason names its offence count, so
     /// each refusal is logged once).
     private var bannedLogged: Set<String> = []
+    private var acceptFailure = RecurringFailure()
+    /// The accept source is suspended for a moment after a failed accept.
+    private var paused = false
 
     public init(listener: TCPListener, identity: SigningKeyPair, queue: DispatchQueue,
                 settings: Settings = Settings(), logger: some Logger = DiscardingLogger(),
@@ -71,6 +77,10 @@ public final class PeerListener: @unchecked Sendable {
     /// Stops accepting (graceful: links already open go on). Idempotent.
     public func close() {
         queue.async { [self] in
+            if let source, paused {
+                paused = false
+                source.resume()  // a suspended source must be resumed to be cancelled
+            }
             if let source { source.cancel() } else { listener?.close() }
             source = nil
             listener = nil
@@ -92,12 +102,33 @@ public final class PeerListener: @unchecked Sendable {
                 case .done(let s): stream = s
                 }
             } catch {
-                logger.info("accepting a peer connection failed", ["error": "\(error)"])
+                if error.errno == ECONNABORTED || error.errno == EPROTO { continue }  // the peer gave up first
+                // Out of descriptors or memory: the listener stays readable, so pause instead of
+                // spinning on it; logged once, then at a slowing rate.
+                if let missed = acceptFailure.failed(now: .now) {
+                    logger.info("accepting a peer connection failed", ["error": "\(error)", "unreported": "\(missed)"])
+                }
+                pause()
                 return
             }
+            if acceptFailure.recovered() > 0 { logger.info("accepting peer connections again", [:]) }
             admit(stream)
         }
         queue.async { [weak self] in self?.acceptPending() }
+    }
+
+    private func pause() {
+        guard let source, !paused else { return }
+        paused = true
+        source.suspend()
+        queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+            guard let self, self.paused else { return }
+            self.paused = false
+            if let source = self.source {
+                source.resume()
+                self.acceptPending()
+            }
+        }
     }
 
     private func admit(_ stream: TCPStream) {
