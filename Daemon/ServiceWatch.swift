@@ -98,7 +98,7 @@ final class ServiceWatch: @unchecked Sendable {
             node.probe { [self] in
                 var message = keepAliveInterval == nil ? "" : "WATCHDOG=1"
                 let (stopping, due) = state.withLock { s in
-                    (s.stopping, s.statusAt.map { ContinuousClock.now - $0 >= statusInterval } ?? true)
+                    (s.stopping, s.statusAt.map { ContinuousClock.now - $0 >= statusInterval * 0.9 } ?? true)
                 }
                 if !stopping && due {
                     let status = statusLine()
