@@ -335,7 +335,9 @@ extension EndToEndTests {
         // A: a backlog of card edits.
         let a = try e2e.startDaemon(stateDir: e2e.path("a"), socket: e2e.path("a.sock"))
         defer { a.kill() }
-        let backlog = 1500
+        // More than two windows (4 batches of 256) beyond what B may take at once, so a restarted B
+        // is still mid-sync when A stops.
+        let backlog = 3000
         do {
             let client = try RPCClient(path: a.socket, timeout: .seconds(30))
             defer { client.close() }
@@ -377,6 +379,7 @@ extension EndToEndTests {
         defer { b2.kill() }
         let resumed = try poll(timeout: .seconds(30), { try records(b2) }, until: { $0 > first })
         #expect((first + 1..<backlog).contains(resumed), "B should resume the sync, holding \(resumed) of \(backlog)")
+        print("SIGTERM during a sync: B held \(first) of \(backlog) records when stopped, \(resumed) when A was stopped")
         try stop(a, "A (sending)")
         try stop(b2, "B (after A left)")
     }
