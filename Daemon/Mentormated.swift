@@ -6,6 +6,7 @@ import MentorCrypto
 import MentorNet
 import MentorNode
 import MentorStore
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -104,7 +105,7 @@ struct Mentormated {
                                            now: { Clock.wallMillis() }),
                         replica: replica, nodeKeys: nodeKeys)
         node.logger = logger
-        let socketPath = settings.socketPath
+        var socketPath = settings.socketPath
         var peerSettings = PeerManager.Settings()
         peerSettings.link = linkSettings
         peerSettings.now = { Clock.wallMillis() }
@@ -116,8 +117,9 @@ struct Mentormated {
         let discovery = settings.mdns
             ? DiscoveryController(peers: peerManager, port: listenAddress.port, nodeKey: nodeKeys.publicKey, logger: logger)
             : nil
+        let runtimeSocket = Mutex(socketPath)
         node.runtimeInfo = { [weak peerManager] in
-            RuntimeInfo(socketPath: socketPath, listen: listenAddress, discovery: discovery?.status ?? "off",
+            RuntimeInfo(socketPath: runtimeSocket.withLock { $0 }, listen: listenAddress, discovery: discovery?.status ?? "off",
                         peers: peerManager?.peers ?? [], startedAt: started,
                         discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false)
         }
@@ -130,8 +132,12 @@ struct Mentormated {
         do {
             if let fds = environment["LISTEN_FDS"].flatMap(Int32.init), fds >= 1,
                environment["LISTEN_PID"].flatMap(Int32.init) == getpid() {
-                listener = try UnixListener(adopting: 3, path: nil)
-                logger.info("API socket inherited from systemd", ["fd": "3"])
+                // sd_listen_fds: the first inherited descriptor is 3; nothing we start inherits them.
+                for name in ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES"] { unsetenv(name) }
+                let path = SocketActivation.boundPath(of: 3)
+                listener = try UnixListener(adopting: 3, path: path)
+                if let path { socketPath = path }
+                logger.info("API socket inherited from systemd", ["fd": "3", "socket": path ?? "(unnamed)", "fds": "\(fds)"])
             } else {
                 // In system mode other users must reach the socket (access is checked per call
                 // with SO_PEERCRED); a user-mode socket stays in a private directory.
@@ -141,8 +147,13 @@ struct Mentormated {
             fail("API socket \(socketPath): \(error)", hint: "another mentormated may be running; `mentormate status` tells")
         }
 
+        runtimeSocket.withLock { $0 = socketPath }
         let handler = NodeAPIHandler(node: node)
         let server = APIServer(listener: listener, handler: handler, logger: logger)
+        // Under systemd (NOTIFY_SOCKET): READY=1 once the API serves, STATUS=, WATCHDOG=1.
+        let serviceWatch = ServiceWatch(environment: environment, node: node, server: server, replica: replica,
+                                        peers: { [weak peerManager] in peerManager?.peers.count ?? 0 }, logger: logger)
+        let faults = TestFaults(environment: environment, node: node, server: server, logger: logger)
 
         // Signals: TERM/INT stop gracefully, HUP reloads the config file.
         signal(SIGTERM, SIG_IGN)
@@ -152,6 +163,7 @@ struct Mentormated {
         let signalSources = installSignalHandlers(
             stop: { sig in
                 logger.notice("stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                serviceWatch?.stopping()
                 server.shutdown()
             },
             reload: {
@@ -176,6 +188,7 @@ struct Mentormated {
             "listen": "\(peerManager.listenAddress)", "state_dir": settings.stateDirectory,
         ])
 
+        serviceWatch?.start()
         do {
             try await server.run()
         } catch {
@@ -185,7 +198,7 @@ struct Mentormated {
         peerManager.stop()   // no sync touches the replica after this
         do { try replica.close() } catch { logger.error("closing the replica failed", ["error": "\(error)"]) }
         logger.notice("mentormated stopped", [:])
-        withExtendedLifetime((stateLock, peerManager, discovery, signalSources)) {}
+        withExtendedLifetime((stateLock, peerManager, discovery, signalSources, serviceWatch, faults)) {}
         exit(0)
     }
 

@@ -77,8 +77,10 @@ public final class APIServer: @unchecked Sendable {
     private var connections: [UInt64: Connection] = [:]
     private var nextID: UInt64 = 1
     private var refusingLogged = false
+    private var acceptFailure = RecurringFailure()
     private var shutdownDeadline: DispatchWorkItem?
     private var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    private var servingWaiters: [@Sendable () -> Void] = []
 
     public init(listener: UnixListener, handler: some APIHandler, logger: some Logger = DiscardingLogger(),
                 settings: Settings = Settings()) {
@@ -117,6 +119,8 @@ public final class APIServer: @unchecked Sendable {
             case .idle:
                 phase = .running
                 startAccepting()
+                for waiter in servingWaiters { waiter() }
+                servingWaiters = []
                 return true
             case .stopped:
                 return false
@@ -152,6 +156,25 @@ public final class APIServer: @unchecked Sendable {
     /// running one are not started.
     public func shutdown() {
         queue.async { self.beginShutdown() }
+    }
+
+    /// Runs `body` on the server's queue once `run()` accepts connections (at once if it does
+    /// already; never if the server stopped first). For the service manager's readiness: a
+    /// client that connects after `body` ran is served. `body` must not block.
+    public func whenServing(_ body: @escaping @Sendable () -> Void) {
+        queue.async {
+            switch self.phase {
+            case .idle: self.servingWaiters.append(body)
+            case .running: body()
+            case .stopping, .stopped: break
+            }
+        }
+    }
+
+    /// Runs `body` on the server's queue after the work queued before it: a watchdog's probe of
+    /// the event loop (while the loop is stuck, `body` does not run). `body` must not block.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
     }
 
     // MARK: Requests (child tasks of run)
@@ -209,7 +232,9 @@ public final class APIServer: @unchecked Sendable {
             do throws(NetError) {
                 switch try listener.accept() {
                 case .wouldBlock: return
-                case .done(let fd): admit(fd)
+                case .done(let fd):
+                    if acceptFailure.recovered() > 0 { logger.info("accepting API connections again", [:]) }
+                    admit(fd)
                 }
             } catch {
                 switch error.errno {
@@ -217,11 +242,16 @@ public final class APIServer: @unchecked Sendable {
                     continue  // the client gave up before we accepted
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // The listener stays readable; wait a little instead of spinning on it.
-                    logger.info("cannot accept API connections for now", ["error": "\(error)"])
+                    // Retried every 100 ms: logged once, then at a slowing rate.
+                    if let missed = acceptFailure.failed(now: .now) {
+                        logger.info("cannot accept API connections for now", ["error": "\(error)", "unreported": "\(missed)"])
+                    }
                     pauseAccepting()
                     return
                 default:
-                    logger.info("accepting an API connection failed", ["error": "\(error)"])
+                    if let missed = acceptFailure.failed(now: .now) {
+                        logger.info("accepting an API connection failed", ["error": "\(error)", "unreported": "\(missed)"])
+                    }
                     pauseAccepting()
                     return
                 }

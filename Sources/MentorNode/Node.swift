@@ -123,6 +123,12 @@ public final class Node: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the node's queue after the work queued before it: the service manager's
+    /// watchdog probe (while a request holds the queue, `body` does not run). `body` must not block.
+    public func probe(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
+
     /// Applies a reloaded configuration's e-mail domains (SIGHUP).
     public func reload(emailDomains: [String]) {
         queue.sync { config.emailDomains = emailDomains }

@@ -145,6 +145,8 @@ public final class PeerManager: @unchecked Sendable {
         var timer: DispatchWorkItem?
         /// Waiting for the link to `lastKey` (kept as a duplicate's survivor) to close.
         var parked = false
+        /// Failed dials since the last link, for logging them once and then at a slowing rate.
+        var unreachable = RecurringFailure()
     }
 
     // Confined to queue:
@@ -283,8 +285,15 @@ public final class PeerManager: @unchecked Sendable {
             switch result {
             case .failure(let error):
                 guard !self.stopped else { return }
-                self.logger.debug("dialling a peer failed", ["peer.address": "\(PeerAddress(host: peer.host, port: peer.port))",
-                                                            "error": "\(error)"])
+                // Redialled with backoff: logged at info once, then at a slowing rate, until a link works.
+                let address = "\(PeerAddress(host: peer.host, port: peer.port))"
+                if let missed = self.dialed[index].unreachable.failed(now: .now) {
+                    self.logger.info("peer unreachable; redialling with backoff",
+                                     ["peer.address": address, "via": self.dialed[index].via, "error": "\(error)",
+                                      "failures": "\(self.dialed[index].unreachable.streak)", "unreported": "\(missed)"])
+                } else {
+                    self.logger.debug("dialling a peer failed", ["peer.address": address, "error": "\(error)"])
+                }
                 self.scheduleRedial(index)
             case .success(let stream):
                 guard !self.stopped else { stream.close(); return }
@@ -368,6 +377,7 @@ public final class PeerManager: @unchecked Sendable {
         if let index = connection.staticIndex {
             dialed[index].attempt = 0
             dialed[index].lastKey = key
+            dialed[index].unreachable.recovered()
         }
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()

@@ -147,8 +147,10 @@ public final class Discovery: @unchecked Sendable {
     private var registration: DNSSDService?
     private var browser: DNSSDService?
     private var ownName: String?
-    /// Since the last failure, with no successful start after it: repeated failures log at debug.
+    /// Since the last failure, with no successful start after it.
     private var failing = false
+    /// Repeated failures of a streak: logged at info once, then at a slowing rate, else at debug.
+    private var failure = RecurringFailure()
     private var tracked: [String: Tracked] = [:]
     private var nextToken: UInt64 = 1
 
@@ -220,15 +222,22 @@ public final class Discovery: @unchecked Sendable {
         running = true
         if failing {
             failing = false
+            failure.recovered()
             logger.info("service discovery is back on", ["dnssd.type": type])
         } else {
             logger.debug("service discovery started", ["dnssd.type": type])
         }
     }
 
-    /// Logs the first failure at info; failures after it (retries) only at debug, until a start works.
+    /// Logs the first failure at info, and the failures after it (retries) at info once in a
+    /// slowing while (1 min, then doubling up to 1 h), else at debug, until a start works.
     private func logFailure(_ error: DNSSDError) {
-        logger.log(failing ? .debug : .info, "service discovery is off", ["dnssd.error": "\(error)"])
+        if let missed = failure.failed(now: .now) {
+            logger.log(.info, failing ? "service discovery is still off" : "service discovery is off",
+                       ["dnssd.error": "\(error)", "failures": "\(failure.streak)", "unreported": "\(missed)"])
+        } else {
+            logger.log(.debug, "service discovery is off", ["dnssd.error": "\(error)"])
+        }
         failing = true
     }
 

@@ -1,5 +1,8 @@
 import Dispatch
 import MentorCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The accepting side of the peer transport: accepts on a read source, applies the connection
 /// limits, and runs each admitted connection as a responder `PeerLink`.
@@ -39,6 +42,9 @@ public final class PeerListener: @unchecked Sendable {
     private var refused = 0
     /// Refusals are logged per address at a slowing rate (1 s, 2 s, 4 s … apart).
     private var throttle = LogThrottle()
+    private var acceptFailure = RecurringFailure()
+    /// The accept source is suspended for a moment after a failed accept.
+    private var paused = false
 
     public init(listener: TCPListener, identity: SigningKeyPair, queue: DispatchQueue,
                 settings: Settings = Settings(), logger: some Logger = DiscardingLogger(),
@@ -68,6 +74,10 @@ public final class PeerListener: @unchecked Sendable {
     /// Stops accepting (graceful: links already open go on). Idempotent.
     public func close() {
         queue.async { [self] in
+            if let source, paused {
+                paused = false
+                source.resume()  // a suspended source must be resumed to be cancelled
+            }
             if let source { source.cancel() } else { listener?.close() }
             source = nil
             listener = nil
@@ -89,12 +99,33 @@ public final class PeerListener: @unchecked Sendable {
                 case .done(let s): stream = s
                 }
             } catch {
-                logger.info("accepting a peer connection failed", ["error": "\(error)"])
+                if error.errno == ECONNABORTED || error.errno == EPROTO { continue }  // the peer gave up first
+                // Out of descriptors or memory: the listener stays readable, so pause instead of
+                // spinning on it; logged once, then at a slowing rate.
+                if let missed = acceptFailure.failed(now: .now) {
+                    logger.info("accepting a peer connection failed", ["error": "\(error)", "unreported": "\(missed)"])
+                }
+                pause()
                 return
             }
+            if acceptFailure.recovered() > 0 { logger.info("accepting peer connections again", [:]) }
             admit(stream)
         }
         queue.async { [weak self] in self?.acceptPending() }
+    }
+
+    private func pause() {
+        guard let source, !paused else { return }
+        paused = true
+        source.suspend()
+        queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
+            guard let self, self.paused else { return }
+            self.paused = false
+            if let source = self.source {
+                source.resume()
+                self.acceptPending()
+            }
+        }
     }
 
     private func admit(_ stream: TCPStream) {

@@ -1,0 +1,69 @@
+# bash completion for mentormate(1) and mentormated(8).
+# Installed by `make install` to share/bash-completion/completions/ (as mentormate and
+# mentormated). Every command and option of `mentormate --help` is here; a test checks that.
+
+_mentormate() {
+    local cur prev words cword
+    if declare -F _init_completion >/dev/null 2>&1; then
+        _init_completion || return
+    else
+        cur="${COMP_WORDS[COMP_CWORD]}"; prev="${COMP_WORDS[COMP_CWORD-1]}"
+        words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
+    fi
+
+    local global="--socket --json --help -h --version"
+    local commands="signup login logout whoami profile feed like pass undo matches unmatch chat peers status doctor help"
+
+    case "$prev" in
+        --socket|--photo)
+            COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
+        --role)
+            COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit)
+            return ;;
+    esac
+
+    # The command: the first one or two words that are not options (or option values).
+    local cmd="" sub="" i w
+    for ((i = 1; i < cword; i++)); do
+        w="${words[i]}"
+        case "$w" in
+            --socket) ((i++)); continue ;;
+            -*) continue ;;
+        esac
+        if [[ -z "$cmd" ]]; then cmd="$w"
+        elif [[ "$cmd" == profile && -z "$sub" ]]; then sub="$w"; break
+        else break
+        fi
+    done
+
+    local opts=""
+    case "$cmd" in
+        "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return ;;
+        help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
+        profile)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set" -- "$cur")); return; fi
+            case "$sub" in
+                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo" ;;
+                show) opts="" ;;
+            esac ;;
+        signup) opts="--email --name --role --passphrase" ;;
+        feed) opts="--course --limit" ;;
+        chat) opts="--follow" ;;
+        login|logout|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;
+    esac
+    COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
+}
+complete -F _mentormate mentormate
+
+_mentormated() {
+    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}"
+    case "$prev" in
+        --state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+        --socket|--config|--network-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --log-level) COMPREPLY=($(compgen -W "debug info notice warning error" -- "$cur")); return ;;
+        --listen|--peer) return ;;
+    esac
+    COMPREPLY=($(compgen -W "--state-dir --socket --listen --peer --no-mdns --config --network-key --log-level --help -h --version" -- "$cur"))
+}
+complete -F _mentormated mentormated
