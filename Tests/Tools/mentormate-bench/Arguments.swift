@@ -61,6 +61,8 @@ enum Usage {
                     socket (10,000 cards, 1 and 8 clients), idle CPU and idle memory.
           peers     Two daemons over loopback: time to replicate a 15,000-record backlog,
                     bytes on the wire ÷ record bytes, push latency p50/p99 over 1,000 messages.
+          discovery In the multi-host lab (root): time from starting a daemon on a fresh host
+                    to it being listed in `peers`, and its card readable, on another host.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.

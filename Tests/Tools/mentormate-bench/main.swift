@@ -58,6 +58,19 @@ case .argument(PeersCommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(PeersCommand.name) --help` for usage.")
         status = 2
     }
+case .argument(DiscoveryCommand.name)?:
+    do {
+        switch try DiscoveryCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(DiscoveryCommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(DiscoveryCommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(let other)?:
     printError("error: unknown command '\(other)'\n\n\(Usage.text)")
     status = 2
