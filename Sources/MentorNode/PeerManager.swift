@@ -236,9 +236,12 @@ public final class PeerManager: @unchecked Sendable {
         queue.async { [self] in
             guard !stopped, let address = addresses.first(where: { !$0.host.contains(":") }) ?? addresses.first else { return }
             let peer = StaticPeer(host: address.host, port: address.port)
+            var relabelled = false
             for c in connections.values where c.via == "incoming" && c.link.remote.host == peer.host {
                 c.via = "mdns"   // it dialled us first
+                relabelled = true
             }
+            if relabelled { publishSnapshot() }
             if let index = discovered[name] {
                 let moved = dialed[index].peer != peer
                 dialed[index].peer = peer
