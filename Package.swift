@@ -9,6 +9,8 @@ let package = Package(
         .executable(name: "mentormated", targets: ["mentormated"]),
         .executable(name: "mentormate", targets: ["mentormate"]),
         .executable(name: "mentormate-bench", targets: ["mentormate-bench"]),
+        // The fuzz entry points, for the libFuzzer harnesses in Fuzz/ (a package of its own).
+        .library(name: "MentorFuzzTargets", targets: ["MentorFuzzTargets"]),
     ],
     targets: [
         // C libraries (module.modulemap + shim.h only).
@@ -56,12 +58,18 @@ let package = Package(
         .executableTarget(name: "mentormate-dnssd-probe", dependencies: ["MentorNet"],
                           path: "Tests/Tools/mentormate-dnssd-probe"),
 
+        // What the fuzzers run (Fuzz/) and the regression tests replay (Tests/FuzzRegressions/).
+        .target(name: "MentorFuzzTargets", dependencies: ["MentorCore", "MentorCrypto", "MentorAPI"],
+                path: "Tests/FuzzTargets"),
+
         .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore"], path: "Tests/MentorCoreTests"),
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
         .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),
         .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorAPI", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorNodeTests"),
+        .testTarget(name: "FuzzRegressionTests", dependencies: ["MentorFuzzTargets"],
+                    path: "Tests/FuzzRegressionTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["MentorAPI"], path: "Tests/EndToEndTests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),

@@ -428,6 +428,22 @@ private final class Network {
         }
     }
 
+    @Test func aRecordWaitingForTheWindowIsNotSentBackOnceThePeerSentIt() {
+        var s = SyncSession(settings: SyncSettings(window: 1, batchSize: 1))
+        _ = s.start(localVector: [:])
+        _ = s.receive(.hello([:]))
+        // x:1 goes out at once and fills the window; x:2 and x:3 wait for it.
+        let pushed = s.localRecordsAdded([(x, 1, recordBytes(x, 1)), (x, 2, recordBytes(x, 2)), (x, 3, recordBytes(x, 3))])
+        #expect(pushed == [.send(.records([recordBytes(x, 1)]))])
+        #expect(s.bufferedRecords == 2)
+        // Meanwhile the peer got x:1...2 elsewhere and sends them to us: x:2 must not go back.
+        _ = s.receive(.records([recordBytes(x, 1), recordBytes(x, 2)]))
+        let afterAck = s.receive(.ack(count: 1))
+        #expect(afterAck.contains(.send(.records([recordBytes(x, 3)]))), "\(afterAck)")
+        #expect(!afterAck.contains(.send(.records([recordBytes(x, 2)]))), "x:2 echoed back: \(afterAck)")
+        #expect(s.bufferedRecords == 0)
+    }
+
     // MARK: Violations
 
     func closes(_ d: [SyncDirective]) -> Int { d.filter { if case .close = $0 { true } else { false } }.count }

@@ -77,6 +77,9 @@ public struct SyncSession: Sendable {
     /// Record bytes ready to send, waiting for the window: at most one fetch result plus the
     /// pushes of one `localRecordsAdded` call (pushes never wait here while the window is full).
     private var ready: [[UInt8]] = []
+    /// Per author, the highest seq the peer has shown it holds: its hello, and every record it
+    /// sent us. A record waiting in `ready` at or below it is dropped instead of sent back.
+    private var peerHolds: [PublicKey: UInt64] = [:]
 
     public init(settings: SyncSettings = SyncSettings()) {
         self.settings = settings
@@ -128,6 +131,7 @@ public struct SyncSession: Sendable {
             for e in vector { pv[e.author] = e.seq }
             peerVector = pv
             peerHello = pv
+            peerHolds = pv
             if started {
                 noteMissing()
                 queueAllWork()
@@ -146,8 +150,9 @@ public struct SyncSession: Sendable {
                 }
             }
             // The peer holds what it sent: never send it back.
-            for p in positions where p.seq == (peerVector?[p.author] ?? 0) + 1 {
-                peerVector?[p.author] = p.seq
+            for p in positions {
+                if p.seq == (peerVector?[p.author] ?? 0) + 1 { peerVector?[p.author] = p.seq }
+                peerHolds[p.author] = max(peerHolds[p.author] ?? 0, p.seq)
             }
             unackedReceived += 1
             recordsReceived += batch.count
@@ -289,10 +294,13 @@ public struct SyncSession: Sendable {
             var bytes = 0
             while let next = ready.first, batch.count < settings.batchSize,
                   bytes + next.count <= SyncLimits.maxBatchBytes {
+                ready.removeFirst()
+                // Pushed while the window was full, and the peer has sent it to us since.
+                if let p = try? RecordPosition.peek(next), p.seq <= (peerHolds[p.author] ?? 0) { continue }
                 batch.append(next)
                 bytes += next.count
-                ready.removeFirst()
             }
+            guard !batch.isEmpty else { continue }
             inFlight += 1
             recordsSent += batch.count
             out.append(.send(.records(batch)))

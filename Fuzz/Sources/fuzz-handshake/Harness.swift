@@ -1,0 +1,13 @@
+import MentorFuzzTargets
+
+/// libFuzzer's entry point: runs one input through `FuzzTargets.handshake`; a violated property traps
+/// so libFuzzer saves the input (then add it to Tests/FuzzRegressions/handshake/).
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+    do {
+        try FuzzTargets.handshake(Array(UnsafeBufferPointer(start: data, count: count)))
+    } catch {
+        fatalError("\(error)")
+    }
+    return 0
+}
