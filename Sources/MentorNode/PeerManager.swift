@@ -51,6 +51,8 @@ public final class PeerManager: @unchecked Sendable {
         public var recordsBurst = 20_000
         /// First delay before asking a link again for a photo it said it lacks.
         public var blobRetry: Duration = .milliseconds(500)
+        /// A summary (vector with digests) goes out on a link at most this often, when caught up.
+        public var summaryInterval: Duration = .seconds(60)
         /// `event.sync` per peer at most this often (plus one when it caught up).
         public var syncEventInterval: Duration = .milliseconds(250)
         /// Wall clock in Unix milliseconds (for `since`).
@@ -114,6 +116,8 @@ public final class PeerManager: @unchecked Sendable {
         var announced: (received: Int, sent: Int, caughtUp: Bool) = (0, 0, false)
         var announcedAt: ContinuousClock.Instant?
         var syncTimer: DispatchWorkItem?
+        /// When our summary last went out on this link.
+        var summarizedAt: ContinuousClock.Instant?
 
         init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64) {
             self.serial = serial
@@ -385,12 +389,12 @@ public final class PeerManager: @unchecked Sendable {
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()
         announcePeer(connection, "connected")
-        let vector: [PublicKey: UInt64]
-        do { vector = try node.replica.versionVector() } catch {
+        let summary: [PublicKey: AuthorSummary]
+        do { summary = try node.replica.versionSummary() } catch {
             end(connection, "reading the version vector failed: \(error)")
             return
         }
-        run(connection.session.start(localVector: vector), on: connection)
+        run(connection.session.start(localVector: summary.mapValues(\.seq), digests: summary.mapValues(\.digest)), on: connection)
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
         findMissingPhotos()
     }
@@ -483,6 +487,20 @@ public final class PeerManager: @unchecked Sendable {
                 return
             case .progress:
                 announceSync(connection)
+            case .compare(let entries):
+                // Same seq, different digest: one side holds a fork variant the other never saw.
+                let local: [PublicKey: AuthorSummary]
+                do { local = try node.replica.versionSummary(of: entries.map(\.author)) } catch {
+                    end(connection, "reading the version vector failed: \(error)")
+                    return
+                }
+                let differ = entries.filter { e in local[e.author].map { $0.seq == e.seq && $0.digest != e.digest } ?? false }.map(\.author)
+                if !differ.isEmpty {
+                    logger.info("records of an author differ from the peer's at the same seqs (a fork); exchanging all of them",
+                                ["peer.address": "\(connection.link.remote)", "authors": "\(differ.count)",
+                                 "author": differ[0].shortID])
+                    pending = connection.session.resend(differ)[...] + pending
+                }
             case .peerAccounts(let accounts):
                 connection.accounts = Set(accounts)
                 publishNearby()
@@ -550,6 +568,16 @@ public final class PeerManager: @unchecked Sendable {
                                                "peer.node": connection.peerKey?.key.id ?? "?", "reason": reason])
         connection.link.close()
         publishSnapshot()
+    }
+
+    /// After catching up, sends our vector with digests again (at most once a minute per link):
+    /// forks below where the two sides stood at hello show up as equal seqs with other digests.
+    private func sendSummary(_ connection: Connection) {
+        let now = ContinuousClock.now
+        if let last = connection.summarizedAt, now - last < settings.summaryInterval { return }
+        connection.summarizedAt = now
+        guard let summary = try? node.replica.versionSummary() else { return }
+        run(connection.session.summary(localVector: summary.mapValues(\.seq), digests: summary.mapValues(\.digest)), on: connection)
     }
 
     // MARK: Nearby (on queue)
@@ -720,6 +748,7 @@ public final class PeerManager: @unchecked Sendable {
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.syncEventInterval - (now - last)).nanoseconds)), execute: timer)
             return
         }
+        if totals.caughtUp && !connection.announced.caughtUp { sendSummary(connection) }
         connection.announced = totals
         connection.announcedAt = now
         node.broadcast("sync", RPCNotification(method: "event.sync", params: [

@@ -97,7 +97,7 @@ private final class Network {
                 if autoApply.contains(link.local) { apply(link, batch) } else { unapplied[link, default: []].append(batch) }
             case .close(let reason):
                 closes[link, default: []].append(reason)
-            case .progress, .serveBlob, .blobPart, .peerAccounts:
+            case .progress, .serveBlob, .blobPart, .peerAccounts, .compare:
                 break
             }
             if let s = sessions[link] { maxInFlight[link] = max(maxInFlight[link] ?? 0, s.inFlight) }
@@ -235,10 +235,12 @@ private final class Network {
     }
 
     @Test func oversizedCountsAreRefusedBeforeAllocating() {
-        var w = ByteWriter(); w.u8(1); w.u8(1); w.u32(UInt32(SyncLimits.maxVectorEntries + 1))
+        var w = ByteWriter(); w.u8(1); w.u8(1); w.u8(0); w.u32(UInt32(SyncLimits.maxVectorPart + 1))
         #expect(code(w.bytes) == .tooLarge)
-        var lying = ByteWriter(); lying.u8(1); lying.u8(1); lying.u32(50_000)     // no entries follow
+        var lying = ByteWriter(); lying.u8(1); lying.u8(1); lying.u8(0); lying.u32(10_000)     // no entries follow
         #expect(code(lying.bytes) == .malformed)
+        var flags = ByteWriter(); flags.u8(1); flags.u8(1); flags.u8(2); flags.u32(0)
+        #expect(code(flags.bytes) == .malformed, "unknown flag bits")
         var many = ByteWriter(); many.u8(2); many.u16(UInt16(SyncLimits.maxBatchRecords + 1))
         #expect(code(many.bytes) == .tooLarge)
         var long = ByteWriter(); long.u8(2); long.u16(1); long.u32(UInt32(SyncLimits.maxRecordBytes + 1))
@@ -325,6 +327,53 @@ private final class Network {
         let overrun = receiver.receive(.records([recordBytes(x, 5)]))
         #expect(overrun.count == 1 && "\(overrun)".contains("unacknowledged batches"), "\(overrun)")
         #expect(receiver.isClosed && receiver.releaseAcks() == [])
+    }
+
+    @Test func aLargeVectorGoesInHelloPartsUnderTheFrameLimitAndIsReassembled() throws {
+        func author(_ i: Int) -> PublicKey {
+            PublicKey(bytes: [UInt8(i >> 16 & 0xFF), UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF)] + [UInt8](repeating: 7, count: 29))!
+        }
+        var vector: [PublicKey: UInt64] = [:], digests: [PublicKey: UInt64] = [:]
+        for i in 0..<40_000 { vector[author(i)] = UInt64(i % 9 + 1); digests[author(i)] = UInt64(i) }
+        var sender = SyncSession()
+        let hellos = sender.start(localVector: vector, digests: digests).compactMap { d -> SyncMessage? in
+            if case .send(let m) = d { m } else { nil }
+        }
+        #expect(hellos.count == 3, "40,000 authors in parts of 16,384")
+        for m in hellos { #expect(m.encoded.count < (1 << 20), "a hello part must fit a frame: \(m.encoded.count) bytes") }
+        var receiver = SyncSession()
+        _ = receiver.start(localVector: vector)
+        var compared = 0
+        for (i, m) in hellos.enumerated() {
+            let out = receiver.receive(bytes: m.encoded)
+            for d in out { if case .compare(let e) = d { compared += e.count } }
+            #expect(receiver.isEstablished == (i == 2), "established only after the last part")
+        }
+        #expect(compared == 40_000 && receiver.peerVector?.count == 40_000 && receiver.bufferedRecords == 0)
+        // Parts out of order, or a hello after the last part, close the session.
+        var disordered = SyncSession()
+        _ = disordered.start(localVector: [:])
+        _ = disordered.receive(hellos[1])
+        #expect("\(disordered.receive(hellos[0]))".contains("out of order"))
+        #expect("\(receiver.receive(hellos[0]))".contains("a second hello"))
+    }
+
+    @Test func resendSendsEveryRecordOfTheAuthorAgainAndASummaryAsksForAComparison() {
+        let net = Network(nodes: 2)
+        net.create(at: 0, author: x, count: 12)
+        net.connect(0, 1)
+        net.settle()
+        let before = net.recordsSent[Link(local: 0, peer: 1)] ?? 0
+        #expect(before == 12)
+        net.run(Link(local: 0, peer: 1), net.sessions[Link(local: 0, peer: 1)]!.resend([x]))
+        net.settle()
+        #expect((net.recordsSent[Link(local: 0, peer: 1)] ?? 0) == before + 12, "the whole author again")
+        var s = net.sessions[Link(local: 1, peer: 0)]!
+        let summary = s.summary(localVector: [x: 12], digests: [x: 99])
+        guard case .send(let m)? = summary.first, case .summary(let v, false) = m else { Issue.record("\(summary)"); return }
+        #expect(v == [SyncMessage.Entry(author: x, seq: 12, digest: 99)])
+        var peer = net.sessions[Link(local: 0, peer: 1)]!
+        #expect(peer.receive(m) == [.compare(v)])
     }
 
     @Test func reconnectAfterFullSyncSendsZeroRecords() {

@@ -256,7 +256,7 @@ private final class Simulation {
                 c.toApply[side].append(batch)
             case .close(let reason):
                 try fail("node \(node)'s session with \(c.nodes[1 - side]) closed: \(reason)")
-            case .progress, .serveBlob, .blobPart, .peerAccounts:
+            case .progress, .serveBlob, .blobPart, .peerAccounts, .compare:
                 break
             }
         }

@@ -34,8 +34,10 @@ public enum SyncLimits {
     public static let maxHereAccounts = 1024
     /// Bytes of a blob in one `blob` message.
     public static let maxBlobPart = 256 * 1024
-    /// Authors named in one hello.
+    /// Authors named in one hello (over all its parts).
     public static let maxVectorEntries = 100_000
+    /// Authors named in one `hello` or `summary` message (48 bytes each: 786 KiB, under a frame).
+    public static let maxVectorPart = 16_384
     /// Records in one `records` batch.
     public static let maxBatchRecords = 256
     /// Bytes of record encodings in one `records` batch.
@@ -46,8 +48,11 @@ public enum SyncLimits {
 
 /// The messages of the anti-entropy protocol. Canonical encoding (integers big-endian):
 ///
-///     hello    0x01 ‖ version u8 ‖ count u32 ‖ count × (author 32 bytes ‖ contiguous seq u64)
-///              authors strictly ascending, seqs 1 ... 2^63-1 (authors we hold nothing of are omitted)
+///     hello    0x01 ‖ version u8 ‖ flags u8 ‖ count u32 ‖ count × entry
+///              entry = author 32 bytes ‖ contiguous seq u64 ‖ digest u64 (of the author's record IDs)
+///              flags: bit 0 = more parts follow (the vector is split into parts of ≤ 16,384
+///              entries, ≤ 100,000 in all); other bits 0. Authors strictly ascending across the
+///              parts, seqs 1 ... 2^63-1 (authors we hold nothing of are omitted)
 ///     records  0x02 ‖ count u16 ‖ count × (length u32 ‖ record encoding)
 ///              1 ... 256 records, each ≤ SyncLimits.maxRecordBytes, ≤ 1 MiB in all
 ///     ack      0x03 ‖ batches u32 (≥ 1)
@@ -57,20 +62,24 @@ public enum SyncLimits {
 ///              total 0 (with offset 0, length 0): not held; else total ≤ 4 MiB, length 1 ... 256 KiB,
 ///              offset + length ≤ total
 ///     here     0x07 ‖ count u16 ‖ count × account key 32 bytes (strictly ascending, ≤ 1024)
+///     summary  0x08 ‖ flags u8 ‖ count u32 ‖ count × entry — what hello says, again, later (to
+///              find forks hidden below where the two sides stood at hello)
 ///
 /// Decoding is strict: every count and length is checked against its limit and against the
 /// bytes that remain before anything is allocated, and trailing bytes are refused.
 public enum SyncMessage: Equatable, Sendable {
-    /// One entry of a hello's vector: the author's records held contiguously from seq 1.
+    /// One entry of a hello's vector: the author's records held contiguously from seq 1, and the
+    /// digest of the IDs of all of them (fork variants included; 0 = not given).
     public struct Entry: Hashable, Sendable {
         public let author: PublicKey
         public let seq: UInt64
-        public init(author: PublicKey, seq: UInt64) { self.author = author; self.seq = seq }
+        public let digest: UInt64
+        public init(author: PublicKey, seq: UInt64, digest: UInt64 = 0) { self.author = author; self.seq = seq; self.digest = digest }
     }
 
     public static let protocolVersion: UInt8 = 1
 
-    case hello(version: UInt8, vector: [Entry])
+    case hello(version: UInt8, vector: [Entry], more: Bool = false)
     case records([[UInt8]])
     case ack(count: UInt32)
     case want(author: PublicKey, from: UInt64)
@@ -81,23 +90,36 @@ public enum SyncMessage: Equatable, Sendable {
     /// The accounts that live on the sending node (all of them, replacing what it said before):
     /// what makes them "nearby now" for the receiver while the link is up.
     case here([PublicKey])
+    /// The sender's vector again (parts like hello's), for the receiver to compare digests.
+    case summary(vector: [Entry], more: Bool)
 
-    /// A hello in canonical form (sorted, zero counters dropped) from a version vector.
+    /// A hello in canonical form (sorted, zero counters dropped) from a version vector, in one
+    /// part, without digests.
     public static func hello(_ vector: [PublicKey: UInt64]) -> SyncMessage {
         .hello(version: protocolVersion,
                vector: vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { Entry(author: $0.key, seq: $0.value) })
     }
 
-    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7 }
+    /// The canonical entries of a vector with digests (sorted, zero counters dropped) in parts
+    /// of at most `SyncLimits.maxVectorPart`.
+    public static func parts(_ vector: [PublicKey: UInt64], digests: [PublicKey: UInt64]) -> [[Entry]] {
+        let entries = vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }
+            .map { Entry(author: $0.key, seq: $0.value, digest: digests[$0.key] ?? 0) }
+        guard !entries.isEmpty else { return [[]] }
+        return stride(from: 0, to: entries.count, by: SyncLimits.maxVectorPart).map {
+            Array(entries[$0..<min($0 + SyncLimits.maxVectorPart, entries.count)])
+        }
+    }
+
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8 }
 
     public var encoded: [UInt8] {
         var w = ByteWriter()
         switch self {
-        case .hello(let version, let vector):
+        case .hello(let version, let vector, let more):
             w.u8(Tag.hello.rawValue)
             w.u8(version)
-            w.u32(UInt32(vector.count))
-            for e in vector { w.raw(e.author.bytes); w.u64(e.seq) }
+            Self.encode(vector, more: more, into: &w)
         case .records(let batch):
             w.u8(Tag.records.rawValue)
             w.u16(UInt16(batch.count))
@@ -123,6 +145,9 @@ public enum SyncMessage: Equatable, Sendable {
             w.u8(Tag.here.rawValue)
             w.u16(UInt16(accounts.count))
             for a in accounts { w.raw(a.bytes) }
+        case .summary(let vector, let more):
+            w.u8(Tag.summary.rawValue)
+            Self.encode(vector, more: more, into: &w)
         }
         return w.bytes
     }
@@ -135,29 +160,8 @@ public enum SyncMessage: Equatable, Sendable {
             switch Tag(rawValue: tag) {
             case .hello:
                 let version = try r.u8("hello version")
-                let count = Int(try r.u32("hello vector count"))
-                guard count <= SyncLimits.maxVectorEntries else {
-                    throw SyncError(.tooLarge, "hello names \(count) authors; at most \(SyncLimits.maxVectorEntries) allowed")
-                }
-                guard r.remaining >= count * 40 else {
-                    throw SyncError(.malformed, "hello announces \(count) entries but only \(r.remaining) bytes follow")
-                }
-                var vector: [Entry] = []
-                vector.reserveCapacity(count)
-                for i in 0..<count {
-                    guard let author = PublicKey(bytes: try r.raw(32, "hello author \(i)")) else {
-                        throw SyncError(.malformed, "hello author \(i) has the wrong length")
-                    }
-                    let seq = try r.u64("hello seq \(i)")
-                    guard seq >= 1, seq <= Limits.maxSeq else {
-                        throw SyncError(.malformed, "hello seq \(i) is \(seq); must be 1 ... \(Limits.maxSeq) (zero entries are omitted)")
-                    }
-                    if let last = vector.last, !(last.author < author) {
-                        throw SyncError(.malformed, "hello authors are not in strictly ascending order at entry \(i)")
-                    }
-                    vector.append(Entry(author: author, seq: seq))
-                }
-                message = .hello(version: version, vector: vector)
+                let (vector, more) = try Self.decodeVector(&r, "hello")
+                message = .hello(version: version, vector: vector, more: more)
             case .records:
                 let count = Int(try r.u16("record count"))
                 guard count >= 1 else { throw SyncError(.malformed, "an empty records batch") }
@@ -227,6 +231,9 @@ public enum SyncMessage: Equatable, Sendable {
                     accounts.append(key)
                 }
                 message = .here(accounts)
+            case .summary:
+                let (vector, more) = try Self.decodeVector(&r, "summary")
+                message = .summary(vector: vector, more: more)
             case nil:
                 throw SyncError(.malformed, "unknown sync message type \(tag)")
             }
@@ -241,6 +248,45 @@ public enum SyncMessage: Equatable, Sendable {
             throw SyncError(.malformed, "\(r.remaining) trailing bytes after the message")
         }
         return message
+    }
+}
+
+extension SyncMessage {
+    static func encode(_ vector: [Entry], more: Bool, into w: inout ByteWriter) {
+        w.u8(more ? 1 : 0)
+        w.u32(UInt32(vector.count))
+        for e in vector { w.raw(e.author.bytes); w.u64(e.seq); w.u64(e.digest) }
+    }
+
+    /// flags ‖ count ‖ entries, checked: count ≤ maxVectorPart and within the bytes left,
+    /// authors strictly ascending, seqs 1 ... maxSeq, unknown flag bits refused.
+    static func decodeVector(_ r: inout ByteReader, _ what: String) throws -> ([Entry], Bool) {
+        let flags = try r.u8("\(what) flags")
+        guard flags & ~1 == 0 else { throw SyncError(.malformed, "\(what) has unknown flag bits \(flags)") }
+        let count = Int(try r.u32("\(what) vector count"))
+        guard count <= SyncLimits.maxVectorPart else {
+            throw SyncError(.tooLarge, "\(what) part names \(count) authors; at most \(SyncLimits.maxVectorPart) allowed")
+        }
+        guard r.remaining >= count * 48 else {
+            throw SyncError(.malformed, "\(what) announces \(count) entries but only \(r.remaining) bytes follow")
+        }
+        var vector: [Entry] = []
+        vector.reserveCapacity(count)
+        for i in 0..<count {
+            guard let author = PublicKey(bytes: try r.raw(32, "\(what) author \(i)")) else {
+                throw SyncError(.malformed, "\(what) author \(i) has the wrong length")
+            }
+            let seq = try r.u64("\(what) seq \(i)")
+            guard seq >= 1, seq <= Limits.maxSeq else {
+                throw SyncError(.malformed, "\(what) seq \(i) is \(seq); must be 1 ... \(Limits.maxSeq) (zero entries are omitted)")
+            }
+            let digest = try r.u64("\(what) digest \(i)")
+            if let last = vector.last, !(last.author < author) {
+                throw SyncError(.malformed, "\(what) authors are not in strictly ascending order at entry \(i)")
+            }
+            vector.append(Entry(author: author, seq: seq, digest: digest))
+        }
+        return (vector, flags & 1 == 1)
     }
 }
 

@@ -15,6 +15,10 @@ public enum SyncDirective: Equatable, Sendable {
     case serveBlob(hash: [UInt8])
     /// The accounts living on the peer's node (replacing what it said before).
     case peerAccounts([PublicKey])
+    /// The peer's hello or summary named these authors with these seqs and digests: the shell
+    /// compares them with its own and calls `resend(_:)` for those whose seqs agree but whose
+    /// digests do not (a fork one side never saw).
+    case compare([SyncMessage.Entry])
     /// A part of a blob the peer sent (the shell checks it against what it asked for).
     case blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
 }
@@ -65,6 +69,12 @@ public struct SyncSession: Sendable {
     public private(set) var recordsReceived = 0
 
     private var started = false
+    /// Hello parts received so far, and the last author of the last part (order check).
+    private var helloParts: [PublicKey: UInt64] = [:]
+    private var helloLastAuthor: PublicKey?
+    private var summaryLastAuthor: PublicKey?
+    /// Authors to resend once the hello is complete.
+    private var pendingResend: Set<PublicKey> = []
     /// The peer's hello, until both ends are known; then the authors of which it held more than
     /// we did, and up to which seq (what we lack to have caught up).
     private var peerHello: [PublicKey: UInt64] = [:]
@@ -94,11 +104,15 @@ public struct SyncSession: Sendable {
     // MARK: Inputs
 
     /// The connection is up: announce what we hold.
-    public mutating func start(localVector vector: [PublicKey: UInt64]) -> [SyncDirective] {
+    /// `digests` (per author, of its record IDs) go into the hello for the peer to compare.
+    public mutating func start(localVector vector: [PublicKey: UInt64], digests: [PublicKey: UInt64] = [:]) -> [SyncDirective] {
         guard !isClosed, !started else { return [] }
         started = true
         for (author, seq) in vector { localVector[author] = max(localVector[author] ?? 0, seq) }
-        var out: [SyncDirective] = [.send(.hello(localVector))]
+        let parts = SyncMessage.parts(localVector, digests: digests)
+        var out: [SyncDirective] = parts.enumerated().map { i, part in
+            .send(.hello(version: SyncMessage.protocolVersion, vector: part, more: i < parts.count - 1))
+        }
         if peerVector != nil {
             noteMissing()
             queueAllWork()
@@ -121,17 +135,29 @@ public struct SyncSession: Sendable {
         guard !isClosed else { return [] }
         var out: [SyncDirective] = []
         switch message {
-        case .hello(let version, let vector):
+        case .hello(let version, let vector, let more):
             guard peerVector == nil else { return close("protocol violation: a second hello") }
             guard version == SyncMessage.protocolVersion else {
                 return close("unsupported sync protocol version \(version); this build speaks \(SyncMessage.protocolVersion)")
             }
-            var pv: [PublicKey: UInt64] = [:]
-            pv.reserveCapacity(vector.count)
-            for e in vector { pv[e.author] = e.seq }
+            if let last = helloLastAuthor, let first = vector.first?.author, !(last < first) {
+                return close("protocol violation: hello parts out of order")
+            }
+            helloParts.reserveCapacity(helloParts.count + vector.count)
+            for e in vector { helloParts[e.author] = e.seq }
+            guard helloParts.count <= SyncLimits.maxVectorEntries else {
+                return close("hello names more than \(SyncLimits.maxVectorEntries) authors")
+            }
+            helloLastAuthor = vector.last?.author ?? helloLastAuthor
+            if vector.contains(where: { $0.digest != 0 }) { out.append(.compare(vector)) }
+            guard !more else { return out }
+            let pv = helloParts
+            helloParts = [:]
             peerVector = pv
             peerHello = pv
             peerHolds = pv
+            for author in pendingResend { lowerForResend(author) }
+            pendingResend = []
             if started {
                 noteMissing()
                 queueAllWork()
@@ -179,6 +205,13 @@ public struct SyncSession: Sendable {
         case .here(let accounts):
             guard peerVector != nil else { return close("protocol violation: here before hello") }
             out.append(.peerAccounts(accounts))
+        case .summary(let vector, let more):
+            guard peerVector != nil else { return close("protocol violation: summary before hello") }
+            if let last = summaryLastAuthor, let first = vector.first?.author, !(last < first) {
+                return close("protocol violation: summary parts out of order")
+            }
+            summaryLastAuthor = more ? (vector.last?.author ?? summaryLastAuthor) : nil
+            if !vector.isEmpty { out.append(.compare(vector)) }
         }
         return out
     }
@@ -253,6 +286,35 @@ public struct SyncSession: Sendable {
     }
 
     // MARK: Internals
+
+    /// Sends our vector with digests again (in parts), for the peer to compare: run when the
+    /// session has caught up, so forks below where the two sides stood at hello are found too.
+    public mutating func summary(localVector vector: [PublicKey: UInt64], digests: [PublicKey: UInt64]) -> [SyncDirective] {
+        guard isEstablished else { return [] }
+        let parts = SyncMessage.parts(vector, digests: digests)
+        return parts.enumerated().map { i, part in .send(.summary(vector: part, more: i < parts.count - 1)) }
+    }
+
+    /// The shell found that the peer's records of these authors differ from ours at the same
+    /// seqs (digests differ): send the peer every record of theirs we hold, all variants.
+    public mutating func resend(_ authors: [PublicKey]) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        guard peerVector != nil else {
+            pendingResend.formUnion(authors)
+            return []
+        }
+        for author in authors { lowerForResend(author) }
+        var out: [SyncDirective] = []
+        pump(&out)
+        return out
+    }
+
+    private mutating func lowerForResend(_ author: PublicKey) {
+        guard (localVector[author] ?? 0) > 0 else { return }
+        peerVector?[author] = 0
+        peerHolds[author] = 0
+        enqueue(author)
+    }
 
     /// The shell found the peer at fault (e.g. a blob it never asked for): close with `reason`.
     public mutating func violation(_ reason: String) -> [SyncDirective] {

@@ -153,6 +153,7 @@ struct ApplyBatch {
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
             .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
                   .integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
+        try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(v.id)), .integer(authorID)])
         if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
         guard let schema = RecordSchemas.schema(for: r.type) else { return }
         switch schema.publicMerge {
@@ -170,6 +171,7 @@ struct ApplyBatch {
         cardRegisters.removeAll()
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
+        try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(recordID)), .integer(authorID)])
         try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(authorID), .blob(recordID)])
         try rebuildCard(authorID: authorID)
         for row in try db.query("SELECT account, other FROM pair_entries WHERE record_id = ?", [.blob(recordID)]) {
@@ -361,7 +363,7 @@ struct ApplyBatch {
     /// Creates the author's row if it does not exist yet (id 0 means "no row").
     private mutating func ensureRow(_ author: inout AuthorState, _ key: PublicKey) throws(StoreError) {
         guard author.id == 0 else { return }
-        try statement("INSERT INTO authors(key) VALUES (?)").run([.blob(key.bytes)])
+        try statement("INSERT INTO authors(key, digest) VALUES (?, 0)").run([.blob(key.bytes)])
         author.id = db.lastInsertRowID
         recordSeqBound[author.id] = 0
         authors[key] = author

@@ -60,7 +60,25 @@ public final class Replica: @unchecked Sendable {
         self.path = path
         self.settings = settings
         queue = try DatabaseQueue(path: path, options: .init(synchronous: settings.synchronous))
-        try run { db throws(StoreError) in try ReplicaSchema.migrator.migrate(db) }
+        try run { db throws(StoreError) in
+            try ReplicaSchema.migrator.migrate(db)
+            try Self.computeMissingDigests(db)
+        }
+    }
+
+    /// Fills the digest of authors that have none yet (after migration 3).
+    static func computeMissingDigests(_ db: Database) throws(StoreError) {
+        let authors = try db.query("SELECT id FROM authors WHERE digest IS NULL").compactMap { $0.int64(0) }
+        guard !authors.isEmpty else { return }
+        try db.transaction { () throws(StoreError) in
+            for author in authors {
+                var digest: Int64 = 0
+                try db.forEachRow("SELECT id FROM records WHERE author = ?", [.integer(author)]) { row in
+                    if let id = row.blob(0) { digest ^= AuthorDigest.term(id) }
+                }
+                try db.execute("UPDATE authors SET digest = ? WHERE id = ?", [.integer(digest), .integer(author)])
+            }
+        }
     }
 
     public func close() throws(StoreError) { try queue.close() }

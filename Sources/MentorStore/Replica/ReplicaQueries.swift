@@ -147,6 +147,29 @@ extension Replica {
         }
     }
 
+    /// For each author, the contiguous seq and the digest of its stored records' IDs (see
+    /// `AuthorDigest`): what a sync hello announces. With `authors`, only those (unknown ones
+    /// come back as seq 0, digest 0).
+    public func versionSummary(of authors: [PublicKey]? = nil) throws(StoreError) -> [PublicKey: AuthorSummary] {
+        try read { db throws(StoreError) in
+            var out: [PublicKey: AuthorSummary] = [:]
+            func add(_ row: Row) {
+                if let k = row.blob(0).flatMap(PublicKey.init(bytes:)), let c = row.int64(1) {
+                    out[k] = AuthorSummary(seq: UInt64(c), digest: UInt64(bitPattern: row.int64(2) ?? 0))
+                }
+            }
+            if let authors {
+                let statement = try db.cachedStatement("SELECT key, contiguous, digest FROM authors WHERE key = ?")
+                for a in authors {
+                    if let row = try statement.queryOne([.blob(a.bytes)]) { add(row) } else { out[a] = AuthorSummary(seq: 0, digest: 0) }
+                }
+            } else {
+                try db.forEachRow("SELECT key, contiguous, digest FROM authors WHERE contiguous > 0") { add($0) }
+            }
+            return out
+        }
+    }
+
     /// Every author key this replica knows (for resolving ID prefixes).
     public func knownAuthors() throws(StoreError) -> [PublicKey] {
         try read { db throws(StoreError) in

@@ -109,6 +109,14 @@ enum ReplicaSchema {
                 data        BLOB NOT NULL
             ) WITHOUT ROWID;
             """)
+        // The per-author digest: the XOR of the first 8 bytes (big-endian, as a signed 64-bit
+        // integer) of the IDs of all the author's stored records, variants included. Two
+        // replicas whose contiguous seqs agree but whose digests differ hold different variants
+        // (a fork one of them never saw); sync then exchanges the whole log. NULL until
+        // `Replica` computes it on open (SQL cannot read a blob as an integer).
+        m.register(3, "per-author digest of record IDs", """
+            ALTER TABLE authors ADD COLUMN digest INTEGER;
+            """)
         return m
     }
 }
