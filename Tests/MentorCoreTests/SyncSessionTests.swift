@@ -376,6 +376,28 @@ private final class Network {
         #expect(peer.receive(m) == [.compare(v)])
     }
 
+    @Test func batchesOfLargeRecordsStayWithinOneFrame() {
+        // 19 KB records (about the largest a record may be): 55 of them are 1 MiB of record
+        // bytes less one, and with the per-record lengths the message would pass the 1 MiB a
+        // frame carries (PeerLink.send refuses such a message with a precondition failure).
+        var session = SyncSession(settings: SyncSettings(window: 100, batchSize: 256))
+        _ = session.start(localVector: [:])
+        _ = session.receive(.hello([:]))
+        let big = (1...200).map { seq -> (author: PublicKey, seq: UInt64, bytes: [UInt8]) in
+            var r = recordBytes(x, UInt64(seq))
+            r += [UInt8](repeating: 0, count: (1 << 20) / 55 - r.count)   // 55 of them: 1 byte under 1 MiB
+            return (x, UInt64(seq), r)
+        }
+        var sent = 0
+        for d in session.localRecordsAdded(big) {
+            guard case .send(let m) = d, case .records(let batch) = m else { continue }
+            #expect(m.encoded.count <= 1 << 20, "a records message of \(m.encoded.count) bytes does not fit a frame")
+            sent += batch.count
+        }
+        for d in session.receive(.ack(count: 100)) { if case .send(.records(let batch)) = d { sent += batch.count } }
+        #expect(sent > 0)
+    }
+
     @Test func reconnectAfterFullSyncSendsZeroRecords() {
         let net = Network(nodes: 2)
         net.create(at: 0, author: x, count: 40)

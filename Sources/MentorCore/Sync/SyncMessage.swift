@@ -40,7 +40,7 @@ public enum SyncLimits {
     public static let maxVectorPart = 16_384
     /// Records in one `records` batch.
     public static let maxBatchRecords = 256
-    /// Bytes of record encodings in one `records` batch.
+    /// Bytes of one `records` message, encoded (so that it fits one frame: 1 MiB of plaintext).
     public static let maxBatchBytes = 1024 * 1024
     /// The largest record encoding `Record.decode` accepts.
     public static let maxRecordBytes = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes

@@ -354,8 +354,10 @@ public struct SyncSession: Sendable {
         while inFlight < settings.window, !ready.isEmpty {
             var batch: [[UInt8]] = []
             var bytes = 0
+            // The whole message (tag, count, a length per record) stays within maxBatchBytes,
+            // which is also the most a frame carries.
             while let next = ready.first, batch.count < settings.batchSize,
-                  bytes + next.count <= SyncLimits.maxBatchBytes {
+                  3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
                 ready.removeFirst()
                 // Pushed while the window was full, and the peer has sent it to us since.
                 if let p = try? RecordPosition.peek(next), p.seq <= (peerHolds[p.author] ?? 0) { continue }
