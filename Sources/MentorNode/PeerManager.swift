@@ -31,7 +31,8 @@ import MentorStore
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
-/// own, never the node's). Replica reads and `Node.applyRemote` run synchronously on `queue`;
+/// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
+/// on `applyQueue` (serial) and its outcome comes back to `queue`;
 /// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
 /// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`.
@@ -84,6 +85,10 @@ public final class PeerManager: @unchecked Sendable {
     private let node: Node
     private let logger: any Logger
     private let queue = DispatchQueue(label: "MentorNode.PeerManager")
+    /// Where received batches are verified and applied (see `apply(_:from:)`).
+    private let applyQueue = DispatchQueue(label: "MentorNode.PeerManager.apply")
+    private let applyGate = NSLock()
+    private var applyStopped = false   // guarded by applyGate
     private let myKey: SigningPublicKey
     private var listener: PeerListener!
 
@@ -226,6 +231,9 @@ public final class PeerManager: @unchecked Sendable {
             connections = [:]
             publishSnapshot()
         }
+        // A batch being applied finishes; none starts after this.
+        applyGate.withLock { applyStopped = true }
+        applyQueue.sync {}
     }
 
     /// The connected peers (established links), for `runtimeInfo().peers`. Never waits on `queue`.
@@ -469,17 +477,7 @@ public final class PeerManager: @unchecked Sendable {
                 }
                 pending = connection.session.fetched(records)[...] + pending
             case .apply(let batch):
-                let outcomes: [ApplyOutcome]
-                do { outcomes = try node.applyRemote(batch) } catch {
-                    end(connection, "applying records from the peer failed: \(error)")
-                    return
-                }
-                let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
-                // Records per second: the ack waits until the bucket has paid for the batch.
-                let delay = refused == 0 ? rateDelay(connection, records: batch.count) : nil
-                let next = connection.session.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
-                if let delay { scheduleAcks(connection, after: delay) }
-                pending = next[...] + pending
+                apply(batch, from: connection)
             case .close(let reason):
                 // The session closes only for what the peer did.
                 end(connection, reason)
@@ -594,6 +592,36 @@ public final class PeerManager: @unchecked Sendable {
         var all: Set<PublicKey> = []
         for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
         node.setNearby(all)
+    }
+
+    // MARK: Applying (off queue)
+
+    /// Verifies and applies a batch on `applyQueue` (serial: batches of one link in order, one
+    /// writer for the replica), so link I/O, keep-alives and pushes on `queue` never wait behind
+    /// replica work; the outcome comes back to `queue` for the session.
+    private func apply(_ batch: [[UInt8]], from connection: Connection) {
+        let node = self.node
+        // The connection stays on `queue`: it is found again there by its key and serial.
+        let key = ObjectIdentifier(connection), serial = connection.serial
+        applyQueue.async { [weak self] in
+            guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
+            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(batch) }
+            self.queue.async {
+                guard let connection = self.connections[key], connection.serial == serial,
+                      !self.stopped, !connection.closing else { return }
+                switch result {
+                case .failure(let error):
+                    self.end(connection, "applying records from the peer failed: \(error)")
+                case .success(let outcomes):
+                    let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
+                    // Records per second: the ack waits until the bucket has paid for the batch.
+                    let delay = refused == 0 ? self.rateDelay(connection, records: batch.count) : nil
+                    let next = connection.session.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
+                    if let delay { self.scheduleAcks(connection, after: delay) }
+                    self.run(next, on: connection)
+                }
+            }
+        }
     }
 
     // MARK: Photos (on queue)
