@@ -39,8 +39,8 @@ struct Mentormated {
             settings = try command.configuration(systemMode: systemMode, environment: environment) { path in
                 try String(contentsOfFile: path, encoding: .utf8)
             }
-        } catch let e as DaemonError {
-            fail(e.message, hint: e.hint, status: 2)
+        } catch {
+            fail(error.message, hint: error.hint, status: 2)
         }
 
         let logger = DaemonLogger(minimum: settings.logLevel.netLevel, environment: environment)
@@ -54,8 +54,8 @@ struct Mentormated {
                  hint: "choose a writable directory with --state-dir")
         }
         let stateLock: StateLock
-        do { stateLock = try StateLock(stateDirectory: settings.stateDirectory) } catch let e as DaemonError {
-            fail(e.message, hint: e.hint)
+        do { stateLock = try StateLock(stateDirectory: settings.stateDirectory) } catch {
+            fail(error.message, hint: error.hint)
         }
 
         let nodeKeys: SigningKeyPair

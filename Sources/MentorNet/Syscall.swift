@@ -298,7 +298,10 @@ extension Syscall {
         guard status == 0 else {
             throw NetError(.system, "getnameinfo: " + String(cString: gai_strerror(status)))
         }
-        return (String(cString: host), UInt16(String(cString: service)) ?? 0)
+        func text(_ chars: [CChar]) -> String {
+            String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        return (text(host), UInt16(text(service)) ?? 0)
     }
 
     /// Shuts down the sending half (`SHUT_WR`): the peer reads an end of stream.
