@@ -40,6 +40,8 @@ final class ChildProcess {
     private var pending: [UInt8] = []
     /// Complete stdout lines read so far (with `.pipe`).
     private(set) var lines: [String] = []
+    /// Where stderr goes, when it is a file.
+    let stderrPath: String?
     /// A pidfd for the child (readable once it has ended), or -1 where the kernel or the C
     /// library has none; then `wait` falls back to checking every few milliseconds.
     private var pidFD: Int32 = -1
@@ -58,6 +60,7 @@ final class ChildProcess {
          stdin: String? = nil, stdout: Output = .null, stderr: Output = .null) throws {
         precondition(!argv.isEmpty)
         self.argv = argv
+        if case .file(let path) = stderr { stderrPath = path } else { stderrPath = nil }
         var parentEnd: Int32 = -1, childEnd: Int32 = -1
         if case .pipe = stdout {
             var ends: [Int32] = [-1, -1]
@@ -177,10 +180,11 @@ final class ChildProcess {
 
     // MARK: Reading stdout (.pipe)
 
-    /// Reads stdout until a line satisfies `match`, end of file, or `timeout`; returns that line.
-    func waitForLine(timeout: Duration, where match: (String) -> Bool) -> String? {
+    /// Reads stdout until a line (after the first `skip` lines) satisfies `match`, end of file, or
+    /// `timeout`; returns that line.
+    func waitForLine(timeout: Duration, after skip: Int = 0, where match: (String) -> Bool) -> String? {
         let deadline = ContinuousClock.now + timeout
-        var checked = 0
+        var checked = skip
         while true {
             while checked < lines.count {
                 if match(lines[checked]) { return lines[checked] }
@@ -202,6 +206,14 @@ final class ChildProcess {
     var outputSoFar: String {
         (lines + (pending.isEmpty ? [] : [String(decoding: pending, as: UTF8.self)])).joined(separator: "\n")
     }
+
+    /// What it wrote to its stderr file so far.
+    var errorOutput: String {
+        stderrPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
+    }
+
+    /// stdout and stderr so far, for failure messages.
+    var transcript: String { "stdout:\n\(outputSoFar)\nstderr:\n\(errorOutput)" }
 
     /// One read (waiting until `deadline`); false at end of file or when the deadline passed.
     private func readSome(until deadline: ContinuousClock.Instant) -> Bool {

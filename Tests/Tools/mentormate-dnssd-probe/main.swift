@@ -1,7 +1,7 @@
 // mentormate-dnssd-probe register NAME PORT [--retry SECONDS]
 // mentormate-dnssd-probe browse SECONDS
 //
-// Drives MentorNet's `Discovery` for the lab tests (Tests/MentorNetTests/DiscoveryLabTests.swift):
+// Drives MentorNet's `Discovery` for the lab tests (Tests/EndToEndTests/DiscoveryLabTests.swift):
 // run on a lab host with `scripts/lab exec N mentormate-dnssd-probe ...`.
 //
 // - `register` advertises NAME (`_mentormate._tcp`, PORT, TXT `v=1`) and browses; it runs until

@@ -11,37 +11,29 @@ import Glibc
 /// say why — they never skip.
 @Suite(.serialized) struct DiscoveryLabTests {
     /// The probe, or a failure naming the build step that makes it.
-    func probe() throws -> String {
-        try #require(DiscoveryLab.probe(), """
-            mentormate-dnssd-probe was not found next to the test binary (\(CommandLine.arguments[0])); \
-            run `swift build --build-tests` first (with the same --scratch-path) so the probe is built
-            """)
+    func probe() throws -> String { try Binaries.tool("mentormate-dnssd-probe") }
+
+    /// A lab of `hosts` hosts (`LabHosts`: it fails, saying why, without root or namespaces).
+    func lab(_ hosts: Int) throws -> LabHosts {
+        let lab = try LabHosts(e2e: try E2E(), tag: "dl")
+        try lab.up(hosts)
+        return lab
     }
 
-    /// A lab of `hosts` hosts, or a failure naming what is missing.
-    func lab(_ hosts: Int) throws -> DiscoveryLab {
-        try #require(getuid() == 0, """
-            the discovery lab needs root (network and mount namespaces, veth links, a D-Bus and an \
-            avahi-daemon per host); run these tests as root, in CI in a --privileged container
-            """)
-        let lab = try DiscoveryLab()
-        do {
-            try lab.up(hosts)
-        } catch {
-            try? lab.down()
-            throw LabError("the lab could not be built, so this test cannot run: \(error)")
-        }
-        return lab
+    /// Tears the lab down and removes the test's directory.
+    func finish(_ lab: LabHosts) {
+        #expect(throws: Never.self) { try lab.down() }
+        lab.e2e.cleanup()
     }
 
     @Test func serviceRegisteredOnOneHostIsFoundOnAnotherWithAddressPortAndTXTAndLostAfterItsGoodbye() throws {
         let probe = try probe()
         let lab = try lab(2)
-        defer { #expect(throws: Never.self) { try lab.down() } }
+        defer { finish(lab) }
 
         // The browser runs first, so this measures how long a new service takes to appear.
         let browsing = try lab.start(on: 2, [probe, "browse", "60"], name: "browse2")
-        browsing.drain(for: .milliseconds(500))
+        browsing.readToEnd(timeout: .milliseconds(500))
         let registerStarted = ContinuousClock.now
         let registering = try lab.start(on: 1, [probe, "register", "mm-lab-a", "47001"], name: "register1")
         let registered = try #require(registering.waitForLine(timeout: .seconds(10), where: ProbeEvent.matching("registered")),
@@ -66,7 +58,7 @@ import Glibc
         print("discovery lab: a browser started later found it \(lateLine.flatMap(ProbeEvent.init)?.ms ?? -1) ms after the probe started")
 
         // Host 1 browses too (Discovery always does): it must not report its own instance.
-        registering.drain(for: .milliseconds(500))
+        registering.readToEnd(timeout: .milliseconds(500))
         #expect(!registering.lines.contains(where: ProbeEvent.matching("found", name: "mm-lab-a")),
                 "host 1 reported its own instance: \(registering.transcript)")
 
@@ -83,7 +75,7 @@ import Glibc
     @Test func stoppingAvahiUnderARegistrationReportsTheNamedFailureAndItRegistersAgainWhenAvahiIsBack() throws {
         let probe = try probe()
         let lab = try lab(2)
-        defer { #expect(throws: Never.self) { try lab.down() } }
+        defer { finish(lab) }
 
         let registering = try lab.start(on: 1, [probe, "register", "mm-lab-b", "47002", "--retry", "1"], name: "register1")
         try #require(registering.waitForLine(timeout: .seconds(10), where: ProbeEvent.matching("registered", name: "mm-lab-b")) != nil,
@@ -93,7 +85,7 @@ import Glibc
                      "host 2 never found host 1's service: \(browsing.transcript)")
 
         let stopped = ContinuousClock.now
-        try lab.run(["avahi-stop", "1"])
+        try lab.lab(["avahi-stop", "1"])
         let failedLine = try #require(registering.waitForLine(timeout: .seconds(5), where: ProbeEvent.matching("failed")),
                                       "the registration did not report avahi-daemon going away: \(registering.transcript)")
         let failed = try #require(ProbeEvent(failedLine))
@@ -106,13 +98,13 @@ import Glibc
         print("discovery lab: the other host saw the service go \(ContinuousClock.now - stopped) after avahi-daemon was stopped")
 
         // While Avahi is away the probe retries (every second) and must neither crash nor exit.
-        registering.drain(for: .seconds(2))
+        registering.readToEnd(timeout: .seconds(2))
         #expect(registering.status == nil && registering.wait(timeout: .zero) == nil,
                 "the registering probe ended while Avahi was away: \(registering.transcript)")
 
         let seen = registering.lines.count
         let restarted = ContinuousClock.now
-        try lab.run(["avahi-start", "1"])
+        try lab.lab(["avahi-start", "1"])
         #expect(registering.waitForLine(timeout: .seconds(15), after: seen, where: ProbeEvent.matching("registered", name: "mm-lab-b")) != nil,
                 "the service was not registered again once avahi-daemon was back: \(registering.transcript)")
         let foundAgain = browsing.waitForLine(timeout: .seconds(15), where: { line in
@@ -129,7 +121,7 @@ import Glibc
     @Test func twoHostsAskingForTheSameNameEndUpWithDistinctNamesAndFindEachOther() throws {
         let probe = try probe()
         let lab = try lab(2)
-        defer { #expect(throws: Never.self) { try lab.down() } }
+        defer { finish(lab) }
 
         let first = try lab.start(on: 1, [probe, "register", "mm-lab-same", "47010"], name: "register1")
         try #require(first.waitForLine(timeout: .seconds(10), where: ProbeEvent.matching("registered", name: "mm-lab-same")) != nil,
@@ -146,22 +138,23 @@ import Glibc
         let foundBySecond = second.waitForLine(timeout: .seconds(10), where: ProbeEvent.matching("found", name: "mm-lab-same"))
         #expect(foundBySecond.flatMap(ProbeEvent.init)?.addresses == ["169.254.77.1"], "host 2: \(second.transcript)")
         // Neither reports itself, under either name.
-        first.drain(for: .milliseconds(300))
-        second.drain(for: .milliseconds(300))
+        first.readToEnd(timeout: .milliseconds(300))
+        second.readToEnd(timeout: .milliseconds(300))
         #expect(!first.lines.contains(where: ProbeEvent.matching("found", name: "mm-lab-same")), "\(first.transcript)")
         #expect(!second.lines.contains(where: ProbeEvent.matching("found", name: renamed)), "\(second.transcript)")
     }
 
     @Test func withoutAvahiRegisteringFailsAtOnceWithTheNamedErrorAndNothingCrashes() throws {
         let probe = try probe()
-        let lab = try DiscoveryLab()  // only for its output directory: this runs outside any lab host
-        defer { try? FileManager.default.removeItem(atPath: lab.directory) }
-        var environment = ProcessInfo.processInfo.environment
+        let e2e = try E2E()  // only for its directory: this runs outside any lab host
+        defer { e2e.cleanup() }
+        var environment = ChildProcess.baseEnvironment
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent"
 
         // Without --retry the probe exits (status 3) right after reporting the failure.
         let started = ContinuousClock.now
-        let once = try lab.startOutside([probe, "register", "mm-lab-none", "47003"], environment: environment, name: "once")
+        let once = try ChildProcess([probe, "register", "mm-lab-none", "47003"], environment: environment,
+                                    stdout: .pipe, stderr: .file(e2e.path("once.err")))
         let line = try #require(once.waitForLine(timeout: .seconds(3), where: ProbeEvent.matching("failed")),
                                 "no failure reported without Avahi: \(once.transcript)")
         let elapsed = ContinuousClock.now - started
@@ -173,9 +166,9 @@ import Glibc
         print("discovery lab: without Avahi, register reported \(failed.codeName ?? "?") after \(elapsed)")
 
         // With --retry it keeps trying (each failure reported once per attempt) and stops cleanly.
-        let retrying = try lab.startOutside([probe, "register", "mm-lab-none", "47003", "--retry", "0.2"],
-                                            environment: environment, name: "retrying")
-        retrying.drain(for: .seconds(1.5))
+        let retrying = try ChildProcess([probe, "register", "mm-lab-none", "47003", "--retry", "0.2"], environment: environment,
+                                        stdout: .pipe, stderr: .file(e2e.path("retrying.err")))
+        retrying.readToEnd(timeout: .seconds(1.5))
         let failures = retrying.lines.filter(ProbeEvent.matching("failed")).count
         #expect(failures >= 3, "expected a failure per retry: \(retrying.transcript)")
         #expect(retrying.wait(timeout: .zero) == nil, "the retrying probe ended by itself: \(retrying.transcript)")
@@ -184,5 +177,35 @@ import Glibc
         // Repeated failures are logged once at info, then at debug (the log is not flooded).
         let infoLines = retrying.errorOutput.split(separator: "\n").filter { $0.contains("[info] service discovery is off") }
         #expect(infoLines.count == 1, "\(retrying.errorOutput)")
+    }
+}
+
+/// One JSON line of `mentormate-dnssd-probe`.
+struct ProbeEvent {
+    let fields: [String: Any]
+
+    init?(_ line: String) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else { return nil }
+        fields = object
+    }
+
+    var event: String { fields["event"] as? String ?? "" }
+    var name: String? { fields["name"] as? String }
+    var port: Int? { fields["port"] as? Int }
+    var host: String? { fields["host"] as? String }
+    var addresses: [String] { fields["addresses"] as? [String] ?? [] }
+    var txt: [String: String] { fields["txt"] as? [String: String] ?? [:] }
+    var code: Int? { fields["code"] as? Int }
+    var codeName: String? { fields["codeName"] as? String }
+    var message: String? { fields["message"] as? String }
+    /// Milliseconds since the probe started.
+    var ms: Int { fields["ms"] as? Int ?? -1 }
+
+    /// Matches `event` (and `name`, when given) in a probe's stdout line.
+    static func matching(_ event: String, name: String? = nil) -> (String) -> Bool {
+        { line in
+            guard let parsed = ProbeEvent(line), parsed.event == event else { return false }
+            return name == nil || parsed.name == name
+        }
     }
 }
