@@ -629,7 +629,10 @@ public final class PeerManager: @unchecked Sendable {
     /// Whether a record is a profile edit that sets a photo (type and body read without
     /// verifying: the replica already did).
     private static func setsAPhoto(_ record: AppliedRecord) -> Bool {
-        guard let r = try? Record.decode(record.bytes), r.type == .profile,
+        // The type byte follows the magic and the version (§4): most records are not cards, and
+        // this runs for every record applied, so only cards are decoded.
+        guard record.bytes.count > 4, record.bytes[4] == RecordType.profile.rawValue,
+              let r = try? Record.decode(record.bytes), r.type == .profile,
               let card = try? ProfileCard(body: r.body), case .some(.some) = card.photo else { return false }
         return true
     }
