@@ -91,52 +91,66 @@ public struct Unmatch: SealedRecordSchema {
 }
 
 /// Like (or, with `liked == false`, an undone like) of `target`. One register per (liker, target).
+/// `peerSeq` is the highest seq of the target's records the liker had applied when it wrote: a
+/// withdrawal hides the messages written against the withdrawn like that the liker had not seen
+/// (section 8.5 of PROTOCOL.md). Records written before the field existed read as peer seq 0.
 public struct LikePayload: SealedPayload {
     public static let maxBytes = 64
     public var target: PublicKey
     public var liked: Bool
+    public var peerSeq: UInt64
     public var counterpart: PublicKey { target }
 
-    public init(target: PublicKey, liked: Bool) { self.target = target; self.liked = liked }
+    public init(target: PublicKey, liked: Bool, peerSeq: UInt64) { self.target = target; self.liked = liked; self.peerSeq = peerSeq }
 
     public init(plaintext: [UInt8]) throws(RecordError) {
-        let f = try FieldList.decode(plaintext, known: [1, 2], what: "like payload")
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3], what: "like payload")
         target = try f.require(f.key(1, "target", what: "like payload"), "target", what: "like payload")
         let flag = try f.require(f.bytes(2, "liked", length: 1, what: "like payload"), "liked", what: "like payload")
         guard flag[0] <= 1 else { throw RecordError(.malformed, "like payload flag must be 0 or 1") }
         liked = flag[0] == 1
+        peerSeq = try f.u64(3, "peer seq", what: "like payload") ?? 0
     }
 
     public var plaintext: [UInt8] {
-        var f = FieldList(); f.set(1, target.bytes); f.set(2, [liked ? 1 : 0]); return f.encoded
+        var f = FieldList(); f.set(1, target.bytes); f.set(2, [liked ? 1 : 0]); f.set(3, u64: peerSeq); return f.encoded
     }
 }
 
 /// A chat message to `recipient`; `peerSeq` is the highest seq of the recipient's records the
-/// sender had applied (its causal dependency on the other side).
+/// sender had applied (its causal dependency on the other side), and `answers` the record ID of
+/// the recipient's like of the sender that stood in the sender's replica when it wrote. A record
+/// ID cannot be known before the like exists, so no message can be prepared for a match that
+/// has not happened (section 8.5 of PROTOCOL.md). A payload without it (written before the field
+/// existed) opens, but the message is never valid.
 public struct ChatPayload: SealedPayload {
     public static let maxTextBytes = 4000
-    public static let maxBytes = maxTextBytes + 64
+    public static let maxBytes = maxTextBytes + 96
+    public static let likeIDLength = 32
     public var recipient: PublicKey
     public var peerSeq: UInt64
     public var text: String
+    public var answers: [UInt8]?
     public var counterpart: PublicKey { recipient }
 
-    public init(recipient: PublicKey, peerSeq: UInt64, text: String) {
-        self.recipient = recipient; self.peerSeq = peerSeq; self.text = text
+    public init(recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String) {
+        self.recipient = recipient; self.peerSeq = peerSeq; self.answers = answers; self.text = text
     }
 
     public init(plaintext: [UInt8]) throws(RecordError) {
         let w = "chat payload"
-        let f = try FieldList.decode(plaintext, known: [1, 2, 3], what: w)
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3, 4], what: w)
         recipient = try f.require(f.key(1, "recipient", what: w), "recipient", what: w)
         peerSeq = try f.require(f.u64(2, "peer seq", what: w), "peer seq", what: w)
         text = try f.require(f.text(3, "text", maxBytes: Self.maxTextBytes, what: w), "text", what: w)
+        answers = try f.bytes(4, "answered like", length: Self.likeIDLength, what: w)
         guard !text.isEmpty else { throw RecordError(.invalidBody, "chat message is empty") }
     }
 
     public var plaintext: [UInt8] {
-        var f = FieldList(); f.set(1, recipient.bytes); f.set(2, u64: peerSeq); f.set(3, text: text); return f.encoded
+        var f = FieldList(); f.set(1, recipient.bytes); f.set(2, u64: peerSeq); f.set(3, text: text)
+        if let answers { f.set(4, answers) }
+        return f.encoded
     }
 }
 

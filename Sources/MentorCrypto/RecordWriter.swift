@@ -17,12 +17,16 @@ public struct RecordWriter: Sendable {
         try next(.profile, body: card.validated().body, at: timestamp)
     }
 
-    public mutating func like(_ target: PublicKey, liked: Bool = true, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(Like.self, LikePayload(target: target, liked: liked), at: timestamp)
+    /// A like (or a withdrawal) of `target`; `peerSeq` is the highest seq of the target's records
+    /// this account had applied.
+    public mutating func like(_ target: PublicKey, liked: Bool = true, peerSeq: UInt64 = 0, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(Like.self, LikePayload(target: target, liked: liked, peerSeq: peerSeq), at: timestamp)
     }
 
-    public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, text: String, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, text: text), at: timestamp)
+    /// A message to `recipient`, answering the recipient's like `answers` (its record ID), with
+    /// `peerSeq` the highest seq of the recipient's records this account had applied.
+    public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text), at: timestamp)
     }
 
     public mutating func unmatch(_ target: PublicKey, peerSeq: UInt64, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {

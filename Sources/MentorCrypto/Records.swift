@@ -161,10 +161,10 @@ public struct SealedOpener: Sendable {
         switch r.type {
         case .like:
             guard let p = try? LikePayload(plaintext: plain), p.counterpart == (r.author == me ? other : me) else { return nil }
-            kind = .like(p.liked)
+            kind = .like(p.liked, peerSeq: p.peerSeq)
         case .chat:
             guard let p = try? ChatPayload(plaintext: plain), p.counterpart == (r.author == me ? other : me) else { return nil }
-            kind = .chat(peerSeq: p.peerSeq, text: p.text)
+            kind = .chat(peerSeq: p.peerSeq, answers: p.answers, text: p.text)
         case .unmatch:
             guard let p = try? UnmatchPayload(plaintext: plain), p.counterpart == (r.author == me ? other : me) else { return nil }
             kind = .unmatch(peerSeq: p.peerSeq)

@@ -319,7 +319,8 @@ extension Node {
         if !view.iLike {
             guard cards[other] != nil else { throw RPCError(.notFound, "\(other.shortID)… has no card on this node yet") }
             _ = try replica.removePass(account: me, target: other)
-            try write(caller.uid) { w, now throws(RecordError) in try w.like(other, at: now) }
+            let seen = try replica.contiguousSeq(of: other)
+            try write(caller.uid) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, at: now) }
         }
         let after = try replica.pairView(account: me, other: other)
         return ["id": .string(other.id), "matched": .bool(after.matched)]
@@ -342,7 +343,10 @@ extension Node {
         let view = try replica.pairView(account: me, other: other)
         if view.matched { throw RPCError(.notAllowed, "you are matched; use `mentormate unmatch` to end it") }
         guard view.iLike else { throw RPCError(.notAllowed, "there is no like or pass of \(other.shortID)… to undo") }
-        try write(caller.uid) { w, now throws(RecordError) in try w.like(other, liked: false, at: now) }
+        // The peer seq says which of their messages this account had seen: those it had not,
+        // written against the like being withdrawn, are not shown (PROTOCOL.md section 8.5).
+        let seen = try replica.contiguousSeq(of: other)
+        try write(caller.uid) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, at: now) }
         return ["id": .string(other.id), "undone": "like"]
     }
 
@@ -381,9 +385,14 @@ extension Node {
         // The summary row, not the whole conversation: sending stays cheap in long chats.
         let pair = try replica.pairSummary(account: me, other: other)
         if pair?.unmatchedBy != nil { throw RPCError(.notAllowed, "this conversation was ended with unmatch") }
-        guard pair?.matched == true else { throw RPCError(.notAllowed, "you can chat only after you both liked each other") }
-        let seen = try replica.contiguousSeq(of: other)
-        let sent = try write(caller.uid) { w, now throws(RecordError) in try w.chat(to: other, peerSeq: seen, text: text, at: now) }
+        guard pair?.matched == true, let theirLike = try replica.currentLike(account: me, by: other) else {
+            throw RPCError(.notAllowed, "you can chat only after you both liked each other")
+        }
+        // The message names the like it answers, and has applied it (PROTOCOL.md section 8.5).
+        let seen = max(try replica.contiguousSeq(of: other), theirLike.seq)
+        let sent = try write(caller.uid) { w, now throws(RecordError) in
+            try w.chat(to: other, peerSeq: seen, answers: theirLike.recordID, text: text, at: now)
+        }
         return messageJSON(PairView.Message(author: me, seq: sent.record.seq, timestamp: sent.record.timestamp,
                                             recordID: sent.id, text: text), me: me)
     }

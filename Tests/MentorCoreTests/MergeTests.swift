@@ -50,39 +50,157 @@ import Testing
     let ana = PublicKey(bytes: [UInt8](repeating: 1, count: 32))!
     let ben = PublicKey(bytes: [UInt8](repeating: 2, count: 32))!
 
+    func id(_ who: PublicKey, _ seq: UInt64) -> [UInt8] { who.bytes.prefix(1) + [UInt8(seq)] }
+
     func e(_ who: PublicKey, _ seq: UInt64, _ kind: PairEntry.Kind, ts: UInt64 = 0) -> PairEntry {
-        PairEntry(author: who, seq: seq, timestamp: ts == 0 ? seq * 10 : ts, recordID: who.bytes.prefix(1) + [UInt8(seq)], kind: kind)
+        PairEntry(author: who, seq: seq, timestamp: ts == 0 ? seq * 10 : ts, recordID: id(who, seq), kind: kind)
+    }
+
+    func like(_ who: PublicKey, _ seq: UInt64, peer: UInt64 = 0) -> PairEntry { e(who, seq, .like(true, peerSeq: peer)) }
+    func withdraw(_ who: PublicKey, _ seq: UInt64, peer: UInt64) -> PairEntry { e(who, seq, .like(false, peerSeq: peer)) }
+    func chat(_ who: PublicKey, _ seq: UInt64, peer: UInt64, answers: [UInt8]?, _ text: String, ts: UInt64 = 0) -> PairEntry {
+        e(who, seq, .chat(peerSeq: peer, answers: answers, text: text), ts: ts)
+    }
+
+    /// The view for `me`, built from the entries in 40 shuffled orders with duplicates; every
+    /// order must give the same view (the view is a function of the set of entries).
+    func view(_ me: PublicKey, _ entries: [PairEntry], sourceLocation: SourceLocation = #_sourceLocation) -> PairView {
+        let other = me == ana ? ben : ana
+        let reference = PairView.build(me: me, other: other, entries: entries)
+        var rng = SeededRandom(seed: 7)
+        for _ in 0..<40 {
+            let shuffled = (entries + entries.prefix(3)).shuffled(using: &rng)
+            #expect(PairView.build(me: me, other: other, entries: shuffled) == reference, sourceLocation: sourceLocation)
+        }
+        return reference
     }
 
     @Test func mutualLikesMatchAndOneSidedDoesNot() {
-        let oneSided = PairView.build(me: ana, other: ben, entries: [e(ana, 1, .like(true))])
+        let oneSided = PairView.build(me: ana, other: ben, entries: [like(ana, 1)])
         #expect(oneSided.iLike && !oneSided.theyLike && !oneSided.matched)
-        let both = PairView.build(me: ana, other: ben, entries: [e(ana, 1, .like(true)), e(ben, 1, .like(true))])
+        let both = PairView.build(me: ana, other: ben, entries: [like(ana, 1), like(ben, 1)])
         #expect(both.matched)
-        let undone = PairView.build(me: ana, other: ben, entries: [e(ana, 1, .like(true)), e(ana, 2, .like(false)), e(ben, 1, .like(true))])
+        let undone = PairView.build(me: ana, other: ben, entries: [like(ana, 1), withdraw(ana, 2, peer: 1), like(ben, 1)])
         #expect(!undone.matched && !undone.iLike)
     }
 
     @Test func chatBeforeTheMatchIsRejectedAndAfterItIsShownInCausalOrder() {
         let entries = [
-            e(ana, 1, .like(true)),
-            e(ana, 2, .chat(peerSeq: 0, text: "too early")),           // Ben's like not seen yet
-            e(ben, 1, .like(true)),
-            e(ana, 3, .chat(peerSeq: 1, text: "hi Ben"), ts: 500),
-            e(ben, 2, .chat(peerSeq: 3, text: "hi Ana"), ts: 100),    // clock skew: earlier stamp, later causally
-            e(ben, 3, .chat(peerSeq: 1, text: "concurrent"), ts: 50),
+            like(ana, 1),
+            chat(ana, 2, peer: 0, answers: nil, "too early"),                      // Ben's like not seen yet
+            like(ben, 1, peer: 2),
+            chat(ana, 3, peer: 1, answers: id(ben, 1), "hi Ben", ts: 500),
+            chat(ben, 2, peer: 3, answers: id(ana, 1), "hi Ana", ts: 100),    // clock skew: earlier stamp, later causally
+            chat(ben, 3, peer: 1, answers: id(ana, 1), "concurrent", ts: 50),
         ]
-        var rng = SeededRandom(seed: 1)
-        for _ in 0..<50 {
-            let view = PairView.build(me: ana, other: ben, entries: (entries + entries).shuffled(using: &rng))
-            #expect(view.rejectedMessages == 1)
-            #expect(view.messages.map(\.text) == ["hi Ben", "hi Ana", "concurrent"])
+        for me in [ana, ben] {
+            let v = view(me, entries)
+            #expect(v.matched && v.rejectedMessages == 1)
+            #expect(v.messages.map(\.text) == ["hi Ben", "hi Ana", "concurrent"])
         }
     }
 
+    /// Attack 1 of issue 11: Ana liked Ben (seq 5) and withdrew (seq 6, having seen Ben's records
+    /// up to his seq 3). Ben likes her and writes against her withdrawn like, with a peer seq
+    /// that points before the withdrawal. Neither side shows the messages, in any order.
+    @Test func messagesWrittenAgainstAWithdrawnLikeAreNotShown() {
+        let entries = [
+            like(ana, 5, peer: 3), withdraw(ana, 6, peer: 3),
+            like(ben, 10, peer: 6),
+            chat(ben, 11, peer: 5, answers: id(ana, 5), "cites the withdrawn like"),
+            chat(ben, 12, peer: 5, answers: nil, "names no like at all (the old payload)"),
+            chat(ben, 13, peer: 6, answers: id(ana, 6), "cites the withdrawal itself"),
+            chat(ben, 14, peer: 6, answers: id(ben, 10), "cites his own like"),
+        ]
+        for me in [ana, ben] {
+            let v = view(me, entries)
+            #expect(!v.matched)
+            #expect(v.messages.isEmpty, "shown: \(v.messages.map(\.text))")
+            #expect(v.rejectedMessages == 4)
+        }
+    }
+
+    /// Attack 2 of issue 11: Ben writes before Ana ever liked him, with a huge peer seq. Whatever
+    /// like ID he names — a made-up one, none, or (had he guessed it) her later like's with a
+    /// peer seq below it — nothing appears when Ana likes him, and the match itself still works.
+    @Test func messagesWrittenBeforeTheRecipientLikedNeverAppear() {
+        let before = [
+            like(ben, 1),
+            chat(ben, 2, peer: 1_000_000, answers: [UInt8](repeating: 9, count: 32), "made-up like ID"),
+            chat(ben, 3, peer: .max, answers: nil, "no like ID"),
+            chat(ben, 4, peer: 0, answers: id(ana, 1), "Ana's future like, not applied"),
+        ]
+        #expect(view(ana, before).messages.isEmpty)
+        let after = before + [like(ana, 1, peer: 4)]
+        for me in [ana, ben] {
+            let v = view(me, after)
+            #expect(v.matched)
+            #expect(v.messages.isEmpty, "shown: \(v.messages.map(\.text))")
+            #expect(v.rejectedMessages == 3)
+        }
+        // Once matched, Ben's real message (answering Ana's like, having applied it) shows.
+        let honest = after + [chat(ben, 5, peer: 1, answers: id(ana, 1), "hello")]
+        #expect(view(ana, honest).messages.map(\.text) == ["hello"])
+    }
+
+    /// "The conversation stays visible" after a withdrawal: what Ana had seen when she withdrew
+    /// stays, on both sides; a message Ben wrote that she had not seen does not appear.
+    @Test func withdrawingKeepsTheMessagesSeenAndHidesThoseNotSeen() {
+        let entries = [
+            like(ana, 1), like(ben, 1, peer: 1),
+            chat(ben, 2, peer: 1, answers: id(ana, 1), "seen by Ana"),
+            chat(ana, 2, peer: 2, answers: id(ben, 1), "Ana's answer"),
+            withdraw(ana, 3, peer: 2),
+            chat(ben, 3, peer: 2, answers: id(ana, 1), "written while Ana withdrew, unseen"),
+            chat(ana, 4, peer: 3, answers: id(ben, 1), "Ana after withdrawing"),
+        ]
+        for me in [ana, ben] {
+            let v = view(me, entries)
+            #expect(!v.matched)
+            #expect(v.messages.map(\.text) == ["seen by Ana", "Ana's answer"])
+            #expect(v.rejectedMessages == 2)
+        }
+    }
+
+    /// A like given again after a withdrawal restores the match: messages answering the new like
+    /// are shown, one answering the withdrawn like (written after the withdrawal) is not.
+    @Test func likingAgainAfterAWithdrawalRestoresTheConversation() {
+        let entries = [
+            like(ana, 1), withdraw(ana, 2, peer: 0), like(ana, 3, peer: 1),
+            like(ben, 1, peer: 1),
+            chat(ben, 2, peer: 3, answers: id(ana, 3), "answers the new like"),
+            chat(ben, 3, peer: 1, answers: id(ana, 1), "answers the withdrawn like"),
+        ]
+        for me in [ana, ben] {
+            let v = view(me, entries)
+            #expect(v.matched)
+            #expect(v.messages.map(\.text) == ["answers the new like"])
+            #expect(v.rejectedMessages == 1)
+        }
+        #expect(PairView.currentLike(of: ana, in: entries)?.recordID == id(ana, 3))
+        #expect(PairView.currentLike(of: ana, in: entries + [withdraw(ana, 4, peer: 3)]) == nil)
+    }
+
+    /// Honest concurrency: Ben writes while Ana withdraws, neither having seen the other's
+    /// record. Ana had withdrawn, so the message is hidden — on both sides alike.
+    @Test func aMessageConcurrentWithAWithdrawalIsHiddenOnBothSides() {
+        let entries = [
+            like(ana, 1), like(ben, 1, peer: 1),
+            chat(ben, 2, peer: 1, answers: id(ana, 1), "concurrent with the withdrawal"),
+            withdraw(ana, 2, peer: 1),
+        ]
+        for me in [ana, ben] {
+            let v = view(me, entries)
+            #expect(v.messages.isEmpty && v.rejectedMessages == 1)
+        }
+        // Had Ana applied it before withdrawing (peer seq 2), it would stay.
+        let seen = Array(entries.dropLast()) + [withdraw(ana, 2, peer: 2)]
+        #expect(view(ben, seen).messages.map(\.text) == ["concurrent with the withdrawal"])
+    }
+
     @Test func unmatchIsFinalAndEndsTheConversationForBoth() {
-        let entries = [e(ana, 1, .like(true)), e(ben, 1, .like(true)), e(ana, 2, .chat(peerSeq: 1, text: "hello")),
-                       e(ben, 2, .unmatch(peerSeq: 2)), e(ana, 3, .chat(peerSeq: 2, text: "still there?"))]
+        let entries = [like(ana, 1), like(ben, 1), chat(ana, 2, peer: 1, answers: id(ben, 1), "hello"),
+                       e(ben, 2, .unmatch(peerSeq: 2)), chat(ana, 3, peer: 2, answers: id(ben, 1), "still there?")]
         let forAna = PairView.build(me: ana, other: ben, entries: entries)
         let forBen = PairView.build(me: ben, other: ana, entries: entries.reversed())
         #expect(forAna.unmatchedBy == ben && forBen.unmatchedBy == ben)

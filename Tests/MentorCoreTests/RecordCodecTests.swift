@@ -92,13 +92,21 @@ import Testing
     }
 
     @Test func sealedPayloadsRoundTripAndRefuseGarbage() throws {
-        let like = LikePayload(target: other, liked: true)
+        let like = LikePayload(target: other, liked: true, peerSeq: 9)
         #expect(try LikePayload(plaintext: like.plaintext) == like)
-        let chat = ChatPayload(recipient: other, peerSeq: 42, text: "hi 👋")
+        let chat = ChatPayload(recipient: other, peerSeq: 42, answers: [UInt8](repeating: 3, count: 32), text: "hi 👋")
         #expect(try ChatPayload(plaintext: chat.plaintext) == chat)
+        // Payloads written before the peer seq of likes and the answered like of chats existed
+        // still open (peer seq 0, no answered like: such a message is never valid).
+        #expect(try LikePayload(plaintext: [1, 0, 32] + other.bytes + [2, 0, 1, 1]) == LikePayload(target: other, liked: true, peerSeq: 0))
+        #expect(try ChatPayload(plaintext: ChatPayload(recipient: other, peerSeq: 1, answers: nil, text: "old").plaintext).answers == nil)
+        // An answered-like field of another size is malformed.
+        #expect(throws: RecordError.self) {
+            try ChatPayload(plaintext: ChatPayload(recipient: other, peerSeq: 1, answers: [1, 2, 3], text: "x").plaintext)
+        }
         let un = UnmatchPayload(target: other, peerSeq: 3)
         #expect(try UnmatchPayload(plaintext: un.plaintext) == un)
-        #expect(throws: RecordError.self) { try ChatPayload(plaintext: ChatPayload(recipient: other, peerSeq: 1, text: "").plaintext) }
+        #expect(throws: RecordError.self) { try ChatPayload(plaintext: ChatPayload(recipient: other, peerSeq: 1, answers: nil, text: "").plaintext) }
         #expect(throws: RecordError.self) { try LikePayload(plaintext: [1, 0, 2, 1, 2]) }
     }
 }

@@ -113,6 +113,29 @@ import MentorCore
         #expect(!ended.matched && ended.unmatchedBy == ben.key && ended.messages.isEmpty)
     }
 
+    /// The `mm-pair` validity vectors of section 8.5 (both attacks of issue 11 among them): both
+    /// accounts' views, built from the entries in many orders, are what the document says.
+    @Test func pairVectorsGiveTheDocumentedViews() throws {
+        let (vectors, problems) = try PairVectors.parse(ProtocolVectors.documentText())
+        #expect(problems.isEmpty, "\(problems)")
+        let names = Set(vectors.map(\.name))
+        #expect(names.isSuperset(of: ["match-then-chat", "attack-withdrawn-like", "attack-before-the-like",
+                                      "withdrawal-keeps-what-was-seen", "like-again-after-a-withdrawal"]), "\(names)")
+        var rng = SeededRandom(seed: 11)
+        for v in vectors {
+            for (me, other) in [(PairVectors.ana, PairVectors.ben), (PairVectors.ben, PairVectors.ana)] {
+                for round in 0..<20 {
+                    let entries = round == 0 ? v.entries : (v.entries + v.entries.prefix(2)).shuffled(using: &rng)
+                    let view = PairView.build(me: me, other: other, entries: entries)
+                    #expect(view.matched == v.matched, "\(v.name): matched")
+                    #expect(view.messages.map { PairVectors.label(of: $0.recordID) } == v.shown,
+                            "\(v.name): shown for \(me == PairVectors.ana ? "A" : "B")")
+                    #expect(view.rejectedMessages == v.chats - v.shown.count, "\(v.name): rejected")
+                }
+            }
+        }
+    }
+
     /// Runs the Python snippets printed in docs/PROTOCOL.md, so they are known to work, and
     /// checks the vectors with an Ed25519, X25519, BLAKE2b and ChaCha20-Poly1305 outside Swift
     /// and libsodium (OpenSSL, through Python's `cryptography`).
@@ -154,6 +177,77 @@ import MentorCore
 }
 
 // MARK: - Reading the document
+
+/// The `mm-pair` blocks of PROTOCOL.md section 8.5: pair entries written as
+/// `WHO SEQ like|withdraw|chat|unmatch [peer=N] [answers=LABEL]`, whose record ID is their label
+/// (`A5`), and the expected `matched` and `shown` (labels of the valid messages, or `none`).
+enum PairVectors {
+    static let fence = "```mm-pair"
+    static let ana = PublicKey(bytes: [UInt8](repeating: 0xA1, count: 32))!
+    static let ben = PublicKey(bytes: [UInt8](repeating: 0xB2, count: 32))!
+
+    struct Vector {
+        var name = ""
+        var entries: [PairEntry] = []
+        var chats = 0
+        var matched: Bool?
+        var shown: [String] = []
+    }
+
+    static func id(_ label: String) -> [UInt8] { Array(label.utf8) }
+    static func label(of id: [UInt8]) -> String { String(decoding: id, as: UTF8.self) }
+
+    static func parse(_ text: String) -> (vectors: [Vector], problems: [String]) {
+        var vectors: [Vector] = []
+        var problems: [String] = []
+        var current: Vector?
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = String(raw)
+            guard current != nil else {
+                if line == fence { current = Vector() }
+                continue
+            }
+            func problem(_ why: String) { problems.append("line \(number + 1): \(why): \(line)") }
+            if line == "```" {
+                if let v = current {
+                    if v.name.isEmpty || v.matched == nil { problem("an mm-pair block needs `name:` and `matched:`") }
+                    vectors.append(v)
+                }
+                current = nil
+                continue
+            }
+            if line.hasPrefix("#") { continue }
+            if line.hasPrefix("name: ") { current?.name = String(line.dropFirst(6)); continue }
+            if line.hasPrefix("matched: ") { current?.matched = line.hasSuffix("true"); continue }
+            if line.hasPrefix("shown: ") {
+                let list = line.dropFirst(7).split(separator: " ").map(String.init)
+                current?.shown = list == ["none"] ? [] : list
+                continue
+            }
+            let words = line.split(separator: " ").map(String.init)
+            guard words.count >= 3, let who = words.first.flatMap({ $0 == "A" ? ana : $0 == "B" ? ben : nil }),
+                  let seq = UInt64(words[1]) else { problem("not an entry"); continue }
+            var peer: UInt64 = 0
+            var answers: [UInt8]?
+            for option in words.dropFirst(3) {
+                if option.hasPrefix("peer="), let n = UInt64(option.dropFirst(5)) { peer = n }
+                else if option.hasPrefix("answers=") { answers = id(String(option.dropFirst(8))) }
+                else { problem("unknown option \(option)") }
+            }
+            let kind: PairEntry.Kind
+            switch words[2] {
+            case "like": kind = .like(true, peerSeq: peer)
+            case "withdraw": kind = .like(false, peerSeq: peer)
+            case "chat": kind = .chat(peerSeq: peer, answers: answers, text: words[0] + words[1]); current?.chats += 1
+            case "unmatch": kind = .unmatch(peerSeq: peer)
+            default: problem("unknown entry kind"); continue
+            }
+            current?.entries.append(PairEntry(author: who, seq: seq, timestamp: 1_000 + seq, recordID: id(words[0] + words[1]), kind: kind))
+        }
+        if current != nil { problems.append("the last mm-pair block is not closed with ```") }
+        return (vectors, problems)
+    }
+}
 
 enum ProtocolVectors {
     static let beginMarker = "<!-- BEGIN TEST VECTORS (generated by Tests/MentorCryptoTests/ProtocolVectorTests.swift; do not edit by hand) -->"
@@ -420,10 +514,10 @@ extension ProtocolVectors {
             let expected: (kind: PairEntry.Kind, counterpart: PublicKey, canonical: [UInt8])?
             switch type {
             case .like:
-                expected = (try? LikePayload(plaintext: payload)).map { p in (PairEntry.Kind.like(p.liked), p.counterpart, p.plaintext) }
+                expected = (try? LikePayload(plaintext: payload)).map { p in (PairEntry.Kind.like(p.liked, peerSeq: p.peerSeq), p.counterpart, p.plaintext) }
             case .chat:
                 expected = (try? ChatPayload(plaintext: payload)).map { p in
-                    (PairEntry.Kind.chat(peerSeq: p.peerSeq, text: p.text), p.counterpart, p.plaintext)
+                    (PairEntry.Kind.chat(peerSeq: p.peerSeq, answers: p.answers, text: p.text), p.counterpart, p.plaintext)
                 }
             case .unmatch:
                 expected = (try? UnmatchPayload(plaintext: payload)).map { p in
@@ -531,6 +625,28 @@ extension ProtocolVectors {
         let photo = PhotoRef(hash: BLAKE2b.hash(Array("mentormate example photo".utf8), outputLength: 32), size: 48_213, format: .jpeg)
         let greeting = "Hi Ben! Happy to help with CS 490. Does Thursday at 17:00 work?"
         let reply = "Thursday works — thank you!"
+        let like = Spec(name: "like", title: "Ana likes Ben (sealed)",
+                 summary: """
+                 Ana's seq 3 is a like of Ben, with peer seq 0: she had applied none of Ben's records. Ben \
+                 opens the box with the pair key; Ana's own nodes open the self box to learn that the like \
+                 was for Ben.
+                 """,
+                 author: ana, seq: 3, timestamp: start + 120 * minute,
+                 content: .sealed(.like, to: ben, payload: LikePayload(target: ben.key, liked: true, peerSeq: 0)))
+        let likeBack = Spec(name: "like-back", title: "Ben likes Ana back (sealed)",
+                 summary: """
+                 Ben's first record (seq 1) likes Ana back, with peer seq 3 (he had applied Ana's records up \
+                 to her like). With both likes standing the pair is matched.
+                 """,
+                 author: ben, seq: 1, timestamp: start + 121 * minute,
+                 content: .sealed(.like, to: ana, payload: LikePayload(target: ana.key, liked: true, peerSeq: 3)))
+        // The messages name the like they answer by its record ID (section 8.5): the like
+        // vectors' IDs, which depend only on the seeds and the fixed nonces.
+        func recordID(_ spec: Spec, number: Int) throws -> [UInt8] {
+            let v = try vector(for: spec, number: number)
+            return v.bytes("record-id") ?? []    // always present: `vector(for:)` writes it
+        }
+        let anaLikeID = try recordID(like, number: 3), benLikeID = try recordID(likeBack, number: 4)
         return [
             Spec(name: "profile-full", title: "Ana's first profile card, every field",
                  summary: """
@@ -551,33 +667,24 @@ extension ProtocolVectors {
                  """,
                  author: ana, seq: 2, timestamp: start + 60 * minute,
                  content: .profile(ProfileCard(wage: 30, photo: .some(nil)))),
-            Spec(name: "like", title: "Ana likes Ben (sealed)",
-                 summary: """
-                 Ana's seq 3 is a like of Ben. Ben opens the box with the pair key; Ana's own nodes open the \
-                 self box to learn that the like was for Ben.
-                 """,
-                 author: ana, seq: 3, timestamp: start + 120 * minute,
-                 content: .sealed(.like, to: ben, payload: LikePayload(target: ben.key, liked: true))),
-            Spec(name: "like-back", title: "Ben likes Ana back (sealed)",
-                 summary: """
-                 Ben's first record (seq 1) likes Ana back. With both likes standing the pair is matched.
-                 """,
-                 author: ben, seq: 1, timestamp: start + 121 * minute,
-                 content: .sealed(.like, to: ana, payload: LikePayload(target: ana.key, liked: true))),
+            like,
+            likeBack,
             Spec(name: "chat", title: "Ana writes to Ben (sealed)",
                  summary: """
                  Ana's seq 4 is a chat message to Ben with peer seq 1: she had applied Ben's records up to his \
-                 seq 1 (his like), so the message is causally after the match.
+                 seq 1, his like, which the message answers by naming its record ID (the record ID of \
+                 `like-back`). So it was written while the two were matched.
                  """,
                  author: ana, seq: 4, timestamp: start + 122 * minute,
-                 content: .sealed(.chat, to: ben, payload: ChatPayload(recipient: ben.key, peerSeq: 1, text: greeting))),
+                 content: .sealed(.chat, to: ben, payload: ChatPayload(recipient: ben.key, peerSeq: 1, answers: benLikeID, text: greeting))),
             Spec(name: "chat-reply", title: "Ben answers (sealed)",
                  summary: """
-                 Ben's seq 2 answers with peer seq 4, which orders it after Ana's message. The text holds a \
+                 Ben's seq 2 answers with peer seq 4, which orders it after Ana's message, and names Ana's \
+                 like (the record ID of `like`). The text holds a \
                  U+2014 em dash (3 bytes of UTF-8).
                  """,
                  author: ben, seq: 2, timestamp: start + 125 * minute,
-                 content: .sealed(.chat, to: ana, payload: ChatPayload(recipient: ana.key, peerSeq: 4, text: reply))),
+                 content: .sealed(.chat, to: ana, payload: ChatPayload(recipient: ana.key, peerSeq: 4, answers: anaLikeID, text: reply))),
             Spec(name: "unmatch", title: "Ben unmatches Ana (sealed)",
                  summary: """
                  Ben's seq 3 unmatches Ana (peer seq 4). The tombstone is final: the pair is no longer matched \

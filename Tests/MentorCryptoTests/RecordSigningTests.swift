@@ -40,12 +40,12 @@ import MentorCore
 
     @Test func onlyTheTwoAccountsCanOpenASealedRecord() throws {
         var w = RecordWriter(keys: ana)
-        let chat = try w.chat(to: ben.publicKey.key, peerSeq: 7, text: "meet at the library", at: 5)
+        let chat = try w.chat(to: ben.publicKey.key, peerSeq: 7, answers: [UInt8](repeating: 7, count: 32), text: "meet at the library", at: 5)
         var forBen = SealedOpener(account: ben), forAna = SealedOpener(account: ana), forCy = SealedOpener(account: cy)
         let maybe = forBen.open(chat)
         let opened = try #require(maybe)
         #expect(opened.other == ana.publicKey.key)
-        #expect(opened.entry.kind == .chat(peerSeq: 7, text: "meet at the library"))
+        #expect(opened.entry.kind == .chat(peerSeq: 7, answers: [UInt8](repeating: 7, count: 32), text: "meet at the library"))
         // The author's own replica knows whom it wrote to, through the self box.
         let mine = forAna.open(chat), theirs = forCy.open(chat)
         #expect(mine?.other == ben.publicKey.key)

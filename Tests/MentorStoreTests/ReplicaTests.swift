@@ -162,14 +162,15 @@ import MentorCrypto
 
     @Test func likesMatchAndChatOnlyTheTwoAccountsCanRead() throws {
         var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let anaLike = try a.like(b.author, at: 2), benLike = try b.like(a.author, at: 3)
         let pool = [
             try a.profile(ProfileCard(name: "Ana", role: .student, courses: ["CS 490"]), at: 1),
             try b.profile(ProfileCard(name: "Ben", role: .tutor, courses: ["CS 490"]), at: 1),
-            try a.like(b.author, at: 2),
-            try b.like(a.author, at: 3),
-            try a.chat(to: b.author, peerSeq: 2, text: "secret study plan", at: 4),
-            try b.chat(to: a.author, peerSeq: 3, text: "see you at noon", at: 5),
-        ]
+            anaLike,
+            benLike,
+            try a.chat(to: b.author, peerSeq: 2, answers: benLike.id, text: "secret study plan", at: 4),
+            try b.chat(to: a.author, peerSeq: 3, answers: anaLike.id, text: "see you at noon", at: 5),
+        ].sorted { ($0.record.author, $0.record.seq) < ($1.record.author, $1.record.seq) }
         let anaNode = try memoryReplica(unlocking: [ana])
         let benNode = try memoryReplica(unlocking: [ben])
         let relay = try memoryReplica(unlocking: [cy])
@@ -214,6 +215,43 @@ import MentorCrypto
         #expect(try node.pairView(account: a.author, other: b.author).matched)
         let left = try node.read { db throws(StoreError) in try db.queryOne("SELECT count(*) FROM unopened")?.int(0) }
         #expect(left == 0)
+    }
+
+    /// Schema 4 (chats name the like they answer): the decrypted pair entries and pair summaries
+    /// a replica of schema 3 holds were decoded by an older build, so they are dropped and every
+    /// sealed record is opened again at the next unlock. A stale summary that counted a message
+    /// the new rule refuses does not survive; the views are those the records give.
+    @Test func upgradingFromSchema3RebuildsThePairViewsFromTheRecords() throws {
+        let dir = try TempDir()
+        let path = dir.file("replica.db")
+        var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let anaLike = try a.like(b.author, at: 1), benLike = try b.like(a.author, peerSeq: 1, at: 2)
+        let records = [anaLike, benLike,
+                       try b.chat(to: a.author, peerSeq: 1 << 40, answers: nil, text: "old payload, no answered like", at: 3),
+                       try a.chat(to: b.author, peerSeq: 2, answers: benLike.id, text: "answers Ben's like", at: 4)]
+        let replica = try Replica(path: path, settings: testSettings())
+        try replica.unlock(ana)
+        for r in records { #expect(try replica.applyOne(r) == .applied) }
+        #expect(try replica.pairSummary(account: a.author, other: b.author)?.messages == 1)
+        try replica.close()
+        // What a schema-3 replica of an older build holds: no answered-like column, and a
+        // summary that counted both messages.
+        let db = try Database(path: path)
+        try db.executeScript("""
+            UPDATE pairs SET messages = 2;
+            ALTER TABLE pair_entries DROP COLUMN answers;
+            PRAGMA user_version = 3;
+            """)
+        try db.close()
+
+        let upgraded = try Replica(path: path, settings: testSettings())
+        #expect(try upgraded.pairSummaries(of: a.author).isEmpty, "stale summaries must not be served before the rebuild")
+        try upgraded.unlock(ana)
+        let summary = try upgraded.pairSummary(account: a.author, other: b.author)
+        #expect(summary?.matched == true && summary?.messages == 1)
+        let view = try upgraded.pairView(account: a.author, other: b.author)
+        #expect(view.messages.map(\.text) == ["answers Ben's like"] && view.rejectedMessages == 1)
+        try upgraded.close()
     }
 
     @Test func stateSurvivesCloseAndReopenAndSchemaIsVersioned() throws {

@@ -22,17 +22,17 @@ public struct ReplicaCounts: Sendable, Equatable {
 }
 
 enum PairQueries {
-    static func entries(_ db: Database, account: PublicKey, other: PublicKey) throws(StoreError) -> [PairEntry] {
+    static func entries(_ db: Database, account: PublicKey, other: PublicKey, likesOnly: Bool = false) throws(StoreError) -> [PairEntry] {
         try db.cachedStatement("""
-            SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text
-            FROM pair_entries WHERE account = ? AND other = ?
+            SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers
+            FROM pair_entries WHERE account = ? AND other = ?\(likesOnly ? " AND kind = 1" : "")
             """).query([.blob(account.bytes), .blob(other.bytes)]).compactMap { row in
             guard let id = row.blob(0), let author = row.blob(1).flatMap(PublicKey.init(bytes:)),
                   let seq = row.int64(2), let ts = row.int64(3), let kind = row.int64(4) else { return nil }
             let k: PairEntry.Kind
             switch kind {
-            case 1: k = .like(row.int64(5) == 1)
-            case 2: k = .chat(peerSeq: UInt64(row.int64(6) ?? 0), text: row.text(7) ?? "")
+            case 1: k = .like(row.int64(5) == 1, peerSeq: UInt64(row.int64(6) ?? 0))
+            case 2: k = .chat(peerSeq: UInt64(row.int64(6) ?? 0), answers: row.blob(8), text: row.text(7) ?? "")
             case 3: k = .unmatch(peerSeq: UInt64(row.int64(6) ?? 0))
             default: return nil
             }
@@ -129,6 +129,14 @@ extension Replica {
         }
         let card = (try? ProfileCard(fieldValues: winners)) ?? ProfileCard()
         return CardState(author: author, card: card, conflicts: conflicts, forked: forked, updatedAt: updated)
+    }
+
+    /// The like of `other` for `account` that currently stands (nil if `other` does not like
+    /// `account`): the record a message from `account` answers. Reads only the pair's likes.
+    public func currentLike(account: PublicKey, by other: PublicKey) throws(StoreError) -> PairEntry? {
+        try read { db throws(StoreError) in
+            PairView.currentLike(of: other, in: try PairQueries.entries(db, account: account, other: other, likesOnly: true))
+        }
     }
 
     /// The relation of local account `account` with `other`.

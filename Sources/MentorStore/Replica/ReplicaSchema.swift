@@ -117,6 +117,18 @@ enum ReplicaSchema {
         m.register(3, "per-author digest of record IDs", """
             ALTER TABLE authors ADD COLUMN digest INTEGER;
             """)
+        // Chat messages name the like they answer and likes carry a peer seq (PROTOCOL.md
+        // section 8.5). The decrypted entries are derived data: they are dropped and every
+        // sealed record is opened again, with the new payload rules, at each account's next
+        // unlock (unprotected accounts: when the daemon starts), so the pair views are those
+        // the records give and no entry decoded by an older build survives.
+        m.register(4, "chats name the like they answer: private views rebuilt from the records", """
+            ALTER TABLE pair_entries ADD COLUMN answers BLOB;   -- chat: record ID of the answered like
+            DELETE FROM pair_entries;
+            DELETE FROM pairs;
+            DELETE FROM unopened;
+            UPDATE local_accounts SET scanned = 0;
+            """)
         return m
     }
 }

@@ -128,7 +128,9 @@ struct Workload {
                     out.likes += 1
                 } else {
                     let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
+                    // An answered-like ID of the real size; the workload does not track likes.
                     record = try writer.chat(to: target, peerSeq: UInt64(Int.random(in: 0...i, using: &rng)),
+                                             answers: [UInt8](repeating: 0xA5, count: ChatPayload.likeIDLength),
                                              text: Content.sentence(words: 3...30, rng: &rng), at: timestamp)
                     out.chats += 1
                 }

@@ -97,7 +97,10 @@ func makeBatch(_ writers: inout [RecordWriter], _ random: inout SeededRandom) th
                 record = try writers[a].like(writers[b].author, liked: random.next() % 4 != 0,
                                              at: baseTimestamp + writers[a].lastSeq + 1)
             } else {
+                // An answered-like ID of the real size (whether the message is valid is not
+                // what this workload checks).
                 record = try writers[a].chat(to: writers[b].author, peerSeq: writers[b].lastSeq,
+                                             answers: [UInt8](repeating: 0xA5, count: ChatPayload.likeIDLength),
                                              text: text(1 + pick(0..<300), &random),
                                              at: baseTimestamp + writers[a].lastSeq + 1)
             }

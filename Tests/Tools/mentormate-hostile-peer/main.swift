@@ -17,6 +17,12 @@
 //   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
 //               first) as fast as the daemon's acks allow, keeping the window full; prints
 //               `result stream sent=N acked=N seconds=S closed=true|false`
+//   chat        an account forging its way into a conversation (issue 11, item 2): signs with
+//               the account key file --key PATH (a real account's, e.g. from a daemon's state
+//               dir) one chat record to --to ID at --seq N (the account's next seq), with payload
+//               fields of its choosing: --peer-seq P, --answers HEX (the record ID of the like it
+//               claims to answer; left out of the payload when not given, as in the old format)
+//               and --text TEXT; sends it in one batch. Prints `record=HEX` (its ID) first.
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -44,16 +50,20 @@ var from: String?
 var wait = 5.0
 var positional: [String] = []
 var streamRecords = 20_000
+var chatOptions: [String: String] = [:]
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
+    case "--key", "--to", "--seq", "--peer-seq", "--answers", "--text":
+        guard !arguments.isEmpty else { fail("\(a) needs a value", status: 2) }
+        chatOptions[String(a.dropFirst(2))] = arguments.removeFirst()
     case "--from": from = arguments.isEmpty ? nil : arguments.removeFirst()
     case "--wait": wait = arguments.isEmpty ? -1 : Double(arguments.removeFirst()) ?? -1
     case "--records": streamRecords = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream"]
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
@@ -183,6 +193,27 @@ case "flood":
     for batch in batches { sendMessage(.records(batch)) }
 case "valid":
     sendMessage(.records([card(&writer, "Valid Val")]))
+case "chat":
+    guard let keyPath = chatOptions["key"], let to = chatOptions["to"], let seq = chatOptions["seq"].flatMap(UInt64.init), seq >= 1,
+          let peerSeq = chatOptions["peer-seq"].flatMap(UInt64.init), let text = chatOptions["text"] else {
+        fail("chat needs --key PATH --to ID --seq N (≥ 1) --peer-seq P --text TEXT [--answers HEX]", status: 2)
+    }
+    let keys: SigningKeyPair
+    do { keys = try KeyFile.read(from: keyPath) } catch { fail("reading \(keyPath): \(error)", status: 2) }
+    guard case .exact(let recipient)? = try? AccountID.parse(to) else { fail("--to \(to) is not a full account ID", status: 2) }
+    var answers: [UInt8]?
+    if let hex = chatOptions["answers"] {
+        guard let bytes = Hex.decode(hex) else { fail("--answers \(hex) is not hex", status: 2) }
+        answers = bytes
+    }
+    var sender = RecordWriter(keys: keys, lastSeq: seq - 1)
+    let record: VerifiedRecord
+    do {
+        record = try sender.sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text),
+                                   at: UInt64(time(nil)) * 1000)
+    } catch { fail("signing: \(error)", status: 2) }
+    print("record=\(Hex.encode(record.id))")
+    sendMessage(.records([record.encoded]))
 case "stream":
     var pending: [[[UInt8]]] = []
     while pending.count * SyncLimits.maxBatchRecords < streamRecords {
