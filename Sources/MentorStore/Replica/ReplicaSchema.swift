@@ -117,6 +117,20 @@ enum ReplicaSchema {
         m.register(3, "per-author digest of record IDs", """
             ALTER TABLE authors ADD COLUMN digest INTEGER;
             """)
+        // Records dated ahead of this node's clock (past the tolerance, within the hold bound):
+        // verified, kept aside by author key (no `authors` row is made for them), and applied
+        // once due (PROTOCOL.md §9). Not part of the digest or of the hello's vector.
+        m.register(4, "records held until due", """
+            CREATE TABLE held_until_due (
+                author      BLOB NOT NULL CHECK (length(author) = 32),
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                bytes       BLOB NOT NULL,
+                PRIMARY KEY (author, seq, id)
+            ) WITHOUT ROWID;
+            CREATE INDEX held_until_due_by_time ON held_until_due(timestamp);
+            """)
         return m
     }
 }
