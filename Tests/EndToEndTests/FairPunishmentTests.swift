@@ -112,4 +112,83 @@ extension EndToEndTests {
         #expect(blame().isEmpty, "no refusal or penalty should be logged:\n\(blame())")
         #expect(try mmJSON(e2e, ["status"], socketB)["peers"]?.intValue == 1, "the link is up again")
     }
+
+    /// The fork-variant trick: a hostile peer signs three cards with one (author, seq) and gives
+    /// the two with the lowest record IDs to A and the highest to B (each from its own loopback
+    /// address). When B links to A, both see their digests differ and exchange the author's whole
+    /// log: B ends with the two lowest (its variant is replaced), and A receives B's variant — a
+    /// third one, refused as `equivocation`. That is nobody's fault on the link: nobody is banned,
+    /// the link stays up, A keeps the evidence, and both converge on the same two variants.
+    @Test func theForkVariantTrickBansNobody() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let hostilePeer = try Binaries.tool("mentormate-hostile-peer")
+        let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
+        defer { a.kill() }
+        let portA = try listenPort(e2e, socketA)
+        var b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB)
+        defer { b.kill() }
+        let portB = try listenPort(e2e, socketB)
+        let seed = String(repeating: "5a", count: 32)
+        func feed(_ attack: String, _ port: Int, _ from: String) throws -> String {
+            let (status, output) = try e2e.tool([hostilePeer, "127.0.0.1", "\(port)", attack, "--author-seed", seed,
+                                                 "--from", from, "--wait", "1"])
+            #expect(status.exitCode == 0, "\(attack): \(output)")
+            return output
+        }
+        let low = try feed("fork-low", portA, "127.0.0.41")
+        let high = try feed("fork-high", portB, "127.0.0.42")
+        let variants = low.split(separator: "\n").first { $0.hasPrefix("variants=") }
+        #expect(variants != nil && high.contains(variants ?? "?"), "both halves should sign the same three variants:\n\(low)\n\(high)")
+        #expect(try poll { try Self.digest(socketA).records } until: { $0 == 2 } == 2, "A holds the two lowest variants:\n\(a.log)")
+        #expect(try poll { try Self.digest(socketB).records } until: { $0 == 1 } == 1, "B holds the highest:\n\(b.log)")
+
+        // B, restarted with A as its peer, links to A.
+        #expect(b.terminate() != nil)
+        let logB = b.log
+        b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, listen: "127.0.0.1:\(portB)",
+                                extra: ["--peer", "127.0.0.1:\(portA)"])
+        let converged = try poll { (try Self.digest(socketA), try Self.digest(socketB)) } until: { $0.0 == $0.1 && $0.0.records == 2 }
+        #expect(converged.0 == converged.1 && converged.0.records == 2,
+                "A and B should converge on the two lowest variants: \(converged)\nlog A:\n\(a.log)\nlog B:\n\(b.log)")
+        let evidence = try poll { try mmJSON(e2e, ["status"], socketA)["evidence"]?.intValue ?? 0 } until: { $0 == 3 }
+        #expect(evidence == 3, "A keeps all three variants as evidence: \(evidence)\nlog A:\n\(a.log)")
+        #expect(a.log.contains("code=equivocation"), "A received the third variant from B:\n\(a.log)")
+        usleep(1_000_000)
+        let blamed = Self.blameLines(a.log) + Self.blameLines(logB + b.log)
+        #expect(blamed.isEmpty, "nobody should be banned or cut off:\n\(blamed.joined(separator: "\n"))")
+        #expect(try mmJSON(e2e, ["status"], socketA)["peers"]?.intValue == 1, "the link stays up:\n\(a.log)")
+        #expect(try mmJSON(e2e, ["status"], socketB)["peers"]?.intValue == 1, "the link stays up:\n\(b.log)")
+        // A still takes B's writes.
+        try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
+        #expect(try poll { try Self.digest(socketA) } until: { $0.records == 3 }.records == 3, "B's new record reaches A")
+    }
+
+    /// A peer sends, in one batch, valid records the daemon cannot take now through no fault of
+    /// the peer — a sequence gap past 4096, a card dated 48 h ahead (past the hold bound), one 2 h
+    /// ahead (held until due) — and one valid card. The link stays up (the peer is not closed),
+    /// the valid card is stored and the 2 h one held, nothing is logged as an offence, and the
+    /// same address connects again at once (it was not refused).
+    @Test func recordsThatCannotBeTakenNowDoNotBanTheRelay() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let hostilePeer = try Binaries.tool("mentormate-hostile-peer")
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: e2e.path("a.sock"), extra: ["--log-level", "debug"])
+        defer { a.kill() }
+        let port = try listenPort(e2e, e2e.path("a.sock"))
+        let (status, output) = try e2e.tool([hostilePeer, "127.0.0.1", "\(port)", "not-now", "--from", "127.0.0.43", "--wait", "3"])
+        #expect(status.exitCode == 0 && output.contains("result not-now closed=false"),
+                "the link should stay up: \(output)\nlog:\n\(a.log)")
+        let counts = try mmJSON(e2e, ["status"], e2e.path("a.sock"))
+        #expect(counts["records"]?.intValue == 1 && counts["heldUntilDue"]?.intValue == 1 && counts["pending"]?.intValue == 0,
+                "the valid card stored, the 2 h one held, the gap and the 48 h one not kept: \(counts)")
+        #expect(a.log.contains("code=sequence-gap-too-large") && a.log.contains("code=timestamp-in-future"), "\(a.log)")
+        #expect(Self.blameLines(a.log).isEmpty, "no offence:\n\(a.log)")
+        let again = try e2e.tool([hostilePeer, "127.0.0.1", "\(port)", "valid", "--from", "127.0.0.43", "--wait", "1"])
+        #expect(again.output.contains("result valid closed=false"), "the address is not refused: \(again.output)")
+        #expect(try mmJSON(e2e, ["status"], e2e.path("a.sock"))["records"]?.intValue == 2)
+    }
 }
