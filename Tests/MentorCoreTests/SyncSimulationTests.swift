@@ -457,6 +457,7 @@ private final class Simulation {
 
     /// When something waits only for time to pass (a record held until due, a deferral's retry).
     var nextTimed: Int? {
+        guard skewSteps > 0 else { return nil }
         var next: [Int] = []
         for (node, r) in replicas.enumerated() where up[node] {
             for a in 1...6 { if let d = r.heldUntilDue[a].values.map(\.due).min() { next.append(d) } }
@@ -482,13 +483,16 @@ private final class Simulation {
             }
         }
         for node in announcements.indices where !announcements[node].isEmpty { weights.append(2); work.append(.announce(node)) }
-        for c in liveConnections {
-            for side in 0...1 {
-                if let at = c.sessions[side].nextDeferralRetry, at <= instant { weights.append(1); work.append(.retry(c, side)) }
+        if skewSteps > 0 {   // only then can records be held until due or deferred
+            let now = instant
+            for c in liveConnections {
+                for side in 0...1 {
+                    if let at = c.sessions[side].nextDeferralRetry, at <= now { weights.append(1); work.append(.retry(c, side)) }
+                }
             }
-        }
-        for (node, r) in replicas.enumerated() where up[node] && r.heldUntilDue.contains(where: { $0.values.contains { $0.due <= time } }) {
-            weights.append(1); work.append(.due(node))
+            for (node, r) in replicas.enumerated() where up[node] && r.heldUntilDue.contains(where: { $0.values.contains { $0.due <= time } }) {
+                weights.append(1); work.append(.due(node))
+            }
         }
         guard !work.isEmpty else { return false }
         switch work[pick(weights)] {
