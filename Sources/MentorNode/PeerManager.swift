@@ -687,6 +687,7 @@ public final class PeerManager: @unchecked Sendable {
                         "then": code == RecordError.Code.equivocation.name ? "evidence kept" : "asked for again later"])
         }
         if let author = verdict.heldUntilDue.first {
+            connection.session.heldAside(verdict.heldUntilDue)
             let first = connection.notNowLogged.insert("held-until-due").inserted
             logger.log(first ? .info : .debug, "records dated ahead of this node's clock are held until due (the author's clock runs fast)",
                        ["peer.address": "\(connection.link.remote)", "author": author.shortID, "authors": "\(verdict.heldUntilDue.count)"])

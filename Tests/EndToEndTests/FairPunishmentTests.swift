@@ -191,4 +191,19 @@ extension EndToEndTests {
         #expect(again.output.contains("result valid closed=false"), "the address is not refused: \(again.output)")
         #expect(try mmJSON(e2e, ["status"], e2e.path("a.sock"))["records"]?.intValue == 2)
     }
+
+    /// The test-only clock flag takes whole seconds; anything else stops the daemon before it
+    /// touches the state directory, naming the flag and an example.
+    @Test func aBadTestClockOffsetIsRefusedWithTheFlagNamed() throws {
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        for bad in ["3h", "1.5", "999999999999"] {
+            let state = e2e.path("state-\(bad)")
+            let (status, output) = try e2e.tool([e2e.binaries.daemon, "--state-dir", state, "--socket", e2e.path("s.sock"),
+                                                 "--no-mdns", "--test-clock-offset", bad])
+            #expect(status.exitCode == 2, "\(bad): \(output)")
+            #expect(output.contains("--test-clock-offset must be a whole number of seconds") && output.contains("10800"), "\(output)")
+            #expect(!FileManager.default.fileExists(atPath: state + "/replica.db"), "nothing is created")
+        }
+    }
 }

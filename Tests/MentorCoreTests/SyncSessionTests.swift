@@ -632,6 +632,21 @@ private final class Network {
         #expect(receiver.retryDeferred(now: t0 + .seconds(3600)).isEmpty)
     }
 
+    /// Records the replica holds aside until due come without asking: the session does not
+    /// wait for them to be caught up, and asks for nothing.
+    @Test func recordsHeldAsideUntilDueDoNotKeepTheSessionFromCatchingUp() {
+        var s = SyncSession()
+        _ = s.start(localVector: [:])
+        _ = s.receive(.hello([x: 2]))
+        let batch = [recordBytes(x, 1), recordBytes(x, 2)]
+        _ = s.receive(.records(batch))
+        _ = s.applied(stored: 2)
+        #expect(!s.isCaughtUp)
+        s.heldAside([x])
+        #expect(s.isCaughtUp && s.deferredAuthors.isEmpty && s.localVector[x] == nil)
+        #expect(s.retryDeferred(now: .now + .seconds(3600)).isEmpty)
+    }
+
     @Test func deferralsAreBoundedAndForgottenWhenTheSessionCloses() {
         let t0 = ContinuousClock.now
         var s = SyncSession()
@@ -642,6 +657,15 @@ private final class Network {
         }
         s.deferred(many, now: t0)
         #expect(s.deferredAuthors.count == SyncSession.maxDeferredAuthors)
+        // The peer showed it holds seq 1 of each (it sent them); at most 64 wants a round.
+        for author in many {
+            _ = s.receive(.records([recordBytes(author, 1)]))
+            _ = s.applied(stored: 0)
+        }
+        #expect(!s.isClosed)
+        let round = s.retryDeferred(now: t0 + .seconds(1))
+        #expect(round.count == SyncSession.maxWantsPerRetry && round.allSatisfy { if case .send(.want(_, 1)) = $0 { true } else { false } })
+        #expect(s.nextDeferralRetry == t0 + .seconds(2), "the rest wait a second")
         _ = s.violation("test")
         #expect(s.deferredAuthors.isEmpty && s.retryDeferred(now: t0 + .seconds(60)).isEmpty)
     }

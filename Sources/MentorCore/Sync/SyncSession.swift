@@ -102,6 +102,9 @@ public struct SyncSession: Sendable {
     /// further one waits twice as long, up to `maxDeferralRetry`.
     public static let firstDeferralRetry: Duration = .seconds(1)
     public static let maxDeferralRetry: Duration = .seconds(600)
+    /// `want`s one `retryDeferred(now:)` sends at most; the other due authors wait
+    /// `firstDeferralRetry` more (so at most this many a second per link).
+    public static let maxWantsPerRetry = 64
 
     public init(settings: SyncSettings = SyncSettings()) {
         self.settings = settings
@@ -285,6 +288,14 @@ public struct SyncSession: Sendable {
         }
     }
 
+    /// The replica keeps records of these authors aside until they are due (dated ahead of its
+    /// clock): they will be ours without asking again, so the session does not wait for them
+    /// to be caught up (and the summary still goes out).
+    public mutating func heldAside(_ authors: [PublicKey]) {
+        guard !isClosed else { return }
+        for author in authors { missing[author] = nil }
+    }
+
     /// Sends a `want` for each deferred author whose retry is due and whose records we still
     /// lack (below what the peer showed it holds), backing off each time; forgets the others.
     public mutating func retryDeferred(now: ContinuousClock.Instant) -> [SyncDirective] {
@@ -294,6 +305,10 @@ public struct SyncSession: Sendable {
             let have = localVector[author] ?? 0
             guard have < (peerHolds[author] ?? 0), have < Limits.maxSeq else {
                 deferrals[author] = nil
+                continue
+            }
+            guard out.count < Self.maxWantsPerRetry else {
+                deferrals[author] = (now + Self.firstDeferralRetry, d.attempts)
                 continue
             }
             out.append(.send(.want(author: author, from: have + 1)))
