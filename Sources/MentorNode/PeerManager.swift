@@ -16,10 +16,12 @@ import MentorStore
 ///   smaller node key and close the other.
 /// - A session's `.close` closes its link; the reason is logged once with the peer's address.
 /// - Defence: a host whose link fails the handshake, sends a bad frame, breaks the sync protocol
-///   or sends records whose refusal proves it misbehaved (`RecordError.Code.isOffence`; not a
-///   third fork variant, a timestamp ahead of our clock, a full hold-back area or a gap: those
-///   are held or asked for again later, and the session goes on) is refused for a growing interval (`PenaltyBox`): the listener
-///   closes its connections at once and a static peer at that address is redialled only after.
+///   or sends records whose refusal proves it misbehaved (`RecordError.Code.isOffence`) is
+///   refused for a growing interval (`PenaltyBox`): the listener closes its connections at once
+///   and a static peer at that address is redialled only after. A third fork variant, a
+///   timestamp ahead of our clock, a full hold-back area or a gap are nobody's fault on the
+///   link: such records are held (until due), kept as evidence or asked for again later
+///   (`want`), and the session goes on (PROTOCOL.md §10.1).
 ///   Records per second are limited per peer by pacing acks (a token bucket): a peer that keeps
 ///   to the window is slowed down, one that does not is disconnected by its session.
 /// - Nearby now: after its hello each side sends `here` with the accounts living on its node
