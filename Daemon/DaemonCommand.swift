@@ -21,6 +21,8 @@ struct DaemonCommand: ParsableCommand {
     var config: String?
     var networkKey: String?
     var logLevel: String?
+    /// Tests only: the daemon's wall clock runs this many seconds ahead (negative: behind).
+    var testClockOffset: String?
     var help = false
     var version = false
 
@@ -33,6 +35,8 @@ struct DaemonCommand: ParsableCommand {
         .string("--config", value: "FILE", \.config, help: "read settings from FILE (key = value lines)"),
         .string("--network-key", value: "FILE", \.networkKey, help: "a 32-byte network key file (default: the built-in key)"),
         .choice("--log-level", DaemonConfiguration.LogLevel.allCases.map(\.rawValue), \.logLevel, help: "the least important level logged"),
+        .string("--test-clock-offset", value: "SECONDS", \.testClockOffset,
+                help: "FOR TESTS ONLY: run the wall clock SECONDS ahead (negative: behind), e.g. 10800 for a clock 3 h fast"),
         .flag("--help", short: "-h", \.help, help: "show this help"),
         .flag("--version", \.version, help: "print the version"),
     ] }
@@ -67,6 +71,20 @@ struct DaemonCommand: ParsableCommand {
             throw DaemonError(error.message, hint: "`mentormated --help` lists the flags")
         }
         return c
+    }
+}
+
+extension DaemonCommand {
+    /// `--test-clock-offset` in milliseconds (0 without it): a whole number of seconds within
+    /// ±10 years. The one wall clock of the daemon (record timestamps, the replica's "is it
+    /// due", `status` times) is read through it, so a test can run a node whose clock is wrong.
+    func clockOffsetMillis() throws(DaemonError) -> Int64 {
+        guard let text = testClockOffset else { return 0 }
+        guard let seconds = Int64(text), abs(seconds) <= 10 * 366 * 86_400 else {
+            throw DaemonError("--test-clock-offset must be a whole number of seconds (at most ten years either way), not \"\(text)\"",
+                              hint: "e.g. --test-clock-offset 10800 runs the clock 3 h ahead; the flag is for tests only")
+        }
+        return seconds * 1000
     }
 }
 

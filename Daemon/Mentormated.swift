@@ -44,6 +44,16 @@ struct Mentormated {
         }
 
         let logger = DaemonLogger(minimum: settings.logLevel.netLevel, environment: environment)
+        // The daemon's one wall clock (Unix ms), shifted only by the test-only flag.
+        let clockOffset: Int64
+        do { clockOffset = try command.clockOffsetMillis() } catch { fail(error.message, hint: error.hint, status: 2) }
+        let wallMillis: @Sendable () -> UInt64 = {
+            UInt64(clamping: max(0, Int64(clamping: Clock.wallMillis()) &+ clockOffset))
+        }
+        if clockOffset != 0 {
+            logger.warning("test clock offset in force: this node's wall clock runs shifted (never use this in production)",
+                           ["offset_seconds": "\(clockOffset / 1000)"])
+        }
 
         // The state directory: created 0700, then locked against a second daemon.
         do {
@@ -76,7 +86,9 @@ struct Mentormated {
 
         let replica: Replica
         do {
-            replica = try Replica(path: settings.stateDirectory + "/replica.db")
+            var replicaSettings = Replica.Settings()
+            replicaSettings.now = wallMillis
+            replica = try Replica(path: settings.stateDirectory + "/replica.db", settings: replicaSettings)
         } catch {
             fail("cannot open the replica: \(error)", hint: error.code == StoreError.Code.schemaTooNew.rawValue
                  ? "this replica was written by a newer MentorMate; upgrade" : "run `mentormate doctor`, or restore the state directory from a backup")
@@ -100,15 +112,15 @@ struct Mentormated {
             staticPeers.append(peer)
         }
 
-        let started = Clock.wallMillis()
+        let started = wallMillis()
         let node = Node(config: NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
-                                           now: { Clock.wallMillis() }),
+                                           now: wallMillis),
                         replica: replica, nodeKeys: nodeKeys)
         node.logger = logger
         var socketPath = settings.socketPath
         var peerSettings = PeerManager.Settings()
         peerSettings.link = linkSettings
-        peerSettings.now = { Clock.wallMillis() }
+        peerSettings.now = wallMillis
         peerSettings.recordsPerSecond = settings.peerRecordsPerSecond
         peerSettings.recordsBurst = settings.peerRecordsPerSecond
         let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,

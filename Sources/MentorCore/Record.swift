@@ -12,6 +12,9 @@ public enum Limits {
     public static let maxSeq = UInt64(Int64.max)
     /// Records accepted from the future (clock skew allowance), in milliseconds.
     public static let maxFutureSkewMillis: UInt64 = 10 * 60 * 1000
+    /// Records further ahead than `maxFutureSkewMillis` but at most this far (24 h) are held
+    /// until due rather than refused (a node whose clock runs hours fast still reaches everyone).
+    public static let maxHoldAheadMillis: UInt64 = 24 * 60 * 60 * 1000
 }
 
 /// The record types. The byte value is part of the signed encoding and never reused.

@@ -28,6 +28,26 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let invalidBody = Code(name: "invalid-body")
         /// The record's timestamp is too far in the future.
         public static let timestampInFuture = Code(name: "timestamp-in-future")
+
+        /// Whether a peer that sends a record refused with this code has proved that it
+        /// misbehaves (PROTOCOL.md §10, "Whose fault"). Every node checks the same things before
+        /// it stores or relays a record, so an honest relay never passes on a record that fails
+        /// a check of the record alone (signature, encoding, type, version, sizes, body values):
+        /// those are offences. The others depend on what the receiving replica holds or on its
+        /// clock — a third fork variant the relay could not know was a third, a timestamp ahead
+        /// of the receiver's clock, a full hold-back area, a gap past what the receiver holds —
+        /// and are nobody's fault on that link: the record is held or dropped quietly.
+        public var isOffence: Bool {
+            switch self {
+            case .sequenceGapTooLarge, .pendingFull, .equivocation, .timestampInFuture: false
+            default: true
+            }
+        }
+
+        /// A refusal that is not an offence and that a later try may turn into a stored record
+        /// (the receiver should ask again later): everything not an offence but equivocation,
+        /// whose outcome depends only on the set of variants and so never changes.
+        public var isDeferral: Bool { !isOffence && self != .equivocation }
     }
 
     public let code: Code

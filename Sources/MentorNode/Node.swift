@@ -154,6 +154,18 @@ public final class Node: @unchecked Sendable {
         return outcomes
     }
 
+    /// Applies the records held until due whose time has come (PROTOCOL.md §9), then indexes
+    /// and pushes them like records received from a peer. Returns how many were stored.
+    @discardableResult
+    public func releaseDueRecords() throws(StoreError) -> Int {
+        let stored = try replica.releaseDue()
+        guard !stored.isEmpty else { return 0 }
+        queue.sync { afterApply(stored.map(\.record)) }
+        onApplied(stored.map { AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded) }
+            .sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
+        return stored.count
+    }
+
     // MARK: Passphrase work off the queue
 
     struct PreparedKey {

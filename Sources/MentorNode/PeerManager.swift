@@ -16,8 +16,12 @@ import MentorStore
 ///   smaller node key and close the other.
 /// - A session's `.close` closes its link; the reason is logged once with the peer's address.
 /// - Defence: a host whose link fails the handshake, sends a bad frame, breaks the sync protocol
-///   or sends refused records is refused for a growing interval (`PenaltyBox`): the listener
-///   closes its connections at once and a static peer at that address is redialled only after.
+///   or sends records whose refusal proves it misbehaved (`RecordError.Code.isOffence`) is
+///   refused for a growing interval (`PenaltyBox`): the listener closes its connections at once
+///   and a static peer at that address is redialled only after. A third fork variant, a
+///   timestamp ahead of our clock, a full hold-back area or a gap are nobody's fault on the
+///   link: such records are held (until due), kept as evidence or asked for again later
+///   (`want`), and the session goes on (PROTOCOL.md §10.1).
 ///   Records per second are limited per peer by pacing acks (a token bucket): a peer that keeps
 ///   to the window is slowed down, one that does not is disconnected by its session.
 /// - Nearby now: after its hello each side sends `here` with the accounts living on its node
@@ -123,6 +127,10 @@ public final class PeerManager: @unchecked Sendable {
         var syncTimer: DispatchWorkItem?
         /// When our summary last went out on this link.
         var summarizedAt: ContinuousClock.Instant?
+        /// Asks the peer again for records the replica could not take now.
+        var deferralTimer: DispatchWorkItem?
+        /// Kinds of "not taken now" already logged at info on this link.
+        var notNowLogged: Set<String> = []
 
         init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64) {
             self.serial = serial
@@ -172,6 +180,9 @@ public final class PeerManager: @unchecked Sendable {
     /// A link that lacks one is asked again after a delay that doubles with each "not held" (a
     /// relay may fetch it meanwhile), from `blobRetry` up to a minute.
     private var missingBlobs: [[UInt8]: (size: Int, fetching: UInt64?, lacking: Set<UInt64>, misses: Int)] = [:]
+    /// Releases the records held until due when the earliest is due, and when it fires.
+    private var dueTimer: DispatchWorkItem?
+    private var dueTimerAt: ContinuousClock.Instant?
     /// Blobs received and stored since start (for tests and metrics).
     public private(set) var blobsFetched = 0
 
@@ -210,6 +221,7 @@ public final class PeerManager: @unchecked Sendable {
         listener.start()
         queue.async { [self] in
             for index in dialed.indices { dial(index) }
+            scheduleDueRelease()
         }
     }
 
@@ -223,9 +235,12 @@ public final class PeerManager: @unchecked Sendable {
                 dialed[index].timer?.cancel()
                 dialed[index].timer = nil
             }
+            dueTimer?.cancel()
+            dueTimer = nil
             for connection in connections.values {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
+                connection.deferralTimer?.cancel()
                 connection.link.close()
             }
             connections = [:]
@@ -412,6 +427,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.closing = true
         connection.ackTimer?.cancel()
         connection.syncTimer?.cancel()
+        connection.deferralTimer?.cancel()
         publishSnapshot()
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
@@ -613,7 +629,9 @@ public final class PeerManager: @unchecked Sendable {
                 case .failure(let error):
                     self.end(connection, "applying records from the peer failed: \(error)")
                 case .success(let outcomes):
-                    let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
+                    let verdict = RefusalVerdict(outcomes, batch)
+                    let refused = verdict.offences
+                    self.noteNotNow(verdict, from: connection)
                     // Records per second: the ack waits until the bucket has paid for the batch.
                     let delay = refused == 0 ? self.rateDelay(connection, records: batch.count) : nil
                     let next = connection.session.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
@@ -622,6 +640,112 @@ public final class PeerManager: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    // MARK: Refusals that are nobody's fault (on queue)
+
+    /// What a batch's outcomes say about the peer that sent it (PROTOCOL.md §10, "Whose fault").
+    struct RefusalVerdict {
+        /// Refusals that prove the sender misbehaved (`RecordError.Code.isOffence`).
+        var offences = 0
+        /// Authors of records refused for now (`isDeferral`): asked for again later.
+        var deferred: [PublicKey] = []
+        /// Records held until due, and how many of each refusal code that is no offence.
+        var heldUntilDue: [PublicKey] = []
+        var notNow: [String: Int] = [:]
+
+        init(_ outcomes: [ApplyOutcome], _ batch: [[UInt8]]) {
+            var deferred: Set<PublicKey> = [], held: Set<PublicKey> = []
+            for (i, outcome) in outcomes.enumerated() {
+                switch outcome {
+                case .refused(let e) where e.code.isOffence:
+                    offences += 1
+                case .refused(let e):
+                    notNow[e.code.name, default: 0] += 1
+                    if e.code.isDeferral, i < batch.count, let p = try? RecordPosition.peek(batch[i]) { deferred.insert(p.author) }
+                case .heldUntilDue:
+                    if i < batch.count, let p = try? RecordPosition.peek(batch[i]) { held.insert(p.author) }
+                default:
+                    break
+                }
+            }
+            self.deferred = deferred.sorted()
+            self.heldUntilDue = held.sorted()
+        }
+    }
+
+    /// Records the link's deferrals in its session (to be asked for again), logs what was not
+    /// taken now — the first time per link and kind at info, after that at debug — and wakes
+    /// the release of records held until due. Nothing here blames the peer.
+    private func noteNotNow(_ verdict: RefusalVerdict, from connection: Connection) {
+        if !verdict.deferred.isEmpty {
+            connection.session.deferred(verdict.deferred, now: .now)
+            scheduleDeferralRetry(connection)
+        }
+        for (code, count) in verdict.notNow.sorted(by: { $0.key < $1.key }) {
+            let first = connection.notNowLogged.insert(code).inserted
+            logger.log(first ? .info : .debug, "records from a peer not taken now (no fault of the peer; the link stays)",
+                       ["peer.address": "\(connection.link.remote)", "code": code, "records": "\(count)",
+                        "then": code == RecordError.Code.equivocation.name ? "evidence kept" : "asked for again later"])
+        }
+        if let author = verdict.heldUntilDue.first {
+            connection.session.heldAside(verdict.heldUntilDue)
+            let first = connection.notNowLogged.insert("held-until-due").inserted
+            logger.log(first ? .info : .debug, "records dated ahead of this node's clock are held until due (the author's clock runs fast)",
+                       ["peer.address": "\(connection.link.remote)", "author": author.shortID, "authors": "\(verdict.heldUntilDue.count)"])
+            scheduleDueRelease()
+        }
+    }
+
+    /// Asks the peer again for deferred records when the session's back-off says so.
+    private func scheduleDeferralRetry(_ connection: Connection) {
+        guard connection.deferralTimer == nil, let at = connection.session.nextDeferralRetry else { return }
+        let timer = DispatchWorkItem { [weak self, weak connection] in
+            guard let self, let connection, !self.stopped, !connection.closing else { return }
+            connection.deferralTimer = nil
+            self.run(connection.session.retryDeferred(now: .now), on: connection)
+            self.scheduleDeferralRetry(connection)
+        }
+        connection.deferralTimer = timer
+        let delay = max(.zero, at - .now)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
+    }
+
+    /// Applies the records held until due once the earliest is due by our clock (looked at
+    /// again at least once a minute: the wall clock may jump), on `applyQueue` like a batch.
+    private func scheduleDueRelease() {
+        guard !stopped else { return }
+        let earliest: UInt64?
+        do { earliest = try node.replica.earliestHeldUntilDue() } catch {
+            logger.info("reading the records held until due failed", ["error": "\(error)"])
+            return
+        }
+        guard let earliest else { return }
+        let dueAt = earliest - min(earliest, node.replica.settings.futureTolerance)
+        let now = settings.now()
+        let wait = Duration.milliseconds(Int64(min(dueAt - min(dueAt, now), 60_000)))
+        let fireAt = ContinuousClock.now + wait
+        if dueTimer != nil, let at = dueTimerAt, at <= fireAt { return }
+        dueTimer?.cancel()
+        let node = self.node
+        let timer = DispatchWorkItem { [weak self] in
+            guard let self, !self.stopped else { return }
+            self.dueTimer = nil
+            self.dueTimerAt = nil
+            self.applyQueue.async { [weak self] in
+                guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
+                do {
+                    let released = try node.releaseDueRecords()
+                    if released > 0 { self.logger.debug("records held until due applied", ["records": "\(released)"]) }
+                } catch {
+                    self.logger.info("applying the records held until due failed", ["error": "\(error)"])
+                }
+                self.queue.async { self.scheduleDueRelease() }
+            }
+        }
+        dueTimer = timer
+        dueTimerAt = fireAt
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanoseconds)), execute: timer)
     }
 
     // MARK: Photos (on queue)

@@ -588,4 +588,85 @@ private final class Network {
         _ = s.receive(.hello([x: 5]))
         #expect(s.receive(.want(author: x, from: 3)) == [.fetch(author: x, seqs: 3...5)])
     }
+
+    /// Records the replica could not take now (a gap, a full hold-back area, a timestamp past the
+    /// hold bound: no fault of the peer) are acked — the session goes on — but not counted as
+    /// ours: the local vector stays, and once the back-off (1 s, then 2 s, 4 s …, manual clock)
+    /// has passed, the session asks for them again with `want` from its contiguous seq, which
+    /// makes the sender fetch them again although it believed we held them. Once they are ours
+    /// the asking stops.
+    @Test func deferredRecordsAreAckedNotCountedAsOursAndAskedForAgainAfterABackOff() {
+        let t0 = ContinuousClock.now
+        var sender = SyncSession(), receiver = SyncSession()
+        _ = sender.start(localVector: [x: 3])
+        _ = receiver.start(localVector: [:])
+        _ = receiver.receive(.hello([x: 3]))
+        #expect(sender.receive(.hello([:])) == [.fetch(author: x, seqs: 1...3)])
+        let batch = (UInt64(1)...3).map { recordBytes(x, $0) }
+        #expect(sender.fetched(batch) == [.send(.records(batch))])
+        #expect(receiver.receive(.records(batch)) == [.apply(batch)])
+        #expect(!receiver.isCaughtUp)
+
+        // The replica took none of them now.
+        receiver.deferred([x], now: t0)
+        let acked = receiver.applied(stored: 0, refused: 0)
+        #expect(acked.contains(.send(.ack(count: 1))) && !receiver.isClosed)
+        #expect(receiver.localVector[x] == nil, "deferred records are not marked as received")
+        #expect(receiver.isCaughtUp, "a deferral does not keep the session from catching up (and summarizing)")
+        #expect(receiver.deferredAuthors == [x] && receiver.nextDeferralRetry == t0 + .seconds(1))
+        #expect(sender.receive(.ack(count: 1)).allSatisfy { if case .send(.records) = $0 { false } else { true } },
+                "the sender believes we hold them: it would not send them again in this session")
+
+        #expect(receiver.retryDeferred(now: t0 + .milliseconds(999)).isEmpty)
+        #expect(receiver.retryDeferred(now: t0 + .seconds(1)) == [.send(.want(author: x, from: 1))])
+        #expect(receiver.nextDeferralRetry == t0 + .seconds(3), "then 2 s later")
+        #expect(receiver.retryDeferred(now: t0 + .seconds(2)).isEmpty)
+        #expect(sender.receive(.want(author: x, from: 1)) == [.fetch(author: x, seqs: 1...3)])
+
+        // Deferred again, and a second round: the first two now taken, 3 still deferred.
+        receiver.deferred([x], now: t0 + .seconds(2))
+        _ = receiver.localRecordsAdded([(x, 1, batch[0]), (x, 2, batch[1])])
+        #expect(receiver.retryDeferred(now: t0 + .seconds(3)) == [.send(.want(author: x, from: 3))])
+        _ = receiver.localRecordsAdded([(x, 3, batch[2])])
+        #expect(receiver.deferredAuthors.isEmpty && receiver.nextDeferralRetry == nil, "all held now: no more asking")
+        #expect(receiver.retryDeferred(now: t0 + .seconds(3600)).isEmpty)
+    }
+
+    /// Records the replica holds aside until due come without asking: the session does not
+    /// wait for them to be caught up, and asks for nothing.
+    @Test func recordsHeldAsideUntilDueDoNotKeepTheSessionFromCatchingUp() {
+        var s = SyncSession()
+        _ = s.start(localVector: [:])
+        _ = s.receive(.hello([x: 2]))
+        let batch = [recordBytes(x, 1), recordBytes(x, 2)]
+        _ = s.receive(.records(batch))
+        _ = s.applied(stored: 2)
+        #expect(!s.isCaughtUp)
+        s.heldAside([x])
+        #expect(s.isCaughtUp && s.deferredAuthors.isEmpty && s.localVector[x] == nil)
+        #expect(s.retryDeferred(now: .now + .seconds(3600)).isEmpty)
+    }
+
+    @Test func deferralsAreBoundedAndForgottenWhenTheSessionCloses() {
+        let t0 = ContinuousClock.now
+        var s = SyncSession()
+        _ = s.start(localVector: [:])
+        _ = s.receive(.hello([:]))
+        let many = (0..<(SyncSession.maxDeferredAuthors + 10)).map { i in
+            PublicKey(bytes: [UInt8(i >> 8), UInt8(i & 0xff)] + [UInt8](repeating: 7, count: 30))!
+        }
+        s.deferred(many, now: t0)
+        #expect(s.deferredAuthors.count == SyncSession.maxDeferredAuthors)
+        // The peer showed it holds seq 1 of each (it sent them); at most 64 wants a round.
+        for author in many {
+            _ = s.receive(.records([recordBytes(author, 1)]))
+            _ = s.applied(stored: 0)
+        }
+        #expect(!s.isClosed)
+        let round = s.retryDeferred(now: t0 + .seconds(1))
+        #expect(round.count == SyncSession.maxWantsPerRetry && round.allSatisfy { if case .send(.want(_, 1)) = $0 { true } else { false } })
+        #expect(s.nextDeferralRetry == t0 + .seconds(2), "the rest wait a second")
+        _ = s.violation("test")
+        #expect(s.deferredAuthors.isEmpty && s.retryDeferred(now: t0 + .seconds(60)).isEmpty)
+    }
 }

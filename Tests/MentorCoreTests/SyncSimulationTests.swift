@@ -21,6 +21,12 @@ import Testing
 //   real ones do (§13.2): the receiver notices a frame that is not the next one and the
 //   connection ends there, as a frame failing to open does; a dropped frame is noticed at the
 //   next frame (a keep-alive follows it).
+// - clock skew (a per-seed character): one author's clock may run fast, so its records are not
+//   due on the other nodes until some time after they were written. A node receiving one early
+//   either holds it until due (kept across restarts, applied when due) or cannot take it now
+//   (PROTOCOL.md §10.1: dropped quietly, reported to the session as deferred, asked for again
+//   with `want` after the session's back-off). Time is the step count (100 ms a step); while
+//   settling, a network with nothing else to do jumps to the next due record or retry.
 //
 // Then faults and writes stop, partitions heal, every node comes up, a random connected set of
 // links comes up, and everything is delivered until nothing is left to do. Invariants:
@@ -63,6 +69,8 @@ private struct SimReplica {
     /// held back by seq.
     var logs = [[[UInt8]]](repeating: [], count: 7)
     var held = [[UInt64: [UInt8]]](repeating: [:], count: 7)
+    /// Records dated ahead of this node's clock, kept until due (simulated time), by author.
+    var heldUntilDue = [[UInt64: (due: Int, bytes: [UInt8])]](repeating: [:], count: 7)
     var duplicates = 0
 
     func contiguous(_ author: PublicKey) -> UInt64 { UInt64(logs[Int(author.bytes[0])].count) }
@@ -129,11 +137,13 @@ struct SimulationStats {
     var seeds = 0, steps = 0, records = 0, frames = 0, batches = 0
     var cuts = 0, partitions = 0, restarts = 0, frameFaults = 0, detected = 0, connects = 0
     var duplicateRecords = 0, heldAcks = 0
+    var skewedSeeds = 0, heldUntilDue = 0, deferred = 0, wants = 0
 
     mutating func add(_ o: SimulationStats) {
         seeds += o.seeds; steps += o.steps; records += o.records; frames += o.frames; batches += o.batches
         cuts += o.cuts; partitions += o.partitions; restarts += o.restarts; frameFaults += o.frameFaults
         detected += o.detected; connects += o.connects; duplicateRecords += o.duplicateRecords; heldAcks += o.heldAcks
+        skewedSeeds += o.skewedSeeds; heldUntilDue += o.heldUntilDue; deferred += o.deferred; wants += o.wants
     }
 }
 
@@ -161,6 +171,15 @@ private final class Simulation {
     // Per-seed character: how often each kind of thing happens.
     let createWeight, faultWeight, applyWeight, announceLater, holdAckChance: Double
     var linkSpeed: [Double]
+    /// Clock skew: the author (1...6) whose clock runs fast, by how many steps, and how often a
+    /// node that receives one of its records early holds it until due (else: defers it).
+    let fastAuthor: Int, skewSteps: Int, holdUntilDueChance: Double
+    /// Simulated time in steps (a step is 100 ms of the sessions' clock), and when each record
+    /// was written.
+    var time = 0
+    var writtenAt = [[Int]](repeating: [Int](repeating: 0, count: SimulationConfig.maxSeq + 1), count: 7)
+    static let epoch = ContinuousClock.now
+    var instant: ContinuousClock.Instant { Self.epoch + .milliseconds(100 * time) }
 
     init(seed: UInt64, tracing: Bool) {
         self.seed = seed
@@ -178,6 +197,10 @@ private final class Simulation {
         holdAckChance = [0.0, 0.3, 0.8][Int(r.next() % 3)]
         linkSpeed = (0..<(2 * SimulationConfig.nodes * SimulationConfig.nodes)).map { _ in [0.2, 1.0, 5.0][Int(r.next() % 3)] }
         rng = r
+        // Drawn from the main stream after the other characters.
+        fastAuthor = Int(rng.next() % 6) + 1
+        skewSteps = [0, 0, 30, 400][Int(rng.next() % 4)]
+        holdUntilDueChance = [0.0, 0.5, 1.0][Int(rng.next() % 3)]
         accounts = (0..<SimulationConfig.nodes).map { [simKey($0 + 1)] }
         if rng.next() % 2 == 0 { accounts[0].append(simKey(6)) }   // a node with two accounts
     }
@@ -230,6 +253,11 @@ private final class Simulation {
         while let d = pending.popFirst() {
             guard c.alive else { return }
             switch d {
+            case .send(let message) where { if case .want = message { true } else { false } }():
+                stats.wants += 1
+                c.wire[side].append(SimFrame(counter: c.sent[side], bytes: message.encoded))
+                c.sent[side] += 1
+                log("\(node)→\(c.nodes[1 - side]) \(message)")
             case .send(let message):
                 c.wire[side].append(SimFrame(counter: c.sent[side], bytes: message.encoded))
                 c.sent[side] += 1
@@ -303,10 +331,23 @@ private final class Simulation {
         let batch = c.toApply[side].removeFirst()
         let node = c.nodes[side]
         var added: [(author: PublicKey, seq: UInt64, bytes: [UInt8])] = []
+        var deferred: Set<PublicKey> = []
         for record in batch {
             guard let p = try? RecordPosition.peek(record), let a = Optional(Int(p.author.bytes[0])), a >= 1, a <= 6,
                   p.author == simKey(a), p.seq <= created[a], record == simRecords[a][Int(p.seq)] else {
                 try fail("node \(node) received \(Self.describe(record)), which no node created")
+            }
+            let due = writtenAt[a][Int(p.seq)] + (a == fastAuthor ? skewSteps : 0)
+            if time < due, p.seq > replicas[node].contiguous(p.author) {
+                // Dated ahead of this node's clock: held until due, or not taken now.
+                if chance(holdUntilDueChance) {
+                    if replicas[node].heldUntilDue[a][p.seq] == nil { stats.heldUntilDue += 1 }
+                    replicas[node].heldUntilDue[a][p.seq] = (due, record)
+                } else {
+                    stats.deferred += 1
+                    deferred.insert(p.author)
+                }
+                continue
             }
             let before = replicas[node].duplicates
             added += replicas[node].apply(record, at: p)
@@ -314,7 +355,8 @@ private final class Simulation {
         }
         let hold = chance(holdAckChance)
         if hold { stats.heldAcks += 1 }
-        log("\(node) applies \(batch.map(Self.describe)) from \(c.nodes[1 - side])\(hold ? ", ack held" : "")")
+        log("\(node) applies \(batch.map(Self.describe)) from \(c.nodes[1 - side])\(hold ? ", ack held" : "")\(deferred.isEmpty ? "" : ", deferred \(deferred.map { $0.bytes[0] }.sorted())")")
+        if !deferred.isEmpty { c.sessions[side].deferred(Array(deferred), now: instant) }
         try run(c, side, c.sessions[side].applied(stored: added.count, holdAck: hold))
         try announce(node, added)
     }
@@ -344,6 +386,7 @@ private final class Simulation {
         let a = Int(author.bytes[0])
         guard seq == created[a] + 1, Int(seq) <= SimulationConfig.maxSeq else { return }
         created[a] = seq
+        writtenAt[a][Int(seq)] = time
         stats.records += 1
         let bytes = simRecords[Int(author.bytes[0])][Int(seq)]
         log("\(node) writes \(Self.describe(bytes))")
@@ -394,7 +437,40 @@ private final class Simulation {
         }
     }
 
-    enum Work { case deliver(SimConnection, Int), apply(SimConnection, Int), release(SimConnection, Int), announce(Int) }
+    enum Work {
+        case deliver(SimConnection, Int), apply(SimConnection, Int), release(SimConnection, Int), announce(Int)
+        case retry(SimConnection, Int), due(Int)
+    }
+
+    /// The node's held records that are due now, applied as the daemon's timer does.
+    func releaseDue(_ node: Int) throws(SimulationFailure) {
+        var added: [(author: PublicKey, seq: UInt64, bytes: [UInt8])] = []
+        for a in 1...6 {
+            for (seq, h) in replicas[node].heldUntilDue[a].sorted(by: { $0.key < $1.key }) where h.due <= time {
+                replicas[node].heldUntilDue[a][seq] = nil
+                added += replicas[node].apply(h.bytes, at: RecordPosition(author: simKey(a), seq: seq))
+            }
+        }
+        log("\(node) applies records held until due: \(added.map { "\($0.author.bytes[0]):\($0.seq)" })")
+        try announce(node, added)
+    }
+
+    /// When something waits only for time to pass (a record held until due, a deferral's retry).
+    var nextTimed: Int? {
+        guard skewSteps > 0 else { return nil }
+        var next: [Int] = []
+        for (node, r) in replicas.enumerated() where up[node] {
+            for a in 1...6 { if let d = r.heldUntilDue[a].values.map(\.due).min() { next.append(d) } }
+        }
+        for c in liveConnections {
+            for side in 0...1 {
+                if let at = c.sessions[side].nextDeferralRetry {
+                    next.append(Int(((at - Self.epoch) / .milliseconds(100)).rounded(.up)))
+                }
+            }
+        }
+        return next.min()
+    }
 
     /// Work that is not a fault: deliveries, applies, ack releases, announcements. False if none.
     func progressStep() throws(SimulationFailure) -> Bool {
@@ -407,12 +483,25 @@ private final class Simulation {
             }
         }
         for node in announcements.indices where !announcements[node].isEmpty { weights.append(2); work.append(.announce(node)) }
+        if skewSteps > 0 {   // only then can records be held until due or deferred
+            let now = instant
+            for c in liveConnections {
+                for side in 0...1 {
+                    if let at = c.sessions[side].nextDeferralRetry, at <= now { weights.append(1); work.append(.retry(c, side)) }
+                }
+            }
+            for (node, r) in replicas.enumerated() where up[node] && r.heldUntilDue.contains(where: { $0.values.contains { $0.due <= time } }) {
+                weights.append(1); work.append(.due(node))
+            }
+        }
         guard !work.isEmpty else { return false }
         switch work[pick(weights)] {
         case .deliver(let c, let side): try deliver(c, from: side)
         case .apply(let c, let side): try apply(c, side: side)
         case .release(let c, let side): try run(c, side, c.sessions[side].releaseAcks())
         case .announce(let node): try passOn(node, announcements[node].removeFirst())
+        case .retry(let c, let side): try run(c, side, c.sessions[side].retryDeferred(now: instant))
+        case .due(let node): try releaseDue(node)
         }
         return true
     }
@@ -444,6 +533,7 @@ private final class Simulation {
         let weights: [Double] = [20, createWeight, 2, 1, 0.6 * f, 0.5 * f, 0.25 * f, 0.1 * f, 0.2 * f]
         for _ in 0..<faultSteps {
             stats.steps += 1
+            time += 1
             switch steps[pick(weights)] {
             case .progress:
                 _ = try progressStep()
@@ -492,9 +582,14 @@ private final class Simulation {
         try redial()
         var settleSteps = 0
         while true {
-            let busy = try progressStep()
+            var busy = try progressStep()
             try redial()
+            if !busy, liveConnections.allSatisfy({ $0.wire[0].isEmpty && $0.wire[1].isEmpty }), let next = nextTimed {
+                time = max(time + 1, next)   // nothing to do but wait: the clock moves on
+                busy = true
+            }
             if !busy && liveConnections.allSatisfy({ $0.wire[0].isEmpty && $0.wire[1].isEmpty }) { break }
+            time += 1
             settleSteps += 1
             stats.steps += 1
             if settleSteps > settleLimit { try fail("still busy after \(settleLimit) steps of settling (livelock)") }
@@ -505,6 +600,9 @@ private final class Simulation {
     func checkSettled() throws(SimulationFailure) {
         for (node, replica) in replicas.enumerated() {
             for a in 1...6 {
+                if !replica.heldUntilDue[a].isEmpty {
+                    try fail("node \(node) still holds records of author \(a) until due: \(replica.heldUntilDue[a].keys.sorted())")
+                }
                 if !replica.held[a].isEmpty {
                     try fail("node \(node) still holds records of author \(a) behind a gap: \(replica.held[a].keys.sorted())")
                 }
@@ -520,8 +618,8 @@ private final class Simulation {
             for side in 0...1 {
                 let s = c.sessions[side], node = c.nodes[side], peer = c.nodes[1 - side]
                 guard s.isEstablished, s.isCaughtUp, s.inFlight == 0, s.unackedReceived == 0, s.heldAcks == 0,
-                      s.bufferedRecords == 0 else {
-                    try fail("node \(node)'s session with \(peer) is stuck: established \(s.isEstablished), caught up \(s.isCaughtUp), in flight \(s.inFlight), unacked \(s.unackedReceived), held \(s.heldAcks), buffered \(s.bufferedRecords)")
+                      s.bufferedRecords == 0, s.deferredAuthors.isEmpty else {
+                    try fail("node \(node)'s session with \(peer) is stuck: established \(s.isEstablished), caught up \(s.isCaughtUp), in flight \(s.inFlight), unacked \(s.unackedReceived), held \(s.heldAcks), buffered \(s.bufferedRecords), deferred \(s.deferredAuthors.map { $0.bytes[0] })")
                 }
                 if s.localVector.filter({ $0.value > 0 }) != replicas[node].vector {
                     try fail("node \(node)'s session with \(peer) believes it holds \(s.localVector), the replica holds \(replicas[node].vector)")
@@ -549,6 +647,7 @@ private final class Simulation {
                 let sim = Simulation(seed: seed, tracing: false)
                 do throws(SimulationFailure) { try sim.run(faultSteps: Self.faultSteps, settleLimit: Self.settleLimit) } catch { failures.append((seed, error.description)) }
                 sim.stats.seeds = 1
+                if sim.skewSteps > 0 { sim.stats.skewedSeeds = 1 }
                 stats.add(sim.stats)
                 seed += UInt64(threads)
             }
@@ -580,7 +679,8 @@ private final class Simulation {
             \(total.frames) frames delivered, \(total.batches) batches, \(total.heldAcks) acks held; faults: \
             \(total.cuts) link cuts, \(total.partitions) partitions, \(total.restarts) restarts, \
             \(total.frameFaults) frame faults (\(total.detected) detected), \(total.connects) connections; \
-            \(total.duplicateRecords) records received twice
+            \(total.duplicateRecords) records received twice; clock skew in \(total.skewedSeeds) seeds: \(total.heldUntilDue) records \
+            held until due, \(total.deferred) deferred, \(total.wants) wants
             """)
         for (seed, message) in failures.prefix(10) {
             Issue.record("seed \(seed): \(message)\n  replay: MM_SIM_SEED=\(seed) swift test --skip-build --filter SyncSimulationTests")

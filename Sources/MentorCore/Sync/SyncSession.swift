@@ -90,14 +90,34 @@ public struct SyncSession: Sendable {
     /// Per author, the highest seq the peer has shown it holds: its hello, and every record it
     /// sent us. A record waiting in `ready` at or below it is dropped instead of sent back.
     private var peerHolds: [PublicKey: UInt64] = [:]
+    /// Authors of records the peer sent that the replica could not take now, through no fault
+    /// of the peer (a sequence gap, a full hold-back area, a timestamp past the hold bound:
+    /// `RecordError.Code.isDeferral`): asked for again with `want` from our contiguous seq,
+    /// after a back-off, until we hold what the peer showed it holds.
+    private var deferrals: [PublicKey: (retryAt: ContinuousClock.Instant, attempts: Int)] = [:]
+
+    /// Authors tracked for a later `want` at most (more are left to the next session's hello).
+    public static let maxDeferredAuthors = 1024
+    /// The first `want` for deferred records goes this long after they were deferred; each
+    /// further one waits twice as long, up to `maxDeferralRetry`.
+    public static let firstDeferralRetry: Duration = .seconds(1)
+    public static let maxDeferralRetry: Duration = .seconds(600)
+    /// `want`s one `retryDeferred(now:)` sends at most; the other due authors wait
+    /// `firstDeferralRetry` more (so at most this many a second per link).
+    public static let maxWantsPerRetry = 64
 
     public init(settings: SyncSettings = SyncSettings()) {
         self.settings = settings
     }
 
     public var isEstablished: Bool { started && peerVector != nil && !isClosed }
-    /// We hold everything the peer held when it said hello, and have applied all it sent.
+    /// We hold everything the peer held when it said hello, and have applied all it sent —
+    /// apart from deferred records (`deferred(_:now:)`), which are asked for again later.
     public var isCaughtUp: Bool { isEstablished && missing.isEmpty && unackedReceived == 0 }
+    /// Authors whose deferred records will be asked for again (for tests and metrics).
+    public var deferredAuthors: Set<PublicKey> { Set(deferrals.keys) }
+    /// When `retryDeferred(now:)` has something to ask for next (nil: nothing is deferred).
+    public var nextDeferralRetry: ContinuousClock.Instant? { deferrals.values.map(\.retryAt).min() }
     /// Record encodings waiting for the window (for tests and metrics).
     public var bufferedRecords: Int { ready.count }
 
@@ -235,8 +255,11 @@ public struct SyncSession: Sendable {
         return out
     }
 
-    /// The shell applied a batch the peer sent. `refused` records (forged, malformed, over a
-    /// limit) end the session; otherwise the batch is acknowledged — at once, or with `holdAck`
+    /// The shell applied a batch the peer sent. `refused` counts the records whose refusal
+    /// proves the peer misbehaved (`RecordError.Code.isOffence`: forged, malformed, over a
+    /// limit); they end the session. Refusals that are nobody's fault on this link are not
+    /// counted here (the shell reports those it can retry with `deferred(_:now:)`). Otherwise
+    /// the batch is acknowledged — at once, or with `holdAck`
     /// (the shell's rate limit) when `releaseAcks()` is called. Held batches still count against
     /// the window, so a peer that sends on without the ack breaks it and is closed.
     public mutating func applied(stored: Int, refused: Int = 0, holdAck: Bool = false) -> [SyncDirective] {
@@ -249,6 +272,51 @@ public struct SyncSession: Sendable {
         }
         unackedReceived -= 1
         return [.send(.ack(count: 1)), .progress(sent: recordsSent, received: recordsReceived)]
+    }
+
+    /// The replica could not take records of these authors now, through no fault of the peer
+    /// (`RecordError.Code.isDeferral`). They are not ours yet — `localVector` does not move —
+    /// so once `firstDeferralRetry` has passed `retryDeferred(now:)` asks the peer for them
+    /// again from our contiguous seq (the peer believes it sent them, and would not otherwise
+    /// in this session). They no longer keep the session from being caught up.
+    public mutating func deferred(_ authors: [PublicKey], now: ContinuousClock.Instant) {
+        guard !isClosed else { return }
+        for author in authors {
+            missing[author] = nil
+            guard deferrals[author] == nil, deferrals.count < Self.maxDeferredAuthors else { continue }
+            deferrals[author] = (now + Self.firstDeferralRetry, 0)
+        }
+    }
+
+    /// The replica keeps records of these authors aside until they are due (dated ahead of its
+    /// clock): they will be ours without asking again, so the session does not wait for them
+    /// to be caught up (and the summary still goes out).
+    public mutating func heldAside(_ authors: [PublicKey]) {
+        guard !isClosed else { return }
+        for author in authors { missing[author] = nil }
+    }
+
+    /// Sends a `want` for each deferred author whose retry is due and whose records we still
+    /// lack (below what the peer showed it holds), backing off each time; forgets the others.
+    public mutating func retryDeferred(now: ContinuousClock.Instant) -> [SyncDirective] {
+        guard isEstablished else { return [] }
+        var out: [SyncDirective] = []
+        for (author, d) in deferrals.sorted(by: { $0.key < $1.key }) where d.retryAt <= now {
+            let have = localVector[author] ?? 0
+            guard have < (peerHolds[author] ?? 0), have < Limits.maxSeq else {
+                deferrals[author] = nil
+                continue
+            }
+            guard out.count < Self.maxWantsPerRetry else {
+                deferrals[author] = (now + Self.firstDeferralRetry, d.attempts)
+                continue
+            }
+            out.append(.send(.want(author: author, from: have + 1)))
+            let attempts = d.attempts + 1
+            let wait = min(Self.firstDeferralRetry * (1 << min(attempts, 20)), Self.maxDeferralRetry)
+            deferrals[author] = (now + wait, attempts)
+        }
+        return out
     }
 
     /// Acknowledges every batch whose ack was held, in one ack.
@@ -267,6 +335,7 @@ public struct SyncSession: Sendable {
         guard !isClosed else { return [] }
         for r in records {
             if let need = missing[r.author], r.seq >= need { missing[r.author] = nil }
+            if deferrals[r.author] != nil, r.seq >= (peerHolds[r.author] ?? 0) { deferrals[r.author] = nil }
             let hadWork = (localVector[r.author] ?? 0) > (peerVector?[r.author] ?? 0)
             localVector[r.author] = max(localVector[r.author] ?? 0, r.seq)
             guard isEstablished else { continue }               // hello will bring it up
@@ -328,6 +397,7 @@ public struct SyncSession: Sendable {
         workQueue = []
         queued = []
         missing = [:]
+        deferrals = [:]
         fetching = nil
         return [.close(reason)]
     }

@@ -86,6 +86,63 @@ struct ApplyBatch {
         return .held
     }
 
+    // MARK: Records dated ahead of this node's clock
+
+    /// Records and bytes in `held_until_due`, once counted.
+    private var heldUntilDueTotals: (count: Int, bytes: Int)?
+
+    /// A verified record dated more than the tolerance ahead of `now`: held until due if it is
+    /// at most `maxHoldAhead` ahead and the area has room, else refused (`timestamp-in-future`,
+    /// which is no offence: the peer offers it again later).
+    mutating func holdUntilDue(_ v: VerifiedRecord, now: UInt64) throws(StoreError) -> ApplyOutcome {
+        let r = v.record
+        let ahead = r.timestamp - min(now, r.timestamp)
+        guard ahead <= settings.maxHoldAhead else {
+            return .refused(RecordError(.timestampInFuture,
+                "timestamp is \(ahead / 1000) s ahead of this node's clock, past the \(settings.maxHoldAhead / 1000) s a record is held until due; not kept, the peer offers it again later — check the author's clock"))
+        }
+        let key: [SQLValue] = [.blob(r.author.bytes), .integer(Int64(r.seq)), .blob(v.id)]
+        if try statement("SELECT 1 FROM held_until_due WHERE author = ? AND seq = ? AND id = ?").queryOne(key) != nil {
+            return .duplicate
+        }
+        let author = try state(of: r.author)
+        if author.id != 0, try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
+            return .duplicate
+        }
+        let totals: (count: Int, bytes: Int)
+        if let known = heldUntilDueTotals {
+            totals = known
+        } else {
+            let row = try db.queryOne("SELECT count(*), coalesce(sum(length(bytes)), 0) FROM held_until_due")
+            totals = (row?.int(0) ?? 0, row?.int(1) ?? 0)
+        }
+        guard totals.count < settings.maxHeldUntilDue, totals.bytes + v.encoded.count <= settings.maxHeldUntilDueBytes else {
+            heldUntilDueTotals = totals
+            return .refused(RecordError(.timestampInFuture,
+                "timestamp is \(ahead / 1000) s ahead of this node's clock and the \(totals.count) records held until due fill their area; not kept, the peer offers it again later"))
+        }
+        try statement("INSERT INTO held_until_due(author, seq, id, timestamp, bytes) VALUES (?, ?, ?, ?, ?)")
+            .run(key + [.integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
+        heldUntilDueTotals = (totals.count + 1, totals.bytes + v.encoded.count)
+        return .heldUntilDue
+    }
+
+    /// Applies, in (author, seq, ID) order, the held records dated at most the tolerance ahead
+    /// of `now`, as if they had just arrived.
+    mutating func releaseDue(now: UInt64) throws(StoreError) {
+        let due: SQLValue = .integer(Int64(clamping: now.addingReportingOverflow(settings.futureTolerance).overflow
+                                                      ? UInt64.max : now + settings.futureTolerance))
+        let rows = try db.query("SELECT bytes FROM held_until_due WHERE timestamp <= ? ORDER BY author, seq, id", [due])
+        guard !rows.isEmpty else { return }
+        try db.execute("DELETE FROM held_until_due WHERE timestamp <= ?", [due])
+        heldUntilDueTotals = nil
+        for row in rows {
+            // Verified before it was held; one that no longer decodes (a damaged database) is dropped.
+            guard let bytes = row.blob(0), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+            _ = try apply(v)
+        }
+    }
+
     /// A record for an (author, seq) already held with a different ID.
     private mutating func applyVariant(_ v: VerifiedRecord, author: inout AuthorState) throws(StoreError) -> ApplyOutcome {
         let r = v.record

@@ -17,10 +17,15 @@ public enum ApplyOutcome: Equatable, Sendable {
     /// (the same account used on two nodes, or a stolen key). Evidence is kept, the author is
     /// marked forked, and the record is merged as a write concurrent with its sibling.
     case forked
-    /// Refused: nothing was stored (equivocation evidence aside).
+    /// Verified, but dated more than `Settings.futureTolerance` ahead of this node's clock (and
+    /// at most `Settings.maxHoldAhead`): kept aside, not merged, and applied once due
+    /// (`Replica.releaseDue()`). Survives a restart.
+    case heldUntilDue
+    /// Refused: nothing was stored (equivocation evidence aside). Whether the peer that sent it
+    /// is at fault is `RecordError.Code.isOffence`.
     case refused(RecordError)
 
-    public var isStored: Bool { self == .applied || self == .forked || self == .held }
+    public var isStored: Bool { self == .applied || self == .forked || self == .held || self == .heldUntilDue }
 }
 
 /// The local replica: every verified record, and the state materialized from them, in SQLite.
@@ -43,6 +48,16 @@ public final class Replica: @unchecked Sendable {
         public var synchronous = Database.Options.Synchronous.normal
         /// Milliseconds since the Unix epoch (injected so tests control time).
         public var now: @Sendable () -> UInt64 = { Clock.wallMillis() }
+        /// Records dated at most this far ahead of `now` (ms) are applied at once.
+        public var futureTolerance = Limits.maxFutureSkewMillis
+        /// Records dated further ahead than the tolerance but at most this far (ms) are held
+        /// until due; further still, they are refused as `timestamp-in-future` (not an offence:
+        /// nothing is kept and the peer offers them again in a later session).
+        public var maxHoldAhead = Limits.maxHoldAheadMillis
+        /// Records held until due, at most, and their bytes (all authors together); past
+        /// either, more are refused as `timestamp-in-future` (again not an offence).
+        public var maxHeldUntilDue = 10_000
+        public var maxHeldUntilDueBytes = 16 * 1024 * 1024
 
         public init() {}
     }
@@ -123,9 +138,8 @@ public final class Replica: @unchecked Sendable {
                 switch item {
                 case .failure(let e): outcomes.append(.refused(e))
                 case .success(let v):
-                    if v.record.timestamp > now + Limits.maxFutureSkewMillis {
-                        outcomes.append(.refused(RecordError(.timestampInFuture,
-                            "timestamp is \((v.record.timestamp - now) / 1000) s ahead of this node's clock; check the author's clock")))
+                    if v.record.timestamp > now &+ settings.futureTolerance {
+                        outcomes.append(try batch.holdUntilDue(v, now: now))
                     } else {
                         outcomes.append(try batch.apply(v))
                     }
@@ -134,6 +148,27 @@ public final class Replica: @unchecked Sendable {
             try batch.finish()
             openers = batch.openers
             return (outcomes, batch.stored)
+        }
+    }
+
+    /// Applies the records held until due whose time has come (dated at most
+    /// `futureTolerance` ahead of `now`), in (author, seq) order, in one transaction; returns
+    /// every record that became part of the replica (with held records they released).
+    public func releaseDue() throws(StoreError) -> [VerifiedRecord] {
+        let now = settings.now()
+        return try write { db throws(StoreError) in
+            var batch = ApplyBatch(db: db, settings: settings, openers: openers)
+            try batch.releaseDue(now: now)
+            try batch.finish()
+            openers = batch.openers
+            return batch.stored
+        }
+    }
+
+    /// The earliest timestamp among the records held until due (nil: none is held).
+    public func earliestHeldUntilDue() throws(StoreError) -> UInt64? {
+        try read { db throws(StoreError) in
+            try db.queryOne("SELECT min(timestamp) FROM held_until_due")?.int64(0).map { UInt64(max($0, 0)) }
         }
     }
 

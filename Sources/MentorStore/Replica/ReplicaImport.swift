@@ -40,7 +40,7 @@ public struct ImportSummary: Sendable, Equatable {
             case .applied: applied += 1
             case .forked: forked += 1
             case .duplicate: duplicate += 1
-            case .held: held += 1
+            case .held, .heldUntilDue: held += 1
             case .refused(let e):
                 refused += 1
                 refusedByCode[e.code, default: 0] += 1

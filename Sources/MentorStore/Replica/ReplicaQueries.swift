@@ -17,6 +17,10 @@ public struct ReplicaCounts: Sendable, Equatable {
     public var records: Int
     public var authors: Int
     public var pending: Int
+    /// Records dated ahead of this node's clock, kept aside until due.
+    public var heldUntilDue: Int = 0
+    /// Equivocation evidence kept: records that shared an (author, seq) with another.
+    public var evidence: Int = 0
     public var forkedAuthors: Int
     public var cards: Int
 }
@@ -213,6 +217,8 @@ extension Replica {
             let counts = ReplicaCounts(records: try count("SELECT count(*) FROM records"),
                                  authors: try count("SELECT count(*) FROM authors"),
                                  pending: try count("SELECT count(*) FROM pending"),
+                                 heldUntilDue: try count("SELECT count(*) FROM held_until_due"),
+                                 evidence: try count("SELECT count(*) FROM evidence"),
                                  forkedAuthors: try count("SELECT count(*) FROM authors WHERE forked = 1"),
                                  cards: try count("SELECT count(DISTINCT author) FROM card_entries"))
             cachedCounts = counts

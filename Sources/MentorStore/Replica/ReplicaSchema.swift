@@ -129,6 +129,20 @@ enum ReplicaSchema {
             DELETE FROM unopened;
             UPDATE local_accounts SET scanned = 0;
             """)
+        // Records dated ahead of this node's clock (past the tolerance, within the hold bound):
+        // verified, kept aside by author key (no `authors` row is made for them), and applied
+        // once due (PROTOCOL.md §9). Not part of the digest or of the hello's vector.
+        m.register(5, "records held until due", """
+            CREATE TABLE held_until_due (
+                author      BLOB NOT NULL CHECK (length(author) = 32),
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                bytes       BLOB NOT NULL,
+                PRIMARY KEY (author, seq, id)
+            ) WITHOUT ROWID;
+            CREATE INDEX held_until_due_by_time ON held_until_due(timestamp);
+            """)
         return m
     }
 }

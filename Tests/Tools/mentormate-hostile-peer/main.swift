@@ -23,6 +23,15 @@
 //               fields of its choosing: --peer-seq P, --answers HEX (the record ID of the like it
 //               claims to answer; left out of the payload when not given, as in the old format)
 //               and --text TEXT; sends it in one batch. Prints `record=HEX` (its ID) first.
+//   fork-low    (with --author-seed HEX, 64 hex digits) signs three different cards with seq 1
+//   fork-high   of that author (a fork; the same three for the same seed) and sends the two with
+//               the lowest record IDs (fork-low) or the one with the highest (fork-high): given
+//               to two honest nodes, they make one of them receive a third variant (equivocation)
+//               when the two link; prints `variants=ID,ID,...` (all three, ascending) first
+//   not-now     sends one batch of valid records that the daemon cannot take now through no fault
+//               of ours: seq 5000 of a fresh author (a gap past 4096), a card dated 48 h ahead
+//               (past the hold bound), a card dated 2 h ahead (held until due) and a valid card
+//               (stored); then behaves
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -51,6 +60,7 @@ var wait = 5.0
 var positional: [String] = []
 var streamRecords = 20_000
 var chatOptions: [String: String] = [:]
+var authorSeed: [UInt8]?
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
@@ -60,14 +70,18 @@ while !arguments.isEmpty {
     case "--from": from = arguments.isEmpty ? nil : arguments.removeFirst()
     case "--wait": wait = arguments.isEmpty ? -1 : Double(arguments.removeFirst()) ?? -1
     case "--records": streamRecords = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
+    case "--author-seed": authorSeed = arguments.isEmpty ? nil : Hex.decode(arguments.removeFirst())
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat"]
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
 let host = positional[0], attack = positional[2]
+if attack.hasPrefix("fork-"), authorSeed?.count != 32 {
+    fail("\(attack) needs --author-seed with 64 hex digits (the same for both halves of the fork)", status: 2)
+}
 
 // MARK: Socket (blocking, IPv4)
 
@@ -214,6 +228,35 @@ case "chat":
     } catch { fail("signing: \(error)", status: 2) }
     print("record=\(Hex.encode(record.id))")
     sendMessage(.records([record.encoded]))
+case "fork-low", "fork-high":
+    // Three variants of seq 1, all signed by one author at one fixed time, so that the two
+    // halves of the attack (two runs with the same seed) sign exactly the same three records.
+    let keys: SigningKeyPair
+    do { keys = try SigningKeyPair(seed: authorSeed ?? []) } catch { fail("--author-seed: \(error)", status: 2) }
+    var variants: [VerifiedRecord] = []
+    for name in ["Variant One", "Variant Two", "Variant Three"] {
+        var w = RecordWriter(keys: keys)
+        do {
+            variants.append(try w.profile(ProfileCard(name: name, role: .tutor, courses: ["FORK 101"]), at: 1_700_000_000_000))
+        } catch { fail("signing: \(error)") }
+    }
+    variants.sort { $0.id.lexicographicallyPrecedes($1.id) }
+    print("variants=\(variants.map { Hex.encode($0.id) }.joined(separator: ","))")
+    let chosen = attack == "fork-low" ? Array(variants.prefix(2)) : [variants[2]]
+    sendMessage(.records(chosen.map(\.encoded)))
+case "not-now":
+    let now = UInt64(time(nil)) * 1000
+    var batch: [[UInt8]] = []
+    do {
+        var gap = RecordWriter(keys: SigningKeyPair.generate(), lastSeq: 4999)
+        batch.append(try gap.profile(ProfileCard(name: "Gap Gus", role: .tutor, courses: ["EVIL 101"]), at: now).encoded)
+        var far = RecordWriter(keys: SigningKeyPair.generate())
+        batch.append(try far.profile(ProfileCard(name: "Far Fay", role: .tutor, courses: ["EVIL 101"]), at: now + 48 * 3_600_000).encoded)
+        var soon = RecordWriter(keys: SigningKeyPair.generate())
+        batch.append(try soon.profile(ProfileCard(name: "Soon Sam", role: .tutor, courses: ["EVIL 101"]), at: now + 2 * 3_600_000).encoded)
+    } catch { fail("signing: \(error)") }
+    batch.append(card(&writer, "Valid Val"))
+    sendMessage(.records(batch))
 case "stream":
     var pending: [[[UInt8]]] = []
     while pending.count * SyncLimits.maxBatchRecords < streamRecords {
