@@ -30,7 +30,7 @@ extension Node {
         case "subscribe": return try subscribe(p, caller)
         case "peers": try p.allow([]); return peers()
         case "status": try p.allow([]); return try status()
-        case "doctor": try p.allow([]); return try doctor()
+        case "doctor": try p.allow([]); return try doctor(caller)
         case "replica.digest": try p.allow([]); return try replicaDigest()
         default:
             throw RPCError(.methodNotFound, "unknown method \"\(method)\"; see docs/API.md for the list")
