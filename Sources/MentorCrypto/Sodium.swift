@@ -33,6 +33,14 @@ public enum SecureRandom {
 
 // MARK: - Secret memory
 
+/// Calls `body` with the UTF-8 bytes of `text` (a passphrase), zeroing that copy afterwards.
+/// (The `String` itself cannot be wiped; the byte copy handed to Argon2id can.)
+public func withSecretBytes<R, E: Error>(of text: String, _ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+    var bytes = Array(text.utf8)
+    defer { zeroize(&bytes) }
+    return try body(bytes)
+}
+
 /// Overwrites the bytes with zeros in a way the optimizer will not remove.
 func zeroize(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { raw in
