@@ -8,7 +8,7 @@ import MentorAPI
 /// `init(path:)` makes the socket file. Its directory must be one nobody else can change: a
 /// missing one is created (mode `directoryMode` exactly, whatever the umask, set with `fchmod`
 /// on the opened directory); an existing one must be a real directory (not a symlink) owned by
-/// the user running the daemon that neither group nor others may write — anything else is
+/// the user running the daemon (or root) that neither group nor others may write — anything else is
 /// refused (`.insecureDirectory`), since whoever can write the directory can replace the socket.
 /// It refuses a path where another server is live or where something that is not a socket
 /// exists, and replaces a stale socket (one nobody listens on any more). The socket is bound in a
@@ -235,9 +235,11 @@ public final class UnixListener {
         }
     }
 
+    /// The daemon's own user, or root (trusted anyway; a root-owned directory that others may not
+    /// write is one only root can change).
     private static func checkOwner(_ directory: String, _ st: stat) throws(NetError) {
         let me = geteuid()
-        guard st.st_uid == me else {
+        guard st.st_uid == me || st.st_uid == 0 else {
             throw NetError(.insecureDirectory,
                            "the socket directory \(directory) belongs to \(ownerName(st.st_uid)), not to \(ownerName(me)) who runs mentormated, so its owner could replace the socket; nothing was changed",
                            fix: "remove it (`rm -r \(directory)`, as its owner or root) and let mentormated create it, or choose another path with --socket")
