@@ -50,6 +50,20 @@ struct Mentormated {
 
         let logger = DaemonLogger(minimum: settings.logLevel.netLevel, environment: environment)
 
+        // Refusals that need nothing created come first, so a refused start changes nothing: a
+        // network key others may read, a socket directory others control.
+        var networkKeyBytes: [UInt8]?
+        if let file = settings.networkKeyFile {
+            do { networkKeyBytes = try PrivateFiles.readNetworkKey(file) } catch { fail(error.message, hint: error.hint) }
+        }
+        let socketActivated = environment["LISTEN_FDS"].flatMap(Int32.init).map { $0 >= 1 } == true
+            && environment["LISTEN_PID"].flatMap(Int32.init) == getpid()
+        if !socketActivated {
+            do { try UnixListener.checkExistingDirectory(forSocket: settings.socketPath) } catch {
+                fail("API socket \(settings.socketPath): \(error)")
+            }
+        }
+
         // The state directory: created 0700 (an existing one must be ours and private), then
         // locked against a second daemon.
         do { try PrivateFiles.prepareStateDirectory(settings.stateDirectory) } catch {
@@ -69,10 +83,6 @@ struct Mentormated {
             fail("node key: \(error.message)")
         }
 
-        var networkKeyBytes: [UInt8]?
-        if let file = settings.networkKeyFile {
-            do { networkKeyBytes = try PrivateFiles.readNetworkKey(file) } catch { fail(error.message, hint: error.hint) }
-        }
 
         let replica: Replica
         do {
@@ -147,7 +157,8 @@ struct Mentormated {
                 listener = try UnixListener(path: socketPath, directoryMode: systemMode ? 0o755 : 0o700)
             }
         } catch {
-            fail("API socket \(socketPath): \(error)", hint: "another mentormated may be running; `mentormate status` tells")
+            fail("API socket \(socketPath): \(error)",
+                 hint: error.code == .socketInUse ? "another mentormated may be running; `mentormate status` tells" : nil)
         }
 
         runtimeSocket.withLock { $0 = socketPath }

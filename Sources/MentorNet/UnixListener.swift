@@ -163,6 +163,14 @@ public final class UnixListener {
                  fix: "stop it first (`mentormate status` shows it; `systemctl stop mentormated` for the service), or give this one another --socket")
     }
 
+    /// Checks the directory that would hold the socket at `path`, if it exists, by the rules of
+    /// `init(path:)`, without creating or changing anything (the daemon calls it before it
+    /// touches its state, so a refused start leaves nothing behind).
+    public static func checkExistingDirectory(forSocket path: String) throws(NetError) {
+        let directory = Self.directory(of: path)
+        if let st = try Syscall.status(directory) { try checkDirectory(directory, st) }
+    }
+
     /// The directory part of `path` ("." for a bare name, "/" for "/name").
     static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }

@@ -128,6 +128,7 @@ extension EndToEndTests {
             #expect(status?.exitCode == 1, "mentormated must refuse \(directory): \(status.map(\.description) ?? "still running"); log:\n\(daemon.log)")
             #expect(daemon.log.contains(says) && daemon.log.contains("nothing was changed") && daemon.log.contains("--socket"), "\(daemon.log)")
             #expect(Self.mode(directory + "/api.sock") == nil, "no socket was bound in \(directory)")
+            #expect(Self.mode(home + "/state") == nil, "a refused start creates no state directory")
         }
 
         let fresh = home + "/run"
@@ -234,6 +235,7 @@ extension EndToEndTests {
         let status = refused.process.wait(timeout: .seconds(20))
         #expect(status?.exitCode == 1, "a 0644 network key must be refused: \(status.map(\.description) ?? "still running")")
         #expect(refused.log.contains("network key file \(key) has mode 0644") && refused.log.contains("chmod 600 \(key)"), "\(refused.log)")
+        #expect(Self.mode(e2e.stateDir) == nil, "a refused start creates no state directory")
 
         #expect(chmod(key, 0o600) == 0)
         _ = try e2e.startDaemon(extra: ["--network-key", key])
