@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "MentorStore", dependencies: ["CSQLite", "MentorCore", "MentorCrypto"],
                 path: "Sources/MentorStore"),
         // JSON-RPC types and line framing shared by daemon and client.
-        .target(name: "MentorAPI", path: "Sources/MentorAPI"),
+        .target(name: "MentorAPI", dependencies: ["CPosix"], path: "Sources/MentorAPI"),
         // Sockets, the event loop and the API server.
         .target(name: "MentorNet", dependencies: ["CPosix", "CDNSSD", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.

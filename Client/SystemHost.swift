@@ -96,7 +96,11 @@ final class SystemHost: ClientHost {
     /// One line from `fd`, read byte by byte so nothing after it is consumed; nil at the end of
     /// the input before any byte. A final "\r" is dropped.
     static func readLine(fd: Int32) throws(ClientError) -> String? {
+        // Room for the longest line up front, so appending never leaves copies of the passphrase
+        // in freed memory; zeroed when done.
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(maxSecretBytes + 2)
+        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         var byte: UInt8 = 0
         while true {
             let n = read(fd, &byte, 1)

@@ -16,6 +16,11 @@ import Glibc
 @main
 struct Mentormated {
     static func main() async {
+        // Everything the daemon creates (replica.db and its -wal/-shm, keys, the lock) is private:
+        // 0600 files, 0700 directories, whatever umask it was started with. The two things
+        // others must reach get their modes set explicitly (the API socket, a system socket
+        // directory).
+        umask(0o077)
         let environment = ProcessInfo.processInfo.environment
         let systemMode = geteuid() == 0 || environment["STATE_DIRECTORY"] != nil
 
@@ -55,13 +60,24 @@ struct Mentormated {
                            ["offset_seconds": "\(clockOffset / 1000)"])
         }
 
-        // The state directory: created 0700, then locked against a second daemon.
-        do {
-            try FileManager.default.createDirectory(atPath: settings.stateDirectory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        } catch {
-            fail("cannot create the state directory \(settings.stateDirectory): \(error.localizedDescription)",
-                 hint: "choose a writable directory with --state-dir")
+        // Refusals that need nothing created come first, so a refused start changes nothing: a
+        // network key others may read, a socket directory others control.
+        var networkKeyBytes: [UInt8]?
+        if let file = settings.networkKeyFile {
+            do { networkKeyBytes = try PrivateFiles.readNetworkKey(file) } catch { fail(error.message, hint: error.hint) }
+        }
+        let socketActivated = environment["LISTEN_FDS"].flatMap(Int32.init).map { $0 >= 1 } == true
+            && environment["LISTEN_PID"].flatMap(Int32.init) == getpid()
+        if !socketActivated {
+            do { try UnixListener.checkExistingDirectory(forSocket: settings.socketPath) } catch {
+                fail("API socket \(settings.socketPath): \(error)")
+            }
+        }
+
+        // The state directory: created 0700 (an existing one must be ours and private), then
+        // locked against a second daemon.
+        do { try PrivateFiles.prepareStateDirectory(settings.stateDirectory) } catch {
+            fail(error.message, hint: error.hint)
         }
         let stateLock: StateLock
         do { stateLock = try StateLock(stateDirectory: settings.stateDirectory) } catch {
@@ -77,12 +93,6 @@ struct Mentormated {
             fail("node key: \(error.message)")
         }
 
-        if let file = settings.networkKeyFile {
-            guard let data = FileManager.default.contents(atPath: file), data.count == 32 else {
-                fail("the network key file \(file) must exist and hold exactly 32 bytes",
-                     hint: "create one with: head -c 32 /dev/urandom > \(file) && chmod 600 \(file)")
-            }
-        }
 
         let replica: Replica
         do {
@@ -95,8 +105,10 @@ struct Mentormated {
         }
 
         var linkSettings = PeerLink.Settings()
-        if let file = settings.networkKeyFile, let data = FileManager.default.contents(atPath: file) {
-            do { linkSettings.networkKey = try NetworkKey(bytes: Array(data)) } catch { fail("network key: \(error)") }
+        if networkKeyBytes != nil {
+            do { linkSettings.networkKey = try NetworkKey(bytes: networkKeyBytes ?? []) } catch { fail("network key: \(error)") }
+            networkKeyBytes?.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+            networkKeyBytes = nil
         }
         guard let listenAt = PeerManager.StaticPeer(parsing: settings.listen) else {
             fail("--listen \(settings.listen) is not HOST:PORT", hint: "e.g. --listen 0.0.0.0:4711 (port 0 picks a free one)")
@@ -133,7 +145,8 @@ struct Mentormated {
         node.runtimeInfo = { [weak peerManager] in
             RuntimeInfo(socketPath: runtimeSocket.withLock { $0 }, listen: listenAddress, discovery: discovery?.status ?? "off",
                         peers: peerManager?.peers ?? [], startedAt: started,
-                        discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false)
+                        discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
+                        networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
         }
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
         peerManager.start()
@@ -156,7 +169,8 @@ struct Mentormated {
                 listener = try UnixListener(path: socketPath, directoryMode: systemMode ? 0o755 : 0o700)
             }
         } catch {
-            fail("API socket \(socketPath): \(error)", hint: "another mentormated may be running; `mentormate status` tells")
+            fail("API socket \(socketPath): \(error)",
+                 hint: error.code == .socketInUse ? "another mentormated may be running; `mentormate status` tells" : nil)
         }
 
         runtimeSocket.withLock { $0 = socketPath }

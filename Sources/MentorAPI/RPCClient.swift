@@ -1,3 +1,4 @@
+import CPosix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,12 +30,17 @@ public final class RPCClient {
     /// Notifications kept while waiting for a response; older ones are dropped beyond this.
     public static let maxBufferedNotifications = 10_000
 
-    /// Connects to the daemon's socket at `path`.
+    /// Connects to the daemon's socket at `path`, then checks with `SO_PEERCRED`, before a
+    /// single byte is sent, that the process serving it runs as one of `trusted` (by default
+    /// `SocketPath.trustedServers(for:)`: yourself for your own sockets, root or the
+    /// `mentormate` user for the system one). So a socket another local user planted never sees
+    /// a request, let alone a passphrase.
     ///
     /// - Throws: `RPCClientError.connection` with `.socketMissing` (no daemon has made the
-    ///   socket), `.permissionDenied`, `.staleSocket` (the file exists, nobody listens), or
+    ///   socket), `.permissionDenied`, `.staleSocket` (the file exists, nobody listens),
+    ///   `.untrustedServer` (someone else serves it; nothing was sent), or
     ///   `.connectFailed`/`.timedOut`.
-    public init(path: String, timeout: Duration? = nil) throws(RPCClientError) {
+    public init(path: String, timeout: Duration? = nil, trusted: SocketPath.TrustedServers? = nil) throws(RPCClientError) {
         self.path = path
         self.timeout = timeout
         guard let address = UnixSocketAddress(path: path) else {
@@ -57,6 +63,38 @@ public final class RPCClient {
             fd = -1
             throw .connection(Self.connectError(path: path, errno: code))
         }
+        let allowed = trusted ?? SocketPath.trustedServers(for: path, environment: Self.pathEnvironment())
+        if let refusal = Self.checkServer(fd, path: path, trusted: allowed) {
+            Glibc.close(fd)
+            fd = -1
+            throw .connection(refusal)
+        }
+    }
+
+    /// The environment variables `SocketPath` decides by.
+    static func pathEnvironment() -> [String: String] {
+        var environment: [String: String] = [:]
+        for name in ["XDG_RUNTIME_DIR", "XDG_STATE_HOME", "HOME"] {
+            if let value = getenv(name) { environment[name] = String(cString: value) }
+        }
+        return environment
+    }
+
+    /// Nil when the process that listens on `fd`'s peer runs as one of `trusted`; otherwise the
+    /// error, naming the path, the uid found and the fix.
+    static func checkServer(_ fd: Int32, path: String, trusted: SocketPath.TrustedServers) -> RPCConnectionError? {
+        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
+        guard cposix_peer_cred(fd, &pid, &uid, &gid) == 0 else {
+            return RPCConnectionError(.untrustedServer,
+                "cannot tell who serves \(path) (SO_PEERCRED failed), so nothing was sent to it; use a mentormated socket (--socket PATH)",
+                errno: errno)
+        }
+        guard !trusted.uids.contains(uid) else { return nil }
+        let owner = SocketPath.userName(uid).map { "uid \(uid) (\($0))" } ?? "uid \(uid)"
+        return RPCConnectionError(.untrustedServer,
+            "refusing \(path): it is served by \(owner), not by \(trusted.phrase), so another user may have planted it to catch what you send; nothing was sent. "
+                + "Fix: if it is not your daemon's, remove it (`rm \(path)`; ask the administrator if you may not) and start your own (`mentormated`), "
+                + "or give your daemon's socket with --socket PATH")
     }
 
     deinit { close() }
@@ -284,6 +322,9 @@ public struct RPCConnectionError: Error, Sendable, Equatable, CustomStringConver
         public static let io = Code(rawValue: 7)
         /// The daemon sent something that is not a JSON-RPC line.
         public static let badResponse = Code(rawValue: 8)
+        /// The socket is served by a user the client does not trust with its requests
+        /// (`SO_PEERCRED`); nothing was sent.
+        public static let untrustedServer = Code(rawValue: 9)
     }
 }
 

@@ -101,7 +101,9 @@ public struct PairSecrets: Sendable {
 /// sealed record was for).
 public enum SelfBox {
     static func key(_ author: SigningKeyPair) -> [UInt8] {
-        BLAKE2b.hash(Array("mentormate self v1".utf8), key: author.seed, outputLength: 32)
+        var seed = author.seed
+        defer { zeroize(&seed) }
+        return BLAKE2b.hash(Array("mentormate self v1".utf8), key: seed, outputLength: 32)
     }
 
     public static func seal(counterpart: PublicKey, author: SigningKeyPair, type: RecordType) throws(CryptoError) -> [UInt8] {

@@ -33,6 +33,14 @@ public enum SecureRandom {
 
 // MARK: - Secret memory
 
+/// Calls `body` with the UTF-8 bytes of `text` (a passphrase), zeroing that copy afterwards.
+/// (The `String` itself cannot be wiped; the byte copy handed to Argon2id can.)
+public func withSecretBytes<R, E: Error>(of text: String, _ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+    var bytes = Array(text.utf8)
+    defer { zeroize(&bytes) }
+    return try body(bytes)
+}
+
 /// Overwrites the bytes with zeros in a way the optimizer will not remove.
 func zeroize(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { raw in
@@ -40,17 +48,31 @@ func zeroize(_ bytes: inout [UInt8]) {
     }
 }
 
-/// Fixed-size secret key material in one heap buffer that is zeroed when the last reference
-/// goes away, so copies of a key pair share one buffer instead of scattering the secret.
+/// Fixed-size secret key material in one buffer that is zeroed when the last reference goes
+/// away, so copies of a key pair share one buffer instead of scattering the secret.
+///
+/// The buffer comes from `sodium_malloc`: its own pages, between guard pages, marked
+/// `MADV_DONTDUMP` (left out of core dumps, e.g. the one systemd's watchdog abort asks for) and
+/// locked against swapping where the memory-lock limit allows; `sodium_free` zeroes it. Should
+/// `sodium_malloc` fail (no memory for its pages), an ordinary allocation is used and still
+/// zeroed at the end.
 ///
 /// `@unchecked Sendable`: the buffer is written only inside `init` and is read-only afterwards.
 final class SecretBytes: @unchecked Sendable {
     private let buffer: UnsafeMutableRawBufferPointer
+    private let fromSodium: Bool
 
     /// Allocates `count` zeroed bytes and lets `fill` write the secret into them.
     init(count: Int, fill: (UnsafeMutablePointer<UInt8>) -> Void) {
         precondition(count > 0)
-        buffer = .allocate(byteCount: count, alignment: 16)
+        Sodium.ensureInitialized()
+        if let base = sodium_malloc(count) {
+            buffer = UnsafeMutableRawBufferPointer(start: base, count: count)
+            fromSodium = true
+        } else {
+            buffer = .allocate(byteCount: count, alignment: 16)
+            fromSodium = false
+        }
         buffer.initializeMemory(as: UInt8.self, repeating: 0)
         fill(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
     }
@@ -62,7 +84,11 @@ final class SecretBytes: @unchecked Sendable {
     }
 
     deinit {
-        sodium_memzero(buffer.baseAddress, buffer.count)
-        buffer.deallocate()
+        if fromSodium {
+            sodium_free(buffer.baseAddress)  // zeroes, unlocks and unmaps
+        } else {
+            sodium_memzero(buffer.baseAddress, buffer.count)
+            buffer.deallocate()
+        }
     }
 }

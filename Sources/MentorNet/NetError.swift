@@ -53,6 +53,9 @@ public struct NetError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let notListening = Code(rawValue: 6)
         /// `APIServer.run()` was called while it was already running.
         public static let alreadyRunning = Code(rawValue: 7)
+        /// The socket's directory is a symlink, belongs to another user, or others may write it:
+        /// someone else could replace the socket (nothing was changed).
+        public static let insecureDirectory = Code(rawValue: 8)
 
         public var description: String {
             switch self {
@@ -63,6 +66,7 @@ public struct NetError: Error, Sendable, Equatable, CustomStringConvertible {
             case .notADirectory: "notADirectory"
             case .notListening: "notListening"
             case .alreadyRunning: "alreadyRunning"
+            case .insecureDirectory: "insecureDirectory"
             default: "NetError \(rawValue)"
             }
         }

@@ -158,7 +158,9 @@ enum Syscall {
         return true
     }
 
-    static func chmod(_ path: String, mode: mode_t) throws(NetError) {
+    /// `chmod` of a file in a directory that only this process's user can enter (a fresh mkdtemp
+    /// directory), so nobody can swap what the path names. Never use it on other paths.
+    static func chmodInPrivateDirectory(_ path: String, mode: mode_t) throws(NetError) {
         try blocking("chmod \(path)") { Glibc.chmod(path, mode) }
     }
 }

@@ -5,10 +5,17 @@ import MentorAPI
 
 /// A listening Unix stream socket (non-blocking, close-on-exec) for the API.
 ///
-/// `init(path:)` makes the socket file: it creates the parent directory when it is missing,
-/// refuses a path where another server is live or where something that is not a socket exists,
-/// replaces a stale socket (one nobody listens on any more), and leaves the socket mode 0666 —
-/// who may do what is decided per connection from `SO_PEERCRED`, not by the file's mode.
+/// `init(path:)` makes the socket file. Its directory must be one nobody else can change: a
+/// missing one is created (mode `directoryMode` exactly, whatever the umask, set with `fchmod`
+/// on the opened directory); an existing one must be a real directory (not a symlink) owned by
+/// the user running the daemon (or root) that neither group nor others may write — anything else is
+/// refused (`.insecureDirectory`), since whoever can write the directory can replace the socket.
+/// It refuses a path where another server is live or where something that is not a socket
+/// exists, and replaces a stale socket (one nobody listens on any more). The socket is bound in a
+/// fresh private directory (mkdtemp, 0700) next to the final path, given its mode 0666 there —
+/// where nobody else can reach it — and then hard-linked into place, so no mode is ever changed
+/// through a path someone else could redirect. Mode 0666: who may do what is decided per
+/// connection from `SO_PEERCRED`, not by the file's mode.
 /// `close()` removes the file again, unless someone else has replaced it meanwhile.
 ///
 /// `init(adopting:)` takes an already-listening descriptor (systemd socket activation); the
@@ -24,15 +31,17 @@ public final class UnixListener {
 
     /// Mode of directories created for the socket: only the owner may enter.
     public static let defaultDirectoryMode: mode_t = 0o700
+    /// Mode of the socket file.
+    public static let socketMode: mode_t = 0o666
 
     /// Binds and listens on `path`.
     ///
     /// - Parameter directoryMode: mode for missing parent directories that are created (an
-    ///   existing directory is left as it is). The default 0700 suits a per-user
-    ///   `$XDG_RUNTIME_DIR`; a system-wide socket directory that other users must reach needs
-    ///   0755.
+    ///   existing directory is checked, not changed). The default 0700 suits a per-user socket;
+    ///   a system-wide socket directory that other users must reach needs 0755.
     /// - Throws: `NetError` `.socketInUse` when a server answers on `path`, `.notASocket` when
-    ///   `path` is something else, `.pathTooLong`, `.notADirectory`, or `.system`.
+    ///   `path` is something else, `.insecureDirectory`, `.pathTooLong`, `.notADirectory`, or
+    ///   `.system`.
     public init(path: String, backlog: Int32 = 128,
                 directoryMode: mode_t = UnixListener.defaultDirectoryMode) throws(NetError) {
         guard let address = UnixSocketAddress(path: path) else {
@@ -40,20 +49,13 @@ public final class UnixListener {
                            "socket path \(path) is empty, contains a NUL byte or is longer than \(UnixSocketAddress.maxPathBytes) bytes",
                            fix: "choose a shorter path with --socket or MENTORMATE_SOCKET")
         }
-        try Self.makeDirectory(containing: path, mode: directoryMode)
+        let directory = Self.directory(of: path)
+        try Self.prepareDirectory(directory, mode: directoryMode & 0o755)
         try Self.removeStaleSocket(at: address)
 
-        let fd = try Syscall.unixSocket()
+        let fd = try Self.bindPrivately(address, directory: directory, backlog: backlog)
         do throws(NetError) {
-            try Syscall.bind(fd, address)
-        } catch {
-            if error.errno == EADDRINUSE { throw Self.inUse(path) }  // lost a race with another daemon
-            throw error
-        }
-        do throws(NetError) {
-            try Syscall.chmod(path, mode: 0o666)
-            try Syscall.listen(fd, backlog: backlog, path: path)
-            guard let st = try Syscall.status(path) else {
+            guard let st = try Syscall.status(path), st.st_mode & S_IFMT == S_IFSOCK else {
                 throw NetError(.system, errno: ENOENT, "socket file \(path) vanished after bind")
             }
             created = (UInt(st.st_dev), UInt(st.st_ino))
@@ -65,6 +67,56 @@ public final class UnixListener {
         self.descriptor = fd
     }
 
+    /// Binds a socket at `address` and listens: in a fresh private directory inside `directory`
+    /// (where the mode is set), then hard-linked to the final name (EEXIST: a daemon that won a
+    /// race). When the private path would not fit in `sockaddr_un`, binds at the path itself; the
+    /// socket then has 0777 less the umask (fine in a 0700 directory).
+    private static func bindPrivately(_ address: UnixSocketAddress, directory: String,
+                                      backlog: Int32) throws(NetError) -> FileDescriptor {
+        let path = address.path
+        var template = Array((directory + "/.mm-XXXXXX").utf8CString)
+        let privateFits = template.count - 1 + 2 <= UnixSocketAddress.maxPathBytes
+        guard privateFits else {
+            let fd = try Syscall.unixSocket()
+            do throws(NetError) {
+                try Syscall.bind(fd, address)
+            } catch {
+                if error.errno == EADDRINUSE { throw inUse(path) }
+                throw error
+            }
+            do throws(NetError) { try Syscall.listen(fd, backlog: backlog, path: path) } catch {
+                try? Syscall.unlink(path)
+                throw error
+            }
+            return fd
+        }
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw NetError(.system, errno: errno, "create a private directory in \(directory) for the socket",
+                           fix: "check that \(directory) is writable by the user running mentormated")
+        }
+        let privateDirectory = String(cString: made)
+        let temporary = privateDirectory + "/s"
+        defer {
+            try? Syscall.unlink(temporary)
+            _ = rmdir(privateDirectory)
+        }
+        guard let temporaryAddress = UnixSocketAddress(path: temporary) else {
+            throw NetError(.pathTooLong, "socket path \(temporary) does not fit in sockaddr_un",
+                           fix: "choose a shorter path with --socket or MENTORMATE_SOCKET")
+        }
+        let fd = try Syscall.unixSocket()
+        try Syscall.bind(fd, temporaryAddress)
+        try Syscall.listen(fd, backlog: backlog, path: path)
+        // Only we can enter the mkdtemp directory (0700, ours), so this path cannot be redirected.
+        try Syscall.chmodInPrivateDirectory(temporary, mode: socketMode)
+        while link(temporary, path) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            if code == EEXIST { throw inUse(path) }  // lost a race with another daemon
+            throw NetError(.system, errno: code, "put the socket in place at \(path)")
+        }
+        return fd
+    }
     /// Takes over an already-listening descriptor, e.g. `SD_LISTEN_FDS_START` (3) from systemd.
     /// It is made non-blocking and close-on-exec. On failure the descriptor is left untouched
     /// and open.
@@ -111,26 +163,99 @@ public final class UnixListener {
                  fix: "stop it first (`mentormate status` shows it; `systemctl stop mentormated` for the service), or give this one another --socket")
     }
 
-    /// Creates the directory that will hold `path` (and missing ancestors) with `mode`; leaves an
-    /// existing one alone.
-    private static func makeDirectory(containing path: String, mode: mode_t) throws(NetError) {
-        guard let slash = path.lastIndex(of: "/") else { return }  // relative to the working directory
+    /// Checks the directory that would hold the socket at `path`, if it exists, by the rules of
+    /// `init(path:)`, without creating or changing anything (the daemon calls it before it
+    /// touches its state, so a refused start leaves nothing behind).
+    public static func checkExistingDirectory(forSocket path: String) throws(NetError) {
+        let directory = Self.directory(of: path)
+        if let st = try Syscall.status(directory) { try checkDirectory(directory, st) }
+    }
+
+    /// The directory part of `path` ("." for a bare name, "/" for "/name").
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
         let directory = String(path[..<slash])
-        guard !directory.isEmpty else { return }  // "/api.sock"
-        if let st = try Syscall.status(directory, followLinks: true) {
-            guard st.st_mode & S_IFMT == S_IFDIR else {
-                throw NetError(.notADirectory, "\(directory) (the socket's directory) is not a directory",
-                               fix: "remove it or choose another path with --socket")
-            }
+        return directory.isEmpty ? "/" : directory
+    }
+
+    /// Makes sure `directory` exists and nobody but us can change what is in it: creates it
+    /// (and missing ancestors) with exactly `mode`, or checks an existing one (see the type's
+    /// documentation).
+    static func prepareDirectory(_ directory: String, mode: mode_t) throws(NetError) {
+        if let st = try Syscall.status(directory) {
+            try checkDirectory(directory, st)
             return
         }
-        try makeDirectory(containing: directory, mode: mode)
-        if try Syscall.mkdir(directory, mode: mode) {
-            try Syscall.chmod(directory, mode: mode)  // mkdir's mode is reduced by the umask
-        } else {
-            // Created by someone else meanwhile: accept it if it is a directory.
-            try makeDirectory(containing: path, mode: mode)
+        let parent = Self.directory(of: directory)
+        if parent != directory, try Syscall.status(parent, followLinks: true) == nil {
+            try createAncestors(parent, mode: mode)
         }
+        guard try Syscall.mkdir(directory, mode: mode) else {
+            // Created by someone else meanwhile: the same checks as for any existing directory.
+            guard let st = try Syscall.status(directory) else {
+                throw NetError(.system, errno: ENOENT, "the socket directory \(directory) vanished while it was being created")
+            }
+            try checkDirectory(directory, st)
+            return
+        }
+        // mkdir's mode was reduced by the umask: set it exactly, on the directory we opened
+        // (O_NOFOLLOW), after checking it is still the one we made.
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw NetError(.system, errno: errno, "open the new socket directory \(directory)") }
+        defer { _ = Glibc.close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw NetError(.system, errno: errno, "stat \(directory)") }
+        try checkOwner(directory, st)
+        guard fchmod(fd, mode) == 0 else { throw NetError(.system, errno: errno, "set the mode of \(directory)") }
+    }
+
+    /// `mkdir -p` for the socket directory's missing ancestors, each created with `mode`.
+    private static func createAncestors(_ directory: String, mode: mode_t) throws(NetError) {
+        let parent = Self.directory(of: directory)
+        if parent != directory, try Syscall.status(parent, followLinks: true) == nil {
+            try createAncestors(parent, mode: mode)
+        }
+        _ = try Syscall.mkdir(directory, mode: mode)
+        guard let st = try Syscall.status(directory, followLinks: true), st.st_mode & S_IFMT == S_IFDIR else {
+            throw NetError(.notADirectory, "\(directory) (on the way to the socket) is not a directory",
+                           fix: "remove it or choose another path with --socket")
+        }
+    }
+
+    /// Refuses a directory that is not a real directory, is not ours, or that others may write.
+    private static func checkDirectory(_ directory: String, _ st: stat) throws(NetError) {
+        switch st.st_mode & S_IFMT {
+        case S_IFDIR: break
+        case S_IFLNK:
+            throw NetError(.insecureDirectory,
+                           "the socket directory \(directory) is a symbolic link; nothing was changed (whoever controls the link decides where the socket goes)",
+                           fix: "remove the link (`rm \(directory)`) and let mentormated create the directory itself, or choose another path with --socket")
+        default:
+            throw NetError(.notADirectory, "\(directory) (the socket's directory) is not a directory",
+                           fix: "remove it or choose another path with --socket")
+        }
+        try checkOwner(directory, st)
+        let mode = st.st_mode & 0o7777
+        guard mode & 0o022 == 0 else {
+            throw NetError(.insecureDirectory,
+                           "the socket directory \(directory) has mode 0\(String(mode, radix: 8)): other users may write it, so they could move the socket away and put their own in its place; nothing was changed",
+                           fix: "`chmod go-w \(directory)` (or `chmod 700 \(directory)`), or choose another path with --socket")
+        }
+    }
+
+    /// The daemon's own user, or root (trusted anyway; a root-owned directory that others may not
+    /// write is one only root can change).
+    private static func checkOwner(_ directory: String, _ st: stat) throws(NetError) {
+        let me = geteuid()
+        guard st.st_uid == me || st.st_uid == 0 else {
+            throw NetError(.insecureDirectory,
+                           "the socket directory \(directory) belongs to \(ownerName(st.st_uid)), not to \(ownerName(me)) who runs mentormated, so its owner could replace the socket; nothing was changed",
+                           fix: "remove it (`rm -r \(directory)`, as its owner or root) and let mentormated create it, or choose another path with --socket")
+        }
+    }
+
+    private static func ownerName(_ uid: uid_t) -> String {
+        SocketPath.userName(uid).map { "uid \(uid) (\($0))" } ?? "uid \(uid)"
     }
 
     /// Refuses a live socket or a non-socket at the path; removes a stale socket.

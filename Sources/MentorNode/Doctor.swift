@@ -11,21 +11,38 @@ extension Node {
         var ok: Bool
         var detail: String
         var fix: String?
+        /// Not a failure, but something the operator should change (shown as "warn").
+        var warning = false
 
         var json: JSON {
             var o: [String: JSON] = ["name": .string(name), "ok": .bool(ok), "detail": .string(detail)]
             if let fix { o["fix"] = .string(fix) }
+            if warning { o["warning"] = .bool(true) }
             return .object(o)
         }
     }
 
-    func doctor() throws -> JSON {
+    /// The state files whose modes `doctor` checks (those that exist; the WAL files come and go).
+    static let stateFiles = ["replica.db", "replica.db-wal", "replica.db-shm", "node.key", "lock"]
+
+    /// The checks, for `caller`: an ordinary user sees their own account only (never which other
+    /// uids have one); root sees every account's key.
+    func doctor(_ caller: Requester) throws -> JSON {
         let info = runtimeInfo()
         var checks: [Check] = []
-        checks.append(modeCheck("state directory", config.stateDirectory, maxMode: 0o755, directory: true))
-        for account in try replica.nodeAccounts() {
-            checks.append(modeCheck("key of uid \(account.uid)", config.keyPath(uid: account.uid), maxMode: 0o600, directory: false))
+        checks.append(modeCheck("state directory", config.stateDirectory, maxMode: 0o700, directory: true))
+        for name in Self.stateFiles {
+            let path = config.stateDirectory + "/" + name
+            var st = stat()
+            if name != "replica.db" && name != "node.key", lstat(path, &st) != 0 { continue }
+            checks.append(modeCheck(name, path, maxMode: 0o600, directory: false))
         }
+        checks.append(modeCheck("accounts directory", config.accountsDirectory, maxMode: 0o700, directory: true))
+        for account in try replica.nodeAccounts() where caller.uid == 0 || account.uid == caller.uid {
+            let name = account.uid == caller.uid ? "your account key" : "key of uid \(account.uid)"
+            checks.append(modeCheck(name, config.keyPath(uid: account.uid), maxMode: 0o600, directory: false))
+        }
+        checks.append(networkKeyCheck(info))
         let integrity = try replica.integrityCheck()
         checks.append(Check(name: "replica integrity", ok: integrity == ["ok"], detail: integrity.prefix(3).joined(separator: "; "),
                             fix: integrity == ["ok"] ? nil : "stop the daemon and restore the state directory from a backup (docs/OPERATIONS.md)"))
@@ -45,6 +62,23 @@ extension Node {
         }
         checks.append(listenCheck(info))
         return ["checks": .array(checks.map(\.json)), "ok": .bool(checks.allSatisfy(\.ok))]
+    }
+
+    /// Warns when a system service uses the built-in network key (every MentorMate node on the
+    /// LAN is then a peer); fails when the key file's mode lets others read it.
+    private func networkKeyCheck(_ info: RuntimeInfo) -> Check {
+        guard let file = info.networkKeyFile else {
+            let makeKey = "(umask 077; head -c 32 /dev/urandom > /etc/mentormate/network.key) && chown mentormate: /etc/mentormate/network.key"
+                + " && echo 'network_key_file = /etc/mentormate/network.key' >> /etc/mentormate/mentormated.conf && systemctl restart mentormated"
+                + " — then copy the same file to every node of your network (docs/OPERATIONS.md, \"The network key\")"
+            return Check(name: "network key", ok: true,
+                         detail: "the built-in key: any MentorMate node on the network can link with this one"
+                            + (info.systemMode ? "" : " (fine for trying it out)"),
+                         fix: info.systemMode ? makeKey : nil, warning: info.systemMode)
+        }
+        var check = modeCheck("network key", file, maxMode: 0o600, directory: false)
+        if check.ok { check.detail = "a private key from " + check.detail }
+        return check
     }
 
     private func modeCheck(_ name: String, _ path: String, maxMode: mode_t, directory: Bool) -> Check {

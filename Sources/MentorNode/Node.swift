@@ -191,7 +191,8 @@ public final class Node: @unchecked Sendable {
                 return PreparedKey(failure: RPCError(.wrongPassphrase, "too many wrong passphrases; try again in \(seconds) s"))
             }
             do {
-                return PreparedKey(keys: try KeyFile.read(from: config.keyPath(uid: caller.uid), passphrase: Array(passphrase.utf8)))
+                let path = config.keyPath(uid: caller.uid)
+                return PreparedKey(keys: try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.read(from: path, passphrase: bytes) })
             } catch let e where e.code == .wrongPassphrase {
                 queue.sync {
                     let count = (loginFailures[caller.uid]?.count ?? 0) + 1
@@ -209,7 +210,8 @@ public final class Node: @unchecked Sendable {
             do {
                 try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
-                try KeyFile.write(keys, to: path, passphrase: Array(passphrase.utf8), parameters: config.passphraseCost)
+                let cost = config.passphraseCost
+                try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost) }
             } catch {
                 return PreparedKey(failure: RPCError(.internalError, "could not write the account key: \(error)"))
             }

@@ -34,11 +34,16 @@ public struct RuntimeInfo: Sendable {
     /// The mDNS instance name we are registered under, and whether we see it when we browse.
     public var discoveryName: String?
     public var discoveryVisible: Bool
+    /// The network key file in use, or nil for the built-in key.
+    public var networkKeyFile: String?
+    /// Whether the daemon runs as the system service (root, or under systemd's StateDirectory=).
+    public var systemMode: Bool
 
     public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64,
-                discoveryName: String? = nil, discoveryVisible: Bool = false) {
+                discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {
         self.socketPath = socketPath; self.listen = listen; self.discovery = discovery; self.peers = peers; self.startedAt = startedAt
         self.discoveryName = discoveryName; self.discoveryVisible = discoveryVisible
+        self.networkKeyFile = networkKeyFile; self.systemMode = systemMode
     }
 }
 

@@ -30,7 +30,7 @@ extension Node {
         case "subscribe": return try subscribe(p, caller)
         case "peers": try p.allow([]); return peers()
         case "status": try p.allow([]); return try status()
-        case "doctor": try p.allow([]); return try doctor()
+        case "doctor": try p.allow([]); return try doctor(caller)
         case "replica.digest": try p.allow([]); return try replicaDigest()
         default:
             throw RPCError(.methodNotFound, "unknown method \"\(method)\"; see docs/API.md for the list")
@@ -66,7 +66,12 @@ extension Node {
         } else {
             keys = SigningKeyPair.generate()
             do {
-                try KeyFile.write(keys, to: path, passphrase: passphrase.map { Array($0.utf8) }, parameters: config.passphraseCost)
+                let cost = config.passphraseCost
+                if let passphrase {
+                    try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost) }
+                } else {
+                    try KeyFile.write(keys, to: path, parameters: cost)
+                }
             } catch {
                 throw RPCError(.internalError, "could not write the account key: \(error.message)")
             }
@@ -117,8 +122,12 @@ extension Node {
                 if account.protected, let prepared = preparedKey?.keys {
                     keys = prepared   // decrypted off the queue
                 } else {
-                    keys = try KeyFile.read(from: config.keyPath(uid: caller.uid),
-                                            passphrase: account.protected ? passphrase.map { Array($0.utf8) } : nil)
+                    let path = config.keyPath(uid: caller.uid)
+                    if account.protected, let passphrase {
+                        keys = try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.read(from: path, passphrase: bytes) }
+                    } else {
+                        keys = try KeyFile.read(from: path)
+                    }
                 }
                 try unlock(uid: caller.uid, keys: keys)
                 loginFailures[caller.uid] = nil

@@ -1,4 +1,5 @@
 import Testing
+import MentorAPI
 @testable import MentorNode
 
 @Suite struct ConfigurationTests {
@@ -10,6 +11,28 @@ import Testing
         let system = DaemonConfiguration.defaults(systemMode: true, environment: [:])
         #expect(system.stateDirectory == "/var/lib/mentormate" && system.socketPath == "/run/mentormate/api.sock")
         #expect(DaemonConfiguration.defaults(systemMode: false, environment: ["MENTORMATE_SOCKET": "/x.sock"]).socketPath == "/x.sock")
+    }
+
+    /// Without XDG_RUNTIME_DIR (plain su, sudo -u, cron) the user socket is never in a shared
+    /// place like /tmp: it goes to the user's own /run/user/UID if that exists, else into the
+    /// state directory (issue 11 item 1).
+    @Test func withoutARuntimeDirectoryTheUserSocketGoesIntoTheStateDirectoryNotTmp() {
+        let nobodyRun: UInt32 = 4_242_424  // no /run/user/4242424 exists
+        let candidates = SocketPath.userCandidates(environment: ["HOME": "/h"], uid: nobodyRun)
+        #expect(candidates == ["/h/.local/state/mentormate/api.sock"])
+        #expect(SocketPath.userCandidates(environment: ["XDG_STATE_HOME": "/s", "XDG_RUNTIME_DIR": "/r"], uid: nobodyRun)
+                    == ["/r/mentormate/api.sock", "/s/mentormate/api.sock"])
+        let fallback = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
+        #expect(!fallback.socketPath.hasPrefix("/tmp"))
+        #expect(fallback.socketPath == "/h/.local/state/mentormate/api.sock" || fallback.socketPath.hasPrefix("/run/user/"))
+        // Who may serve which socket: yourself for your own places, root or the service user for
+        // the system socket, any of those for a path given explicitly.
+        #expect(SocketPath.trustedServers(for: "/h/.local/state/mentormate/api.sock", environment: ["HOME": "/h"], uid: nobodyRun)
+                    == SocketPath.TrustedServers(uids: [nobodyRun], kind: .user))
+        let system = SocketPath.trustedServers(for: SocketPath.systemPath, environment: ["HOME": "/h"], uid: nobodyRun)
+        #expect(system.kind == .system && system.uids.contains(0) && !system.uids.contains(nobodyRun))
+        let given = SocketPath.trustedServers(for: "/srv/mm/api.sock", environment: ["HOME": "/h"], uid: nobodyRun)
+        #expect(given.kind == .given && given.uids.contains(0) && given.uids.contains(nobodyRun))
     }
 
     @Test func fileSettingsParseWithCommentsQuotesAndRepeats() throws {

@@ -138,6 +138,10 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
                                status: .unreachable)
         case .closed:
             return connectionLost(socket: socket, reason: "the daemon closed it")
+        case .untrustedServer:
+            // RPCClient's message names the path, who serves it and (after "Fix: ") what to do.
+            let parts = c.message.components(separatedBy: " Fix: ")
+            return ClientError(parts[0], hint: parts.count > 1 ? parts[1] : nil, status: .unreachable)
         case .badResponse:
             return ClientError("\(socket) does not speak MentorMate's API: \(c.message)",
                                hint: "check that --socket or MENTORMATE_SOCKET names mentormated's socket", status: .unreachable)

@@ -283,9 +283,10 @@ public enum ClientFormat {
         let width = checks.map { cell($0["name"]?.stringValue ?? "", width: 20).count }.max() ?? 0
         return checks.map { c in
             let ok = c["ok"]?.boolValue == true
-            var line = (ok ? "ok    " : "FAIL  ") + cell(c["name"]?.stringValue ?? "", width: 20).cliPadded(to: width)
+            let warning = ok && c["warning"]?.boolValue == true
+            var line = (warning ? "warn  " : ok ? "ok    " : "FAIL  ") + cell(c["name"]?.stringValue ?? "", width: 20).cliPadded(to: width)
                 + "  " + sanitize(c["detail"]?.stringValue ?? "")
-            if !ok, let fix = c["fix"]?.stringValue {
+            if !ok || warning, let fix = c["fix"]?.stringValue {
                 line += "\n" + String(repeating: " ", count: 6 + width + 2) + "fix: " + sanitize(fix)
             }
             return line

@@ -73,12 +73,15 @@ final class Daemon {
     let stateDir: String
     let socket: String
     let logPath: String
+    /// The uid it runs as (the client only talks to sockets served by a uid it trusts).
+    let uid: uid_t
 
-    init(process: ChildProcess, stateDir: String, socket: String, logPath: String) {
+    init(process: ChildProcess, stateDir: String, socket: String, logPath: String, uid: uid_t = geteuid()) {
         self.process = process
         self.stateDir = stateDir
         self.socket = socket
         self.logPath = logPath
+        self.uid = uid
     }
 
     deinit { process.kill() }
@@ -96,7 +99,8 @@ final class Daemon {
                 throw E2EError("mentormated exited (\(status)) before it served \(socket); its log:\n\(log)")
             }
             do {
-                let client = try RPCClient(path: socket, timeout: .seconds(5))
+                let client = try RPCClient(path: socket, timeout: .seconds(5),
+                                           trusted: SocketPath.TrustedServers(uids: [uid], kind: .given))
                 let result = try client.call("status")
                 if result["node"]?.stringValue?.hasPrefix("mm1") == true { return }
                 lastError = "status answered \(result)"
@@ -231,22 +235,23 @@ final class E2E {
     /// Starts `mentormated --state-dir STATE --socket SOCKET --listen 127.0.0.1:0 --no-mdns` and
     /// waits until its socket answers.
     func startDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
-                     extra: [String] = []) throws -> Daemon {
-        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra)
+                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil) throws -> Daemon {
+        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra, as: user, umask: umask)
         try daemon.waitUntilServing()
         return daemon
     }
 
-    /// Starts `mentormated` without waiting for it.
+    /// Starts `mentormated` without waiting for it: as root, or as `user` (setpriv); with
+    /// `umask` (an octal string such as "000") set just before it starts.
     func spawnDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
-                     extra: [String] = []) throws -> Daemon {
+                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil) throws -> Daemon {
         counter += 1
         let state = stateDir ?? self.stateDir, sock = socket ?? self.socket
         let log = path("daemon-\(counter).log")
-        let process = try ChildProcess(
-            [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + extra,
-            stdout: .file(log + ".out"), stderr: .file(log))
-        let daemon = Daemon(process: process, stateDir: state, socket: sock, logPath: log)
+        var program = [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + extra
+        if let umask { program = ["/bin/sh", "-c", "umask \(umask) && exec \"$0\" \"$@\""] + program }
+        let process = try ChildProcess(argv(program, as: user), stdout: .file(log + ".out"), stderr: .file(log))
+        let daemon = Daemon(process: process, stateDir: state, socket: sock, logPath: log, uid: user?.uid ?? geteuid())
         daemons.append(daemon)
         return daemon
     }
@@ -267,13 +272,14 @@ final class E2E {
 
     /// Runs `mentormate --socket SOCKET ARGS` (as `user`, or as root) to its end; `stdin` is
     /// written to a file that becomes its standard input.
+    /// With `socketFlag: false` no --socket is given: the client picks its default path.
     func run(_ arguments: [String], as user: TestUser? = nil, socket: String? = nil, stdin: String? = nil,
-             timeout: Duration = .seconds(60)) throws -> ClientRun {
+             timeout: Duration = .seconds(60), socketFlag: Bool = true) throws -> ClientRun {
         counter += 1
         let n = counter
         let input = try stdin.map { try write("client-\(n).in", Array($0.utf8)) }
         let out = path("client-\(n).out"), err = path("client-\(n).err")
-        let all = ["--socket", socket ?? self.socket] + arguments
+        let all = (socketFlag ? ["--socket", socket ?? self.socket] : []) + arguments
         let process = try ChildProcess(argv([binaries.client] + all, as: user), environment: childEnvironment,
                                        stdin: input, stdout: .file(out), stderr: .file(err))
         processes.append(process)
@@ -341,17 +347,26 @@ final class E2E {
         }
     }
 
-    /// Runs `program` (not as a test user) to its end: for sqlite3 and the like.
-    func tool(_ program: [String], timeout: Duration = .seconds(30)) throws -> (status: ChildProcess.Status, output: String) {
+    /// Runs `program` (as root, or as `user`) to its end: for sqlite3 and the like.
+    func tool(_ program: [String], as user: TestUser? = nil, timeout: Duration = .seconds(30)) throws -> (status: ChildProcess.Status, output: String) {
         counter += 1
         let out = path("tool-\(counter).out")
-        let process = try ChildProcess(program, stdout: .file(out), stderr: .file(out + ".err"))
+        let process = try ChildProcess(argv(program, as: user), stdout: .file(out), stderr: .file(out + ".err"))
         processes.append(process)
         guard let status = process.wait(timeout: timeout) else {
             process.kill()
             throw E2EError("\(program.joined(separator: " ")) did not end within \(timeout)")
         }
         return (status, read(out) + read(out + ".err"))
+    }
+
+    /// Starts `program` as `user` in the background (killed by `cleanup()`), e.g. a fake server.
+    func spawn(_ program: [String], as user: TestUser?) throws -> ChildProcess {
+        counter += 1
+        let process = try ChildProcess(argv(program, as: user), environment: childEnvironment,
+                                       stdout: .file(path("spawn-\(counter).out")), stderr: .file(path("spawn-\(counter).err")))
+        processes.append(process)
+        return process
     }
 
     func read(_ file: String) -> String {
