@@ -118,7 +118,7 @@ func connectionError(_ body: () throws -> Void) -> RPCConnectionError? {
             Issue.record("expected the server's refusal, got \(String(describing: outcome))")
             return
         }
-        #expect(error.code == -32603)
+        #expect(error.code == -32010)
         #expect(error.message.contains("limit"))
         holder.close()
     }

@@ -285,6 +285,7 @@ import Testing
 @Test func overTheConnectionLimitExtraClientsGetAnErrorAndTheServerCarriesOn() async throws {
     var settings = APIServer.Settings()
     settings.maxConnections = 256
+    settings.maxConnectionsPerUser = 300   // every client here is the same user
     try await withServer(settings: settings) { env in
         let clients = try await offPool { try (0..<300).map { _ in try RawClient(path: env.path) } }
         #expect(await eventually { env.server.connectionCount == 256 })
@@ -294,7 +295,7 @@ import Testing
             clients.filter { $0.hasPendingInput }.map { ($0.readJSON(), $0.waitClosed()) }
         }
         #expect(refusals.count == 44)
-        #expect(refusals.allSatisfy { $0.0?.errorCode == -32603 && $0.0?.errorMessage?.contains("256 connections") == true && $0.1 })
+        #expect(refusals.allSatisfy { $0.0?.errorCode == -32010 && $0.0?.errorMessage?.contains("256 connections") == true && $0.1 })
         #expect(env.logger.lines.withLock { $0.filter { $0.1.contains("limit reached") }.count } == 1)
         // The admitted ones work.
         let answers = try await offPool {
