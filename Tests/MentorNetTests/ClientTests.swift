@@ -74,7 +74,7 @@ func connectionError(_ body: () throws -> Void) -> RPCConnectionError? {
             // The notification arrives before the response; call() keeps it for later.
             return (subscribed, try client.call("notifyThenAnswer"), try client.nextNotification(timeout: .seconds(1)))
         }
-        #expect(subscribed == ["events": []])
+        #expect(subscribed == ["events": [], "claimed": true])
         #expect(answer == "done")
         #expect(buffered == RPCNotification(method: "event.test", params: ["n": 0]))
     }
