@@ -155,7 +155,16 @@ final class EventLog: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(5)
         while node.passphraseGate.load.waiting < 2 && Date() < deadline { usleep(1000) }
         #expect(node.passphraseGate.load.waiting == 2, "both logins wait for the gate")
-        let second = t.error(ana, "account.login", ["passphrase": "right"])
+        // Ana's second attempt, on another thread: refused at once, or (the bug) queued behind the gate.
+        let secondDone = DispatchGroup()
+        secondDone.enter()
+        Thread.detachNewThread {
+            results.append(0, node.handle("account.login", ["passphrase": "right"], caller: Requester(uid: ana, connection: 10)))
+            secondDone.leave()
+        }
+        let refusedAtOnce = secondDone.wait(timeout: .now() + 2) == .success
+        #expect(refusedAtOnce, "Ana's second login must be refused, not wait for the gate behind her first")
+        let second: RPCError? = results.result(0).flatMap { if case .failure(let e) = $0 { e } else { nil } }
         #expect(second?.code == -32010 && second?.message.contains("being checked already") == true, "\(String(describing: second))")
         let existing = t.error(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "x"])
         #expect(existing?.code == -32003, "a signup for an existing account is refused before the gate")
