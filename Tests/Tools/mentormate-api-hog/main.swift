@@ -3,8 +3,9 @@
 // A local user hogging the daemon's API socket, for the API limit tests
 // (Tests/EndToEndTests/APILimitTests.swift), which run it as another Unix user with setpriv.
 // It opens N connections to SOCKET one after another and holds them open without sending a
-// byte. Once all are open it waits a second and looks at each: one on which the daemon wrote
-// something (a refusal line) or which it closed counts as refused. It prints
+// byte. Once all are open it waits until the daemon's answers hold still for a second, then
+// looks at each: one on which the daemon wrote something (a refusal line) or which it closed
+// counts as refused. It prints
 //
 //   held=H refused=R
 //   refusal=<the first refusal line, or none>
@@ -42,7 +43,22 @@ for n in 1...count {
     descriptors.append(fd)
 }
 
-sleep(1)
+/// Connections on which the daemon has written or which it closed.
+@MainActor func answered() -> Int {
+    descriptors.filter { fd in
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&poller, 1, 0) > 0
+    }.count
+}
+
+// A busy daemon may still be accepting: wait until the count holds still for a second (at most 20 s).
+var last = -1, steady = 0
+for _ in 0..<40 where steady < 2 {
+    usleep(500_000)
+    let now = answered()
+    steady = now == last ? steady + 1 : 0
+    last = now
+}
 var held = 0, refused = 0
 var refusal = "none"
 var buffer = [UInt8](repeating: 0, count: 4096)
