@@ -52,6 +52,8 @@ let package = Package(
         .executableTarget(name: "mentormate-hostile-peer",
                           dependencies: ["MentorCore", "MentorCrypto"],
                           path: "Tests/Tools/mentormate-hostile-peer"),
+        .executableTarget(name: "mentormate-api-hog", dependencies: ["MentorAPI"],
+                          path: "Tests/Tools/mentormate-api-hog"),
         .executableTarget(name: "mentormate-crashchild",
                           dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
                           path: "Tests/Tools/mentormate-crashchild"),

@@ -125,9 +125,10 @@ struct Mentormated {
         }
 
         let started = wallMillis()
-        let node = Node(config: NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
-                                           now: wallMillis),
-                        replica: replica, nodeKeys: nodeKeys)
+        var nodeConfig = NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
+                                    now: wallMillis)
+        nodeConfig.passphraseChecksAtOnce = settings.passphraseChecksAtOnce
+        let node = Node(config: nodeConfig, replica: replica, nodeKeys: nodeKeys)
         node.logger = logger
         var socketPath = settings.socketPath
         var peerSettings = PeerManager.Settings()
@@ -175,7 +176,14 @@ struct Mentormated {
 
         runtimeSocket.withLock { $0 = socketPath }
         let handler = NodeAPIHandler(node: node)
-        let server = APIServer(listener: listener, handler: handler, logger: logger)
+        var apiSettings = APIServer.Settings()
+        apiSettings.maxConnectionsPerUser = settings.apiConnectionsPerUser
+        apiSettings.maxSubscriptionsPerUser = settings.apiSubscriptionsPerUser
+        apiSettings.idleTimeout = settings.apiIdleTimeout > 0 ? .seconds(settings.apiIdleTimeout) : nil
+        // Root and the daemon's own user can always connect (up to their per-user limit), so a
+        // node full of other users' connections can still be inspected and stopped.
+        apiSettings.reservedUsers = [0, getuid()]
+        let server = APIServer(listener: listener, handler: handler, logger: logger, settings: apiSettings)
         // Under systemd (NOTIFY_SOCKET): READY=1 once the API serves, STATUS=, WATCHDOG=1.
         let serviceWatch = ServiceWatch(environment: environment, node: node, server: server, replica: replica,
                                         peers: { [weak peerManager] in peerManager?.peers.count ?? 0 }, logger: logger)

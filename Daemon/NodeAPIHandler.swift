@@ -15,21 +15,15 @@ final class NodeAPIHandler: APIHandler {
         self.node = node
         let registry = self.registry
         node.deliver = { id, notification in _ = registry.connection(id)?.send(notification) }
+        node.claimSubscription = { id in registry.connection(id)?.claimSubscription() ?? false }
     }
 
-    /// The node's work runs here, not on Swift's few cooperative threads: a passphrase
-    /// (Argon2id) takes about half a second, and blocking the cooperative pool would stall every
-    /// connection. Concurrent, so one login's key derivation runs beside other requests (the
-    /// node serializes its own state).
-    private let work = DispatchQueue(label: "mentormated.requests", attributes: .concurrent)
-
+    /// The node runs the request on threads of its own, not on Swift's few cooperative ones (a
+    /// passphrase check blocks one for about half a second); requests that need Argon2id wait
+    /// for their turn at the node's passphrase gate without holding a thread.
     func handle(_ request: RPCRequest, from caller: Caller, on connection: ConnectionHandle) async -> Result<JSON, RPCError> {
         registry.add(connection)
-        let node = self.node
-        let requester = Requester(uid: caller.uid, connection: connection.id)
-        return await withCheckedContinuation { continuation in
-            work.async { continuation.resume(returning: node.handle(request.method, request.params, caller: requester)) }
-        }
+        return await node.respond(request.method, request.params, caller: Requester(uid: caller.uid, connection: connection.id))
     }
 
     func connectionClosed(_ connection: ConnectionHandle) {

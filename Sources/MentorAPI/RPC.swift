@@ -38,6 +38,9 @@ public struct RPCError: Error, Sendable, Equatable, CustomStringConvertible {
         public static let invalidValue = Code(rawValue: -32007)
         public static let storage = Code(rawValue: -32008)
         public static let wrongPassphrase = Code(rawValue: -32009)
+        /// A per-user or node-wide limit of the API: connections, subscriptions, uploads in
+        /// flight, a passphrase check already running; also an idle connection being closed.
+        public static let limitReached = Code(rawValue: -32010)
     }
 
     public var json: JSON {

@@ -29,11 +29,31 @@ import Synchronization
 /// per connection (then they are dropped and counted, reported once by `event.overflow`); at most
 /// `maxConnections` connections (further ones get an error line and are closed).
 ///
+/// Limits, so that no local user can deny the API to the others: at most
+/// `maxConnectionsPerUser` connections per Unix user (counted by SO_PEERCRED uid; further ones
+/// get a -32010 line and are closed, while other users are served); `reservedUsers` (root and
+/// the daemon's own user) do not count against `maxConnections`, so a node full of other users'
+/// connections can still be inspected and stopped; a connection that has been idle for
+/// `idleTimeout` — no request running or waiting, nothing read or written — gets a -32010 line
+/// and is closed, unless it subscribed (`ConnectionHandle.claimSubscription()`, at most
+/// `maxSubscriptionsPerUser` per user).
+///
 /// `@unchecked Sendable`: the mutable state below the `// Confined to queue` mark is touched
 /// only on `queue`; the rest is immutable or synchronized itself (`Mutex`, `AsyncStream`).
 public final class APIServer: @unchecked Sendable {
     public struct Settings: Sendable {
         public var maxConnections = 256
+        /// Connections one Unix user may hold at once (config `api_connections_per_user`).
+        public var maxConnectionsPerUser = 32
+        /// Subscribed connections one Unix user may hold (config `api_subscriptions_per_user`);
+        /// they are exempt from `idleTimeout`.
+        public var maxSubscriptionsPerUser = 8
+        /// A connection with no request running or waiting and nothing read or written for this
+        /// long is closed; nil keeps idle connections (config `api_idle_timeout`, 0 = never).
+        public var idleTimeout: Duration? = .seconds(300)
+        /// Users whose connections do not count against `maxConnections` (only against
+        /// `maxConnectionsPerUser`): the daemon names root and its own user.
+        public var reservedUsers: Set<UInt32> = []
         /// Longest request line, in bytes before the newline (docs/API.md: 1 MiB).
         public var maxLine = LineFramer.defaultMaxLine
         /// Stop reading a connection while this many bytes of requests wait for the handler.
@@ -60,6 +80,9 @@ public final class APIServer: @unchecked Sendable {
     private let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
     private let tooLongLine: [UInt8]
     private let tooManyLine: [UInt8]
+    private let idleLine: [UInt8]
+    /// Subscribed connections per user (taken from any thread by `claimSubscription`).
+    private let subscribers: Mutex<PerUserCount>
 
     private enum Phase { case idle, running, stopping, stopped }
 
@@ -75,6 +98,12 @@ public final class APIServer: @unchecked Sendable {
     private var acceptSource: DispatchSourceRead?
     private var acceptPaused = false
     private var connections: [UInt64: Connection] = [:]
+    /// Open connections per user.
+    private var perUser: PerUserCount
+    /// Connections of users not in `reservedUsers` (the ones `maxConnections` limits).
+    private var unreservedCount = 0
+    private var idleTimer: DispatchSourceTimer?
+    private var refusedUsersLogged: Set<UInt32> = []
     private var nextID: UInt64 = 1
     private var refusingLogged = false
     private var acceptFailure = RecurringFailure()
@@ -95,9 +124,16 @@ public final class APIServer: @unchecked Sendable {
             "request line longer than \(Self.size(settings.maxLine)); send one JSON object per line, each at most that long (the connection is closed)"
         ))).line
         tooManyLine = RPCResponse(id: .null, outcome: .failure(RPCError(
-            .internalError,
+            .limitReached,
             "mentormated already serves \(settings.maxConnections) connections, its limit; close other clients (such as `mentormate chat --follow`) and retry"
         ))).line
+        let idle = settings.idleTimeout.map { Self.seconds($0) } ?? "long"
+        idleLine = RPCResponse(id: .null, outcome: .failure(RPCError(
+            .limitReached,
+            "mentormated closed this connection: idle for \(idle) with no request (api_idle_timeout); connect again to send more"
+        ))).line
+        perUser = PerUserCount(limit: settings.maxConnectionsPerUser)
+        subscribers = Mutex(PerUserCount(limit: settings.maxSubscriptionsPerUser))
     }
 
     deinit { readBuffer.deallocate() }
@@ -119,6 +155,7 @@ public final class APIServer: @unchecked Sendable {
             case .idle:
                 phase = .running
                 startAccepting()
+                startIdleTimer()
                 for waiter in servingWaiters { waiter() }
                 servingWaiters = []
                 return true
@@ -273,7 +310,16 @@ public final class APIServer: @unchecked Sendable {
     }
 
     private func admit(_ fd: FileDescriptor) {
-        guard connections.count < settings.maxConnections else {
+        let caller: Caller
+        do throws(NetError) {
+            caller = try Syscall.peerCredentials(fd)
+        } catch {
+            logger.info("API connection without peer credentials closed", ["error": "\(error)"])
+            fd.close()
+            return
+        }
+        let reserved = settings.reservedUsers.contains(caller.uid)
+        guard reserved || unreservedCount < settings.maxConnections else {
             if !refusingLogged {
                 refusingLogged = true
                 logger.info("refusing API connections: limit reached", ["limit": "\(settings.maxConnections)"])
@@ -282,13 +328,21 @@ public final class APIServer: @unchecked Sendable {
             fd.close()
             return
         }
-        let caller: Caller
-        do throws(NetError) {
-            caller = try Syscall.peerCredentials(fd)
-        } catch {
-            logger.info("API connection without peer credentials closed", ["error": "\(error)"])
+        guard perUser.take(caller.uid) else {
+            // Logged once per user until that user is under the limit again.
+            if refusedUsersLogged.insert(caller.uid).inserted {
+                logger.info("refusing API connections of a user: per-user limit reached",
+                            ["peer.uid": "\(caller.uid)", "limit": "\(settings.maxConnectionsPerUser)"])
+            }
+            let line = RPCResponse(id: .null, outcome: .failure(RPCError(
+                .limitReached,
+                "mentormated already serves \(settings.maxConnectionsPerUser) connections of your user (uid \(caller.uid)), the limit per user (api_connections_per_user); close some of your clients (such as `mentormate chat --follow`) and retry"
+            ))).line
+            _ = line.withUnsafeBytes { try? Syscall.send(fd, $0) }
+            fd.close()
             return
         }
+        if !reserved { unreservedCount += 1 }
         let id = nextID
         nextID += 1
         let handle = ConnectionHandle(id: id, caller: caller, server: self, limit: settings.maxQueuedNotifications)
@@ -303,6 +357,7 @@ public final class APIServer: @unchecked Sendable {
         }
         connections[id] = connection
         openConnections.withLock { $0 = connections.count }
+        connection.lastActivity = .now
         connection.reading = true
         connection.readSource.resume()
         logger.debug("API client connected", ["conn.id": "\(id)", "peer.uid": "\(caller.uid)", "peer.pid": "\(caller.pid)"])
@@ -348,6 +403,8 @@ public final class APIServer: @unchecked Sendable {
             where !line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) {  // blank lines (socat users) are skipped
                 connection.inbox.append(.line(line))
                 connection.inboxBytes += line.count
+                // Only whole requests count: bytes of an unfinished line never keep a connection open.
+                connection.lastActivity = .now
             }
         } catch {
             logger.info("API request line over the limit; closing the connection",
@@ -401,6 +458,7 @@ public final class APIServer: @unchecked Sendable {
     private func requestFinished(_ id: UInt64, reply: [UInt8]?) {
         guard let connection = connections[id] else { return }  // the client left: discard
         connection.busy = false
+        connection.lastActivity = .now
         if let reply {
             connection.output.append(reply, notification: false)
             if !connection.writing { flush(connection) }
@@ -442,6 +500,7 @@ public final class APIServer: @unchecked Sendable {
                     updateReading(connection)
                     return
                 case .success(.done(let n)):
+                    if n > 0 { connection.lastActivity = .now }
                     let notifications = connection.output.consume(n)
                     if notifications > 0 { connection.handle.notificationsWritten(notifications) }
                 }
@@ -474,7 +533,11 @@ public final class APIServer: @unchecked Sendable {
         connection.closed = true
         connections[connection.handle.id] = nil
         openConnections.withLock { $0 = connections.count }
-        connection.handle.markClosed()
+        let uid = connection.handle.caller.uid
+        perUser.release(uid)
+        if perUser.count(uid) < settings.maxConnectionsPerUser { refusedUsersLogged.remove(uid) }
+        if !settings.reservedUsers.contains(uid) { unreservedCount -= 1 }
+        if connection.handle.markClosed() { subscribers.withLock { $0.release(uid) } }
         // A source must be resumed to be cancelled; its cancel handler closes the descriptor.
         if !connection.reading { connection.readSource.resume() }
         connection.readSource.cancel()
@@ -482,7 +545,7 @@ public final class APIServer: @unchecked Sendable {
         connection.writeSource.cancel()
         logger.debug("API client disconnected", ["conn.id": "\(connection.handle.id)", "reason": reason])
         handler.connectionClosed(connection.handle)
-        if connections.count < settings.maxConnections { refusingLogged = false }
+        if unreservedCount < settings.maxConnections { refusingLogged = false }
         if phase == .stopping && connections.isEmpty { finishStopping() }
     }
 
@@ -501,6 +564,8 @@ public final class APIServer: @unchecked Sendable {
         phase = .stopping
         logger.info("API server stopping", ["connections": "\(connections.count)"])
         stopAccepting()
+        idleTimer?.cancel()
+        idleTimer = nil
         for connection in Array(connections.values) {
             connection.inbox.removeAll()
             connection.inboxBytes = 0
@@ -535,7 +600,49 @@ public final class APIServer: @unchecked Sendable {
         stopWaiters = []
     }
 
+    // MARK: Idle connections (on queue)
+
+    /// Sweeps for idle connections a few times per `idleTimeout` (at most every 10 s), so one
+    /// closes between `idleTimeout` and a quarter more after its last activity.
+    private func startIdleTimer() {
+        guard let timeout = settings.idleTimeout, timeout > .zero else { return }
+        let period = min(max(timeout / 4, .milliseconds(50)), .seconds(10))
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + Self.interval(period), repeating: Self.interval(period), leeway: .milliseconds(20))
+        timer.setEventHandler { [weak self] in self?.closeIdleConnections(after: timeout) }
+        idleTimer = timer
+        timer.resume()
+    }
+
+    /// Idle: no request with the handler or waiting, nothing read as a whole request line or
+    /// written for `timeout`, and not a subscriber. A client that stopped reading its answers is
+    /// idle too (its output does not move).
+    private func closeIdleConnections(after timeout: Duration) {
+        guard phase == .running else { return }
+        let now = ContinuousClock.now
+        for connection in Array(connections.values)
+        where !connection.closed && !connection.busy && connection.inbox.isEmpty
+            && now - connection.lastActivity >= timeout && !connection.handle.isSubscriber {
+            // Said only between lines: a half-written answer would garble it.
+            if connection.output.isEmpty { _ = idleLine.withUnsafeBytes { try? Syscall.send(connection.descriptor, $0) } }
+            logger.debug("closing an idle API connection", ["conn.id": "\(connection.handle.id)", "peer.uid": "\(connection.handle.caller.uid)"])
+            close(connection, reason: "idle for \(Self.seconds(timeout))")
+        }
+    }
+
+    /// Called by `ConnectionHandle.claimSubscription` from any thread.
+    func claimSubscriber(_ handle: ConnectionHandle) -> Bool {
+        subscribers.withLock { count in
+            handle.becomeSubscriber { count.take(handle.caller.uid) }
+        }
+    }
+
     // MARK: Helpers
+
+    private static func seconds(_ duration: Duration) -> String {
+        let (s, atto) = duration.components
+        return atto == 0 ? "\(s) s" : "\(Double(s) + Double(atto) / 1e18) s"
+    }
 
     private static func interval(_ duration: Duration) -> DispatchTimeInterval {
         let (seconds, attoseconds) = duration.components

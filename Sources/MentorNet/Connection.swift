@@ -62,6 +62,8 @@ public final class ConnectionHandle: Sendable, Hashable, CustomStringConvertible
         var unreported = 0
         /// Dropped since the connection opened.
         var dropped = 0
+        /// It subscribed: exempt from the idle timeout, counted against the per-user limit.
+        var subscriber = false
     }
 
     init(id: UInt64, caller: Caller, server: APIServer, limit: Int) {
@@ -93,6 +95,18 @@ public final class ConnectionHandle: Sendable, Hashable, CustomStringConvertible
 
     /// False once the connection has closed.
     public var isOpen: Bool { counters.withLock { $0.open } }
+
+    /// Marks this connection as a subscriber, for `subscribe`: it stays open however long it is
+    /// idle. Returns false (nothing changed) when the caller's user already holds
+    /// `maxSubscriptionsPerUser` subscribed connections, or the connection has closed; true
+    /// at once when it is a subscriber already.
+    public func claimSubscription() -> Bool {
+        guard let server else { return false }
+        return server.claimSubscriber(self)
+    }
+
+    /// Whether `claimSubscription()` succeeded on this connection.
+    public var isSubscriber: Bool { counters.withLock { $0.subscriber } }
     /// Notifications accepted and not yet written to the socket (at most `maxQueuedNotifications`).
     public var queuedNotifications: Int { counters.withLock { $0.queued } }
     /// Notifications dropped since the connection opened because the client did not read.
@@ -115,10 +129,23 @@ public final class ConnectionHandle: Sendable, Hashable, CustomStringConvertible
         }
     }
 
-    func markClosed() {
+    /// For the server, under its subscriber count's lock: becomes a subscriber if open and
+    /// `take()` agrees.
+    func becomeSubscriber(_ take: () -> Bool) -> Bool {
+        counters.withLock { c in
+            if c.subscriber { return true }
+            guard c.open, take() else { return false }
+            c.subscriber = true
+            return true
+        }
+    }
+
+    /// Returns whether it was a subscriber (its place in the per-user count is to be given back).
+    func markClosed() -> Bool {
         counters.withLock {
             $0.open = false
             $0.queued = 0
+            return $0.subscriber
         }
     }
 
@@ -157,6 +184,8 @@ final class Connection: @unchecked Sendable {
     var reading = false
     /// `writeSource` is resumed (else suspended, or never activated).
     var writing = false
+    /// When a whole request line last arrived, a request finished or output was written.
+    var lastActivity = ContinuousClock.now
     /// Sources not yet cancelled; the descriptor closes when the last is, never under epoll's feet.
     private var liveSources = 2
 

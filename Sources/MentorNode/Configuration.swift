@@ -20,6 +20,14 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var emailDomains: [String] = []
     /// Records per second one peer may make us apply (sustained; the burst is one second's worth).
     public var peerRecordsPerSecond = 20_000
+    /// API connections one Unix user may hold at once.
+    public var apiConnectionsPerUser = 32
+    /// API connections with a subscription one Unix user may hold (exempt from the idle timeout).
+    public var apiSubscriptionsPerUser = 8
+    /// Seconds after which an idle API connection is closed; 0 = never.
+    public var apiIdleTimeout = 300
+    /// Passphrase checks (Argon2id, 256 MiB each) that may run at once; more wait their turn.
+    public var passphraseChecksAtOnce = 1
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -45,7 +53,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains",
-                              "peer_records_per_second"]
+                              "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
+                              "passphrase_checks_at_once"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -96,6 +105,15 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw ValueError(message: "peer_records_per_second must be a whole number from 1 to 1000000, not \"\(value)\"")
             }
             peerRecordsPerSecond = n
+        case "api_connections_per_user":
+            apiConnectionsPerUser = try Self.wholeNumber(key, value, 1...4096)
+        case "api_subscriptions_per_user":
+            apiSubscriptionsPerUser = try Self.wholeNumber(key, value, 1...4096)
+        case "api_idle_timeout":
+            apiIdleTimeout = try Self.wholeNumber(key, value, 0...86_400, unit: " (seconds; 0 keeps idle connections)")
+        case "passphrase_checks_at_once":
+            // Each run holds 256 MiB; MemoryMax= of the unit is sized for at most 2.
+            passphraseChecksAtOnce = try Self.wholeNumber(key, value, 1...4, unit: " (each run takes 256 MiB; the unit's MemoryMax= allows 2)")
         case "email_domains":
             emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
             if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {
@@ -104,6 +122,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
         default:
             throw ValueError(message: "unknown setting \"\(key)\"; known settings: \(Self.keys.joined(separator: ", "))")
         }
+    }
+
+    private static func wholeNumber(_ key: String, _ value: String, _ range: ClosedRange<Int>, unit: String = "") throws(ValueError) -> Int {
+        guard let n = Int(value), range.contains(n) else {
+            throw ValueError(message: "\(key) must be a whole number from \(range.lowerBound) to \(range.upperBound)\(unit), not \"\(value)\"")
+        }
+        return n
     }
 
     private func nonEmpty(_ key: String, _ value: String) throws(ValueError) -> String {

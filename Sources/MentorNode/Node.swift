@@ -49,6 +49,16 @@ public final class Node: @unchecked Sendable {
     /// Called on the node's queue: it must not block.
     public var onAccountsChanged: @Sendable () -> Void = {}
 
+    /// Marks a connection as a subscriber (exempt from the API's idle timeout, limited per user);
+    /// false when the caller's user holds its limit of subscribed connections. Set by the daemon.
+    public var claimSubscription: @Sendable (_ connection: UInt64) -> Bool = { _ in true }
+
+    /// At most `config.passphraseChecksAtOnce` Argon2id runs at a time, node-wide.
+    public let passphraseGate: PassphraseGate
+    /// Where `respond` runs node work and passphrase derivations: threads that may block, not
+    /// Swift's few cooperative ones.
+    private let work = DispatchQueue(label: "MentorNode.work", attributes: .concurrent)
+
     let queue = DispatchQueue(label: "MentorNode.Node")
     /// Accounts whose node is linked to ours now (announced by connected peers).
     var nearbyAccounts: Set<PublicKey> = []
@@ -72,6 +82,9 @@ public final class Node: @unchecked Sendable {
     var preparedKey: PreparedKey?
     /// Wrong passphrases per uid: (count, until when further attempts are refused).
     var loginFailures: [UInt32: (count: Int, until: ContinuousClock.Instant)] = [:]
+    /// Users with a passphrase check (login or signup) admitted and not finished: one at a time
+    /// each, so parallel attempts cannot get around the back-off.
+    var passphraseChecksInFlight: Set<UInt32> = []
     /// Last pair summaries seen per local account, to turn replica changes into events.
     var pairSnapshots: [PublicKey: [PublicKey: PairSummary]] = [:]
 
@@ -79,6 +92,7 @@ public final class Node: @unchecked Sendable {
         self.config = config
         self.replica = replica
         self.nodeKeys = nodeKeys
+        passphraseGate = PassphraseGate(slots: config.passphraseChecksAtOnce)
     }
 
     /// Loads the local accounts (unlocking those without a passphrase) and the card index.
@@ -99,14 +113,59 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// Runs one API request for `caller`.
+    /// Runs one API request for `caller`, blocking the calling thread (tests; the daemon uses
+    /// `respond`).
     public func handle(_ method: String, _ params: [String: JSON], caller: Requester) -> Result<JSON, RPCError> {
-        // Passphrase work (Argon2id: ~0.5 s and 256 MiB) runs before taking the node's queue, so
-        // one user's login never stalls everyone else's requests.
-        let prepared = prepareKey(method, params, caller)
+        switch queue.sync(execute: { admitPassphraseCheck(method, params, caller) }) {
+        case .refused(let error):
+            return .failure(error)
+        case .none:
+            return finish(method, params, caller, prepared: nil)
+        case .check(let check):
+            let arrived = ContinuousClock.now
+            passphraseGate.wait()
+            let prepared = prepareKey(check, caller, waited: .now - arrived)
+            passphraseGate.leave()
+            return finish(method, params, caller, prepared: prepared)
+        }
+    }
+
+    /// Runs one API request for `caller` on the node's own threads: what the daemon calls.
+    /// A request that needs Argon2id waits for its turn at `passphraseGate` holding no thread.
+    public func respond(_ method: String, _ params: [String: JSON], caller: Requester) async -> Result<JSON, RPCError> {
+        switch await onWork({ self.queue.sync { self.admitPassphraseCheck(method, params, caller) } }) {
+        case .refused(let error):
+            return .failure(error)
+        case .none:
+            return await onWork { self.finish(method, params, caller, prepared: nil) }
+        case .check(let check):
+            let arrived = ContinuousClock.now
+            await passphraseGate.enter()
+            let prepared = await onWork { self.prepareKey(check, caller, waited: .now - arrived) }
+            passphraseGate.leave()
+            return await onWork { self.finish(method, params, caller, prepared: prepared) }
+        }
+    }
+
+    private func onWork<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            work.async { continuation.resume(returning: body()) }
+        }
+    }
+
+    /// The request itself, on the node's queue, with the key a passphrase check prepared.
+    private func finish(_ method: String, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<JSON, RPCError> {
         defer { if let path = prepared?.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
         return queue.sync {
             do {
+                if prepared != nil { passphraseChecksInFlight.remove(caller.uid) }
+                if prepared?.wrongPassphrase == true {
+                    let count = (loginFailures[caller.uid]?.count ?? 0) + 1
+                    // The first mistake is free; then 1 s, 2 s, 4 s … up to a minute between attempts.
+                    let wait = count < 2 ? 0 : min(60, 1 << min(count - 2, 6))
+                    loginFailures[caller.uid] = (count, .now + .seconds(wait))
+                    throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
+                }
                 if let failure = prepared?.failure { throw failure }
                 preparedKey = prepared
                 defer { preparedKey = nil }
@@ -168,57 +227,106 @@ public final class Node: @unchecked Sendable {
 
     // MARK: Passphrase work off the queue
 
-    struct PreparedKey {
+    struct PreparedKey: Sendable {
         var keys: SigningKeyPair?
         /// A new key file written under a temporary name (signup), renamed into place on success.
         var temporaryPath: String?
         var failure: RPCError?
+        /// A login whose passphrase did not open the key (counted by `finish`, for the back-off).
+        var wrongPassphrase = false
     }
 
-    /// For `account.login` with a passphrase: reads (decrypts) the key file; for `account.signup`
-    /// with a passphrase: writes the new key to a temporary file. Nil when there is nothing slow to do.
-    func prepareKey(_ method: String, _ params: [String: JSON], _ caller: Requester) -> PreparedKey? {
-        guard let passphrase = params["passphrase"]?.stringValue, !passphrase.isEmpty else { return nil }
-        switch method {
-        case "account.login":
-            let waiting: Duration? = queue.sync {
-                guard let f = loginFailures[caller.uid] else { return nil }
-                let now = ContinuousClock.now
-                return f.until > now ? f.until - now : nil
+    /// A passphrase check the node admitted: what to derive.
+    enum PassphraseCheck: Sendable {
+        case login(passphrase: String)
+        case signup(passphrase: String)
+    }
+
+    enum Admission: Sendable {
+        /// Nothing slow to do: the method runs (and says what is wrong, if anything).
+        case none
+        case refused(RPCError)
+        /// Argon2id must run: wait for the gate, then `prepareKey`. The user's place in
+        /// `passphraseChecksInFlight` is taken; `finish` gives it back.
+        case check(PassphraseCheck)
+    }
+
+    /// On the queue, before any Argon2id: the cheap checks (arguments, the account, whether a
+    /// key is needed at all), then for a login the back-off, and one check in flight per user —
+    /// reserved here, so attempts sent in parallel cannot all pass a back-off that none of them
+    /// has updated yet.
+    func admitPassphraseCheck(_ method: String, _ params: [String: JSON], _ caller: Requester) -> Admission {
+        guard method == "account.login" || method == "account.signup" else { return .none }
+        let passphrase: String
+        do {
+            let p = Params(params, method: method)
+            if method == "account.login" {
+                try p.allow(["passphrase"])
+                guard let given = try p.optionalString("passphrase"), !given.isEmpty,
+                      let account = try replica.nodeAccount(uid: caller.uid), account.protected,
+                      writers[caller.uid] == nil else { return .none }
+                if let f = loginFailures[caller.uid], f.until > .now {
+                    let waiting = f.until - .now
+                    let seconds = Int((Double(waiting.components.seconds) + Double(waiting.components.attoseconds) / 1e18).rounded(.up))
+                    return .refused(RPCError(.wrongPassphrase, "too many wrong passphrases; try again in \(seconds) s"))
+                }
+                passphrase = given
+            } else {
+                let request = try signupRequest(p, caller)
+                guard let given = request.passphrase else { return .none }
+                passphrase = given
             }
-            if let waiting {
-                let seconds = Int((Double(waiting.components.seconds) + Double(waiting.components.attoseconds) / 1e18).rounded(.up))
-                return PreparedKey(failure: RPCError(.wrongPassphrase, "too many wrong passphrases; try again in \(seconds) s"))
-            }
+        } catch let e as RPCError {
+            return .refused(e)
+        } catch {
+            return .none   // a storage error: the method meets it again and reports it
+        }
+        guard passphraseChecksInFlight.insert(caller.uid).inserted else {
+            let what = method == "account.login" ? "a login" : "a sign-up"
+            return .refused(RPCError(.limitReached, "\(what) of your user is being checked already (one passphrase check at a time per user); wait for its answer"))
+        }
+        return .check(method == "account.login" ? .login(passphrase: passphrase) : .signup(passphrase: passphrase))
+    }
+
+    /// Off the queue, holding a gate slot: reads (decrypts) the key file for a login, or writes
+    /// the new key to a temporary file for a signup. This is the only place Argon2id runs for
+    /// an API request.
+    func prepareKey(_ check: PassphraseCheck, _ caller: Requester, waited: Duration) -> PreparedKey {
+        let started = ContinuousClock.now
+        let prepared: PreparedKey
+        switch check {
+        case .login(let passphrase):
             do {
                 let path = config.keyPath(uid: caller.uid)
-                return PreparedKey(keys: try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.read(from: path, passphrase: bytes) })
+                prepared = PreparedKey(keys: try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
+                    try KeyFile.read(from: path, passphrase: bytes)
+                })
             } catch let e where e.code == .wrongPassphrase {
-                queue.sync {
-                    let count = (loginFailures[caller.uid]?.count ?? 0) + 1
-                    // The first mistake is free; then 1 s, 2 s, 4 s … up to a minute between attempts.
-                    let wait = count < 2 ? 0 : min(60, 1 << min(count - 2, 6))
-                    loginFailures[caller.uid] = (count, .now + .seconds(wait))
-                }
-                return PreparedKey(failure: RPCError(.wrongPassphrase, "wrong passphrase; try again"))
+                prepared = PreparedKey(wrongPassphrase: true)
             } catch {
-                return nil   // missing account or file: the method itself says what is wrong
+                prepared = PreparedKey(failure: RPCError(.internalError, "could not read your account key: \(error.message)"))
             }
-        case "account.signup":
+        case .signup(let passphrase):
             let keys = SigningKeyPair.generate()
             let path = config.keyPath(uid: caller.uid) + ".new-" + Hex.encode(SecureRandom.bytes(6))
             do {
                 try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
                 let cost = config.passphraseCost
-                try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost) }
+                try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
+                    try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
+                }
+                prepared = PreparedKey(keys: keys, temporaryPath: path)
             } catch {
-                return PreparedKey(failure: RPCError(.internalError, "could not write the account key: \(error)"))
+                try? FileManager.default.removeItem(atPath: path)
+                prepared = PreparedKey(failure: RPCError(.internalError, "could not write the account key: \(error)"))
             }
-            return PreparedKey(keys: keys, temporaryPath: path)
-        default:
-            return nil
         }
+        let ms = { (d: Duration) in "\(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)" }
+        logger.debug("passphrase checked", ["uid": "\(caller.uid)", "kind": { if case .login = check { "login" } else { "signup" } }(),
+                                            "waited_ms": ms(waited), "took_ms": ms(.now - started),
+                                            "outcome": prepared.wrongPassphrase ? "wrong" : prepared.failure == nil ? "ok" : "failed"])
+        return prepared
     }
 
     // MARK: Internals used by the methods (on `queue`)

@@ -39,7 +39,16 @@ extension Node {
 
     // MARK: Account
 
-    func signup(_ p: Params, _ caller: Requester) throws -> JSON {
+    struct SignupRequest {
+        var email: String
+        var name: String
+        var role: ProfileCard.Role
+        var passphrase: String?
+    }
+
+    /// Every check of a signup that costs nothing: run before Argon2id (`admitPassphraseCheck`)
+    /// and again by `signup` itself.
+    func signupRequest(_ p: Params, _ caller: Requester) throws -> SignupRequest {
         try p.allow(["email", "name", "role", "passphrase"])
         let email = try p.string("email").trimmingCharacters(in: .whitespaces)
         let name = try p.string("name").trimmingCharacters(in: .whitespaces)
@@ -54,6 +63,12 @@ extension Node {
         try checkEmail(email)
         guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
         if let passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
+        return SignupRequest(email: email, name: name, role: role, passphrase: passphrase)
+    }
+
+    func signup(_ p: Params, _ caller: Requester) throws -> JSON {
+        let request = try signupRequest(p, caller)
+        let (email, name, role, passphrase) = (request.email, request.name, request.role, request.passphrase)
 
         let keys: SigningKeyPair
         let path = config.keyPath(uid: caller.uid)
@@ -64,14 +79,14 @@ extension Node {
                 throw RPCError(.internalError, "could not put the account key in place at \(path)")
             }
         } else {
+            // Argon2id never runs here, on the node's queue: a passphrase was prepared by
+            // `prepareKey` (behind the gate), or there is none.
+            guard passphrase == nil else {
+                throw RPCError(.internalError, "the passphrase was not prepared; sign up again")
+            }
             keys = SigningKeyPair.generate()
             do {
-                let cost = config.passphraseCost
-                if let passphrase {
-                    try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost) }
-                } else {
-                    try KeyFile.write(keys, to: path, parameters: cost)
-                }
+                try KeyFile.write(keys, to: path, passphrase: nil, parameters: config.passphraseCost)
             } catch {
                 throw RPCError(.internalError, "could not write the account key: \(error.message)")
             }
@@ -117,17 +132,20 @@ extension Node {
             if account.protected && passphrase == nil {
                 throw RPCError(.wrongPassphrase, "your key is protected: give the passphrase (`mentormate login` asks for it)")
             }
+            if account.protected && preparedKey?.keys == nil {
+                // Argon2id never runs on the node's queue; an empty passphrase cannot be right
+                // (signup refuses one), so it is refused without a check.
+                if passphrase?.isEmpty == true {
+                    throw RPCError(.wrongPassphrase, "the passphrase is empty; give the one you chose at sign-up")
+                }
+                throw RPCError(.locked, "your account was locked while the passphrase was checked; run `mentormate login` again")
+            }
             do {
                 let keys: SigningKeyPair
                 if account.protected, let prepared = preparedKey?.keys {
                     keys = prepared   // decrypted off the queue
                 } else {
-                    let path = config.keyPath(uid: caller.uid)
-                    if account.protected, let passphrase {
-                        keys = try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in try KeyFile.read(from: path, passphrase: bytes) }
-                    } else {
-                        keys = try KeyFile.read(from: path)
-                    }
+                    keys = try KeyFile.read(from: config.keyPath(uid: caller.uid))
                 }
                 try unlock(uid: caller.uid, keys: keys)
                 loginFailures[caller.uid] = nil
@@ -247,6 +265,12 @@ extension Node {
                 throw RPCError(.notFound, "no upload \(token) on this connection; start again without \"upload\"")
             }
         } else {
+            // One unfinished upload per user (at most 4 MiB held for them): a new one on the same
+            // connection replaces it; one on another connection is refused.
+            uploads = uploads.filter { $0.value.caller != caller }
+            if let other = uploads.values.first(where: { $0.caller.uid == caller.uid }) {
+                throw RPCError(.limitReached, "you have an unfinished upload on another connection (\(other.caller.connection)); finish it (done: true) or close that connection, then upload again")
+            }
             uploads[token] = (caller, [])
         }
         uploads[token]?.data.append(contentsOf: chunk)
@@ -424,6 +448,9 @@ extension Node {
             throw RPCError(.invalidParams, "unknown event \"\(bad)\"; events are \(known.sorted().joined(separator: ", "))")
         }
         _ = try me(caller)
+        guard claimSubscription(caller.connection) else {
+            throw RPCError(.limitReached, "your user already holds the most subscribed connections allowed (api_subscriptions_per_user); close one (such as another `mentormate chat --follow`) and retry")
+        }
         subscriptions[caller.connection] = (caller.uid, Set(events))
         return ["events": .array(Set(events).sorted().map(JSON.string))]
     }

@@ -20,7 +20,10 @@ extension EndToEndTests {
         defer { e2e.cleanup() }
         let hostilePeer = try Binaries.tool("mentormate-hostile-peer")
         let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
-        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
+        // The 100 API clients below all run as root, one user: over the default per-user limit
+        // of 32 connections (APILimitTests), so this node allows them.
+        let limits = try e2e.write("a.conf", Array("api_connections_per_user = 128\n".utf8))
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA, extra: ["--config", limits])
         defer { a.kill() }
         let portA = try listenPort(e2e, socketA)
         let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])

@@ -123,6 +123,21 @@ extension EndToEndTests {
         #expect(userVerified.status.exitCode == 0 && userVerified.output.isEmpty,
                 "systemd-analyze --user verify (user units): \(userVerified.status)\n\(userVerified.output)")
 
+        // Both services bound memory and threads (issue 11 item 4): room for two Argon2id runs
+        // (256 MiB each; passphrase_checks_at_once allows one by default) plus the rest, and more
+        // tasks than libdispatch's pool of 255 threads may take.
+        for file in [service, user + "/mentormated.service"] {
+            let lines = try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n")
+            let memory = lines.first { $0.hasPrefix("MemoryMax=") }.flatMap { line -> Int? in
+                let value = line.dropFirst("MemoryMax=".count)
+                guard value.hasSuffix("M") else { return nil }
+                return Int(value.dropLast())
+            }
+            let tasks = lines.first { $0.hasPrefix("TasksMax=") }.flatMap { Int($0.dropFirst("TasksMax=".count)) }
+            #expect(memory.map { $0 >= 2 * 256 + 128 && $0 <= 2048 } == true, "\(file): MemoryMax= in MiB: \(String(describing: memory))")
+            #expect(tasks.map { $0 > 255 + 16 } == true, "\(file): TasksMax=: \(String(describing: tasks))")
+        }
+
         // Exposure: "→ Overall exposure level for mentormated.service: 1.2 OK 🙂" (systemd 252).
         let security = try Self.run(e2e, [analyze, "security", "--offline=true", service])
         #expect(security.status.exitCode == 0, "\(security.output)")

@@ -74,7 +74,7 @@ func connectionError(_ body: () throws -> Void) -> RPCConnectionError? {
             // The notification arrives before the response; call() keeps it for later.
             return (subscribed, try client.call("notifyThenAnswer"), try client.nextNotification(timeout: .seconds(1)))
         }
-        #expect(subscribed == ["events": []])
+        #expect(subscribed == ["events": [], "claimed": true])
         #expect(answer == "done")
         #expect(buffered == RPCNotification(method: "event.test", params: ["n": 0]))
     }
@@ -118,7 +118,7 @@ func connectionError(_ body: () throws -> Void) -> RPCConnectionError? {
             Issue.record("expected the server's refusal, got \(String(describing: outcome))")
             return
         }
-        #expect(error.code == -32603)
+        #expect(error.code == -32010)
         #expect(error.message.contains("limit"))
         holder.close()
     }

@@ -285,6 +285,7 @@ import Testing
 @Test func overTheConnectionLimitExtraClientsGetAnErrorAndTheServerCarriesOn() async throws {
     var settings = APIServer.Settings()
     settings.maxConnections = 256
+    settings.maxConnectionsPerUser = 300   // every client here is the same user
     try await withServer(settings: settings) { env in
         let clients = try await offPool { try (0..<300).map { _ in try RawClient(path: env.path) } }
         #expect(await eventually { env.server.connectionCount == 256 })
@@ -294,7 +295,7 @@ import Testing
             clients.filter { $0.hasPendingInput }.map { ($0.readJSON(), $0.waitClosed()) }
         }
         #expect(refusals.count == 44)
-        #expect(refusals.allSatisfy { $0.0?.errorCode == -32603 && $0.0?.errorMessage?.contains("256 connections") == true && $0.1 })
+        #expect(refusals.allSatisfy { $0.0?.errorCode == -32010 && $0.0?.errorMessage?.contains("256 connections") == true && $0.1 })
         #expect(env.logger.lines.withLock { $0.filter { $0.1.contains("limit reached") }.count } == 1)
         // The admitted ones work.
         let answers = try await offPool {
@@ -524,4 +525,81 @@ private func listeningSocket(at path: String) throws -> Int32 {
         throw TestSocketError(what: "bind/listen \(path)", code: code)
     }
     return fd
+}
+
+@Test func perUserCountGivesEachUserItsLimitAndForgetsUsersWhoHoldNothing() {
+    var count = PerUserCount(limit: 2)
+    let first = count.take(1000), second = count.take(1000), third = count.take(1000)
+    #expect(first && second && !third, "a third for the same user is over the limit")
+    let other = count.take(1001)
+    #expect(other, "another user has a limit of its own")
+    #expect(count.count(1000) == 2 && count.count(1001) == 1 && count.users == 2)
+    count.release(1000)
+    let again = count.take(1000)
+    #expect(again)
+    count.release(1001)
+    count.release(1001)   // more releases than takes change nothing
+    #expect(count.count(1001) == 0 && count.users == 1)
+}
+
+@Test func aUserOverItsConnectionLimitIsRefusedWhileReservedUsersPassTheNodeWideLimit() async throws {
+    var settings = APIServer.Settings()
+    settings.maxConnections = 2
+    settings.maxConnectionsPerUser = 4
+    // Not reserved: the node-wide limit of 2 applies.
+    try await withServer(settings: settings) { env in
+        let clients = try await offPool { try (0..<3).map { _ in try RawClient(path: env.path) } }
+        #expect(await eventually { env.server.connectionCount == 2 })
+        let refusal = try await offPool { clients[2].readJSON() }
+        #expect(refusal?.errorCode == -32010 && refusal?.errorMessage?.contains("2 connections, its limit") == true)
+        clients.forEach { $0.close() }
+    }
+    // Reserved (as the daemon does for root and itself): only the per-user limit applies.
+    settings.reservedUsers = [getuid()]
+    try await withServer(settings: settings) { env in
+        let clients = try await offPool { try (0..<5).map { _ in try RawClient(path: env.path) } }
+        #expect(await eventually { env.server.connectionCount == 4 })
+        let refusal = try await offPool { clients[4].readJSON() }
+        #expect(refusal?.errorCode == -32010
+                    && refusal?.errorMessage?.contains("4 connections of your user (uid \(getuid()))") == true, "\(String(describing: refusal))")
+        #expect(env.logger.lines.withLock { $0.filter { $0.1.contains("per-user limit reached") }.count } == 1)
+        // One leaves: the user may connect again.
+        clients[0].close()
+        #expect(await eventually { env.server.connectionCount == 3 })
+        let answer = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }
+        #expect(answer["params"] == [:])
+        clients.forEach { $0.close() }
+    }
+}
+
+@Test func idleConnectionsAreClosedAfterTheTimeoutButSubscribersAndRunningRequestsStay() async throws {
+    var settings = APIServer.Settings()
+    settings.idleTimeout = .milliseconds(300)
+    settings.maxSubscriptionsPerUser = 1
+    try await withServer(settings: settings) { env in
+        let (idle, subscriber, extra, busy) = try await offPool {
+            let idle = try RawClient(path: env.path), subscriber = try RawClient(path: env.path)
+            let extra = try RawClient(path: env.path), busy = try RawClient(path: env.path)
+            subscriber.request(1, "subscribe")
+            extra.request(1, "subscribe")
+            busy.request(1, "sleep", ["ms": 900])
+            return (idle, subscriber, extra, busy)
+        }
+        let claims = try await offPool { [subscriber.readJSON()?["result"]?["claimed"], extra.readJSON()?["result"]?["claimed"]] }
+        #expect(claims == [true, false], "one subscription per user here: \(claims)")
+        let notice = try await offPool { idle.readJSON(timeout: .seconds(2)) }
+        #expect(notice?.errorCode == -32010 && notice?.errorMessage?.contains("idle") == true, "\(String(describing: notice))")
+        #expect(try await offPool { idle.waitClosed(timeout: .seconds(1)) && extra.waitClosed(timeout: .seconds(2)) },
+                "idle connections close; a refused subscription does not exempt one")
+        // The sleeping request outlasts the timeout: its connection is not idle while it runs.
+        let slept = try await offPool { busy.readJSON(timeout: .seconds(3)) }
+        #expect(slept?["result"]?["slept"] == 900)
+        try await Task.sleep(for: .milliseconds(500))
+        let stillThere = try await offPool { () -> JSON? in
+            subscriber.request(2, "echo")
+            return subscriber.readJSON()
+        }
+        #expect(stillThere?["id"] == 2, "a subscriber stays open however long it is idle")
+        #expect(try await offPool { busy.waitClosed(timeout: .seconds(2)) }, "after its answer the busy one goes idle and is closed too")
+    }
 }

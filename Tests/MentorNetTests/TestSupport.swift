@@ -80,7 +80,7 @@ final class TestHandler: APIHandler {
                 return .success(["slept": .int(ms), "cancelled": .bool(Task.isCancelled)])
             case "subscribe":
                 state.withLock { $0.subscribers.append(connection) }
-                return .success(["events": []])
+                return .success(["events": [], "claimed": .bool(connection.claimSubscription())])
             case "big":
                 try params.allow(["kib"])
                 return .success(.string(String(repeating: "x", count: Int(try params.int("kib")) << 10)))

@@ -52,11 +52,22 @@ import MentorAPI
         #expect(!c.mdns && c.logLevel == .debug && c.emailDomains == ["uni.edu", "cs.uni.edu"])
     }
 
+    @Test func apiLimitsHaveDefaultsAndComeFromTheFile() throws {
+        var c = DaemonConfiguration.defaults(systemMode: true, environment: [:])
+        #expect(c.apiConnectionsPerUser == 32 && c.apiSubscriptionsPerUser == 8 && c.apiIdleTimeout == 300 && c.passphraseChecksAtOnce == 1)
+        try c.apply(file: "api_connections_per_user = 4\napi_subscriptions_per_user = 2\napi_idle_timeout = 0\npassphrase_checks_at_once = 2\n",
+                    path: "/c.conf")
+        #expect(c.apiConnectionsPerUser == 4 && c.apiSubscriptionsPerUser == 2 && c.apiIdleTimeout == 0 && c.passphraseChecksAtOnce == 2)
+    }
+
     @Test func badLinesNameTheFileLineAndFix() {
         var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
         for (text, needle) in [("colour = blue", "unknown setting \"colour\""), ("listen = 4711", "HOST:PORT"),
                                ("mdns = maybe", "true or false"), ("just words", "key = value"),
-                               ("log_level = loud", "log_level must be"), ("email_domains = @uni", "not a domain")] {
+                               ("log_level = loud", "log_level must be"), ("email_domains = @uni", "not a domain"),
+                               ("api_connections_per_user = 0", "api_connections_per_user must be a whole number from 1 to 4096"),
+                               ("api_idle_timeout = soon", "api_idle_timeout must be a whole number from 0 to 86400 (seconds"),
+                               ("passphrase_checks_at_once = 8", "passphrase_checks_at_once must be a whole number from 1 to 4")] {
             #expect { try c.apply(file: "\n" + text, path: "/c.conf") } throws: { e in
                 let s = "\(e)"
                 return s.hasPrefix("/c.conf:2:") && s.contains(needle)

@@ -45,6 +45,24 @@ final class TestClock: @unchecked Sendable {
     func tick() -> UInt64 { lock.lock(); defer { lock.unlock() }; t += 1000; return t }
 }
 
+/// Results and counters shared with threads and tasks of a test (all under one lock).
+final class ResultLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var results: [UInt32: Result<JSON, RPCError>] = [:]
+    private var noted: [Int] = []
+    private var running = 0
+    private var most = 0
+    private var finished = 0
+    func append(_ uid: UInt32, _ r: Result<JSON, RPCError>) { lock.lock(); results[uid] = r; lock.unlock() }
+    func result(_ uid: UInt32) -> Result<JSON, RPCError>? { lock.lock(); defer { lock.unlock() }; return results[uid] }
+    func note(_ i: Int) { lock.lock(); noted.append(i); lock.unlock() }
+    var notes: [Int] { lock.lock(); defer { lock.unlock() }; return noted }
+    func enterRun() { lock.lock(); running += 1; most = max(most, running); lock.unlock() }
+    func leaveRun() { lock.lock(); running -= 1; finished += 1; lock.unlock() }
+    var runs: Int { lock.lock(); defer { lock.unlock() }; return finished }
+    var mostAtOnce: Int { lock.lock(); defer { lock.unlock() }; return most }
+}
+
 final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
     private var items: [(UInt64, RPCNotification)] = []
@@ -110,6 +128,86 @@ final class EventLog: @unchecked Sendable {
         // Another user is not slowed down by Ana's mistakes.
         try t.call(ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor", "passphrase": "b"])
         #expect(try t.call(ben, "account.whoami")["protected"] == true)
+    }
+
+    /// The back-off is reserved before Argon2id: while one login of Ana's waits for (or holds)
+    /// the passphrase gate, her other attempts are refused without a check, and a signup for an
+    /// account that exists never reaches the gate; Ben's login waits its turn (queued, not refused).
+    @Test func aLoginWaitingForThePassphraseGateHoldsTheUsersPlaceSoParallelAttemptsAreNotChecked() throws {
+        let t = try TestNode()
+        try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "right"])
+        try t.call(ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor", "passphrase": "b"])
+        try t.call(ana, "account.logout")
+        try t.call(ben, "account.logout")
+        let node = t.node
+        let (ana, ben) = (self.ana, self.ben)
+        // Hold the gate's only slot, as a running Argon2id would.
+        node.passphraseGate.wait()
+        let results = ResultLog()
+        let done = DispatchGroup()
+        for (uid, passphrase) in [(ana, "wrong"), (ben, "b")] {
+            done.enter()
+            Thread.detachNewThread {
+                results.append(uid, node.handle("account.login", ["passphrase": .string(passphrase)], caller: Requester(uid: uid, connection: 9)))
+                done.leave()
+            }
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while node.passphraseGate.load.waiting < 2 && Date() < deadline { usleep(1000) }
+        #expect(node.passphraseGate.load.waiting == 2, "both logins wait for the gate")
+        // Ana's second attempt, on another thread: refused at once, or (the bug) queued behind the gate.
+        let secondDone = DispatchGroup()
+        secondDone.enter()
+        Thread.detachNewThread {
+            results.append(0, node.handle("account.login", ["passphrase": "right"], caller: Requester(uid: ana, connection: 10)))
+            secondDone.leave()
+        }
+        let refusedAtOnce = secondDone.wait(timeout: .now() + 2) == .success
+        #expect(refusedAtOnce, "Ana's second login must be refused, not wait for the gate behind her first")
+        let second: RPCError? = results.result(0).flatMap { if case .failure(let e) = $0 { e } else { nil } }
+        #expect(second?.code == -32010 && second?.message.contains("being checked already") == true, "\(String(describing: second))")
+        let existing = t.error(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "x"])
+        #expect(existing?.code == -32003, "a signup for an existing account is refused before the gate")
+        #expect(t.error(cy, "account.signup", ["email": "cy@elsewhere", "name": "Cy", "role": "student", "passphrase": "x"])?.code == -32007,
+                "a bad e-mail is refused before the gate")
+        node.passphraseGate.leave()
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(results.result(ana).flatMap { if case .failure(let e) = $0 { e.message } else { nil } } == "wrong passphrase; try again")
+        #expect(results.result(ben).flatMap { try? $0.get()["unlocked"] } == true)
+        #expect(node.passphraseGate.peak == 1 && node.passphraseGate.load.running == 0)
+        // The first mistake is free: Ana's right passphrase is checked now.
+        #expect(try t.call(ana, "account.login", ["passphrase": "right"])["unlocked"] == true)
+    }
+
+    @Test func thePassphraseGateAdmitsAtMostItsSlotsAndTheOthersInArrivalOrder() async {
+        let gate = PassphraseGate(slots: 2)
+        let order = ResultLog()
+        for i in 1...5 { gate.enter { order.note(i) } }
+        #expect(order.notes == [1, 2] && gate.load == (2, 3))
+        gate.leave()
+        #expect(order.notes == [1, 2, 3])
+        gate.leave()
+        gate.leave()
+        #expect(order.notes == [1, 2, 3, 4, 5] && gate.load == (2, 0))
+        gate.leave()
+        gate.leave()
+        #expect(gate.load == (0, 0) && gate.peak == 2)
+
+        // Under load, from many tasks at once: never more than one inside a one-slot gate.
+        let single = PassphraseGate(slots: 1)
+        let inside = ResultLog()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    await single.enter()
+                    inside.enterRun()
+                    try? await Task.sleep(for: .milliseconds(2))
+                    inside.leaveRun()
+                    single.leave()
+                }
+            }
+        }
+        #expect(inside.runs == 20 && inside.mostAtOnce == 1 && single.peak == 1)
     }
 
     @Test func profileSetNormalizesCoursesRefusesOverLimitValuesAndStoresPhotos() throws {

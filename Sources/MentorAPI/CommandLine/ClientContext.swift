@@ -177,6 +177,8 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             hint = "this client (\(MentorMateVersion.string)) and the daemon may be different versions; `mentormate status` shows the daemon's"
         case .internalError:
             hint = "the daemon's log has the details (journalctl -u mentormated, or its stderr)"
+        case .limitReached:
+            hint = "a limit of mentormated's API was reached (docs/API.md, \"Limits\"); wait for, or close, your other clients and retry"
         default:
             hint = nil
         }

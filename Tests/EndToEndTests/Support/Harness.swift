@@ -130,6 +130,24 @@ final class Daemon {
         return nil
     }
 
+    /// VmHWM (the peak of VmRSS) from /proc/PID/status, in KiB.
+    func peakResidentKiB() -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            return Int(line.dropFirst(6).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        }
+        return nil
+    }
+
+    /// Resets VmHWM to the current VmRSS (writing 5 to /proc/PID/clear_refs, Linux ≥ 4.0).
+    func resetPeakResident() throws {
+        guard let file = FileHandle(forWritingAtPath: "/proc/\(pid)/clear_refs") else {
+            throw E2EError("cannot open /proc/\(pid)/clear_refs to reset the daemon's VmHWM (needs root)")
+        }
+        defer { try? file.close() }
+        try file.write(contentsOf: Data("5".utf8))
+    }
+
     /// The port of `listen=HOST:PORT` in the "mentormated started" log line.
     var loggedPort: Int? {
         for line in log.split(separator: "\n") where line.contains("mentormated started") {
@@ -313,12 +331,19 @@ final class E2E {
         return json
     }
 
-    /// Starts `mentormate --socket SOCKET ARGS` in the background with its stdout on a pipe.
-    func background(_ arguments: [String], as user: TestUser? = nil) throws -> ChildProcess {
+    /// Starts `mentormate --socket SOCKET ARGS` in the background with its stdout on a pipe;
+    /// `stdin` is written to a file that becomes its standard input.
+    func background(_ arguments: [String], as user: TestUser? = nil, stdin: String? = nil) throws -> ChildProcess {
+        try backgroundProgram([binaries.client, "--socket", socket] + arguments, as: user, stdin: stdin)
+    }
+
+    /// Starts any program (a test tool) as `user` in the background with its stdout on a pipe.
+    func backgroundProgram(_ program: [String], as user: TestUser? = nil, stdin: String? = nil) throws -> ChildProcess {
         counter += 1
-        let process = try ChildProcess(argv([binaries.client, "--socket", socket] + arguments, as: user),
-                                       environment: childEnvironment, stdout: .pipe,
-                                       stderr: .file(path("background-\(counter).err")))
+        let n = counter
+        let input = try stdin.map { try write("background-\(n).in", Array($0.utf8)) }
+        let process = try ChildProcess(argv(program, as: user), environment: childEnvironment, stdin: input, stdout: .pipe,
+                                       stderr: .file(path("background-\(n).err")))
         processes.append(process)
         return process
     }
