@@ -183,12 +183,24 @@ public enum ClientFormat {
                     cell(role, width: 8),
                     pay.map(String.init) ?? "-",
                     cell(ordered.joined(separator: ", "), width: 40),
-                    card["nearby"]?.boolValue == true ? "yes" : "no"]
+                    cell(feedReasons(card).joined(separator: ", "), width: 40)]
         }
-        var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "NEARBY"], rows, right: [3])
-        if anyShared { out += "\n\n* a course you share. PAY is a tutor's wage or a student's budget." }
+        var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "WHY"], rows, right: [3])
+        out += "\n\n" + (anyShared ? "* a course you share. " : "") + "PAY is a tutor's wage or a student's budget. "
+            + "WHY: the feed ranks by shared courses, then nodes nearby now, then the newest card."
         out += "\n`mentormate profile show ID` shows a card; `mentormate like ID` or `mentormate pass ID` decides."
         return out
+    }
+
+    /// Why a feed card ranks where it does, from what the daemon computed for it
+    /// (`sharedCourses`, `nearby`); empty when only recency placed it.
+    public static func feedReasons(_ card: JSON) -> [String] {
+        var reasons: [String] = []
+        let shared = (card["sharedCourses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+        if !shared.isEmpty { reasons.append("shares " + shared.joined(separator: ", ")) }
+        if card["nearby"]?.boolValue == true { reasons.append("nearby now") }
+        if reasons.isEmpty { reasons.append("newest first") }
+        return reasons
     }
 
     /// `matches`: one row per match with its latest message.
