@@ -40,8 +40,8 @@ extension EndToEndTests {
     /// start, its exit status, and text its stdout or stderr must hold.
     static let readmeExpectations: [(start: String, status: Int32, output: [String])] = [
         ("mentormate signup --email ana@uni.edu", 0, ["Signed up.\nAna (student)", "Next: mentormate profile set"]),
-        ("mentormate profile set --courses", 0, ["Profile updated.", "courses       CS 490, MATH 221", "budget        30",
-                                                 "bio           Looking for help with algorithms"]),
+        ("mentormate profile set --courses", 0, ["Profile updated.", "courses  CS 490, MATH 221", "budget   30",
+                                                 "bio      Looking for help with algorithms"]),
         ("mentormate profile show", 0, ["Ana (student)", "CS 490, MATH 221"]),
         ("mentormate feed", 0, ["Nobody new to show right now."]),
         ("mentormate swipe", 0, ["Nobody new to show right now.", "Liked 0, passed 0, 0 new matches."]),
@@ -97,9 +97,10 @@ extension EndToEndTests {
             ip link set lo up
             ip link add mmrd0 type veth peer name mmrd1
             ip link set mmrd0 up; ip link set mmrd1 up; ip addr add 169.254.199.1/24 dev mmrd0
-            for d in /run/dbus /run/avahi-daemon /run/mentormate /var/lib/mentormate /usr/local/bin; do
+            for d in /run/dbus /run/avahi-daemon /run/mentormate /usr/local/bin; do
               mkdir -p "$d"; mount -t tmpfs -o mode=0755 tmpfs "$d"
             done
+            mkdir -p /var/lib/mentormate; mount -t tmpfs -o mode=0700 tmpfs /var/lib/mentormate
             cd "$0"
             exec bash -c "$1"
             """
@@ -118,15 +119,25 @@ extension EndToEndTests {
         #expect(log.contains("  mentormated is running; its socket is /run/mentormate/api.sock"), "\(log.suffix(3000))")
         #expect(log.contains("  Try next, in another terminal:  mentormate signup --email you@uni.edu"), "the client is on PATH:\n\(log.suffix(3000))")
 
-        // 2. "Using it on one machine", line by line, in a second shell on the same machine.
-        for line in oneMachine {
-            let n = oneMachine.firstIndex(of: line) ?? 0
-            let out = e2e.path("line-\(n).out"), err = e2e.path("line-\(n).err")
+        // 2. "Using it on one machine", line by line, in a second shell on the same machine. A
+        // person opens that shell and types for longer than Avahi, started a moment ago, takes
+        // to probe its host name and register our service (a few seconds here): wait for that.
+        func inNamespace(_ line: String, _ name: String) throws -> (ChildProcess.Status?, String, String) {
+            let out = e2e.path(name + ".out"), err = e2e.path(name + ".err")
             let client = try ChildProcess(["/usr/bin/nsenter", "-t", "\(run.pid)", "-m", "-n", "--wd=\(clone)", "--", "/bin/bash", "-c", line],
                                           environment: env, stdin: "/dev/null", stdout: .file(out), stderr: .file(err))
             let status = client.wait(timeout: .seconds(60))
             if status == nil { _ = client.kill() }
-            let text = e2e.read(out) + e2e.read(err)
+            return (status, e2e.read(out), e2e.read(err))
+        }
+        let (discovery, after, on) = try labPoll(timeout: .seconds(60), interval: .milliseconds(500),
+                                                 { try inNamespace("mentormate --json status", "discovery").1 },
+                                                 until: { $0.contains("\"discovery\" : \"on\"") })
+        #expect(on, "discovery should be on once Avahi runs: \(discovery)")
+        print("readme: discovery on \(after) after the daemon served")
+        for line in oneMachine {
+            let (status, stdout, stderr) = try inNamespace(line, "line-\(oneMachine.firstIndex(of: line) ?? 0)")
+            let text = stdout + stderr
             guard let expected = Self.readmeExpectations.first(where: { line.hasPrefix($0.start) }) else {
                 Issue.record("README line not checked by this test (add it to readmeExpectations): \(line)\n\(text)")
                 continue
@@ -134,7 +145,7 @@ extension EndToEndTests {
             #expect(status?.exitCode == expected.status, "`\(line)`: \(status.map(\.description) ?? "did not end")\n\(text)")
             for part in expected.output { #expect(text.contains(part), "`\(line)` should print \(part):\n\(text)") }
             if expected.status != 0 {
-                #expect(e2e.read(err).split(separator: "\n").count == 2, "an error is one line and its one-line fix:\n\(e2e.read(err))")
+                #expect(stderr.split(separator: "\n").count == 2, "an error is one line and its one-line fix:\n\(stderr)")
             }
         }
 

@@ -140,6 +140,26 @@ extension CommandLineTests {
             #expect(host.stdout == "Liked 1, passed 0, 1 new match. `mentormate matches` lists them.")
         }
 
+        @Test func textFromTheNetworkIsShownNeverObeyed() {
+            let card = Self.card(1, name: "Eve\u{1B}[2J\u{1B}]0;owned\u{07}", extra: ["bio": "line\u{1B}[31mred\u{202E}txet", "availability": "now\r\u{1B}[H"])
+            for whole in [false, true] {
+                let text = SwipeScreen.lines(card: card, whole: whole, notice: "", rows: 24, columns: 80, zone: TimeZone(identifier: "UTC")!)
+                    .joined(separator: "\n")
+                #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x0D || $0.value == 0x202E },
+                        "control characters and bidi overrides become ?: \(text.debugDescription)")
+                #expect(text.contains("Eve?[2J?]0;owned?"))
+            }
+        }
+
+        @Test func aTinyWindowStillGetsAFrameOfItsSize() {
+            for (rows, columns) in [(1, 1), (3, 10), (5, 20), (24, 80)] {
+                let lines = SwipeScreen.lines(card: Self.card(1, extra: ["bio": .string(String(repeating: "x", count: 500))]), whole: true,
+                                              notice: "It's a match with Tutor 1!", rows: rows, columns: columns, zone: TimeZone(identifier: "UTC")!)
+                #expect(lines.count == rows, "\(rows)x\(columns): \(lines)")
+                #expect(lines.allSatisfy { $0.count <= columns }, "\(rows)x\(columns): \(lines)")
+            }
+        }
+
         @Test func withoutATerminalSwipeAsksOnALine() {
             let pool = Pool(2)
             let host = CLIFakeHost(CLIFakeDaemon(answer: pool.answer))

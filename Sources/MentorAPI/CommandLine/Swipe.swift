@@ -225,11 +225,12 @@ struct SwipeScreen {
 
     /// The screen as lines (at most `rows`, each at most `columns` characters).
     static func lines(card: JSON?, whole: Bool, notice: String, rows: Int, columns: Int, zone: TimeZone) -> [String] {
-        let width = max(columns, 20)
+        // Laid out for at least 20 columns, then every line cut to the window's width.
+        let width = max(columns, 20), cut = max(columns, 1)
         var body: [String] = []
         if let card {
             body.append(SwipeCard.title(card))
-            body.append(String(repeating: "─", count: width))
+            body.append(String(repeating: "─", count: cut))
             if whole {
                 body += ClientFormat.card(card, in: zone).split(separator: "\n", omittingEmptySubsequences: false)
                     .dropFirst().flatMap { TextWrap.wrap(String($0), width: width) }
@@ -249,16 +250,19 @@ struct SwipeScreen {
             body.append("Nobody new to show right now.")
             body.append("People appear as their nodes are discovered; press q and try again later.")
         }
-        let footer = [String(repeating: "─", count: width)]
+        let footer = [String(repeating: "─", count: cut)]
             + TextWrap.wrap(notice, width: width).filter { !$0.isEmpty }
             + [keys]
-        let room = max(rows - footer.count, 1)
+        // A window too short for the footer and a line of card shows the card's first lines only.
+        let showFooter = rows > footer.count
+        let room = showFooter ? rows - footer.count : max(rows, 1)
         if body.count > room {
-            body = Array(body.prefix(room - 1)) + ["  … (i shows the whole card; the window is small)"]
+            body = room > 1 ? Array(body.prefix(room - 1)) + ["  … (i shows the whole card; the window is small)"] : Array(body.prefix(1))
         }
         while body.count < room { body.append("") }
-        return (body + footer).prefix(max(rows, 1)).map { line in
-            line.count > width ? String(line.prefix(width - 1)) + "…" : line
+        let all = showFooter ? body + footer : body
+        return all.prefix(max(rows, 1)).map { line in
+            line.count > cut ? String(line.prefix(cut - 1)) + "…" : line
         }
     }
 
