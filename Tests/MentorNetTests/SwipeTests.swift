@@ -133,7 +133,8 @@ extension CommandLineTests {
             #expect(afterLike.contains("Tutor 2"), "the next card is shown with the announcement")
             #expect(terminal.screen.contains("Passed on Tutor 2."))
             #expect(terminal.screen.contains("Took back your pass on Tutor 2."))
-            #expect(terminal.screen.contains("mm1tutor02aaaaaaaaaa"), "i shows the whole card, with the full ID")
+            #expect(terminal.screen.contains("  id       mm1tutor02aaaaaaaaaa"), "i shows the whole card, aligned, with the full ID")
+            #expect(terminal.screen.contains("  why      shares CS 490, nearby now"), "and why it ranks there")
             #expect(frames.contains("\u{1B}[2J"), "a resize clears and redraws")
             #expect(frames.first?.hasPrefix("\u{1B}[?1049h") == true && frames.last?.hasSuffix("\u{1B}[?1049l") == true,
                     "the alternate screen is entered and left")

@@ -124,14 +124,16 @@ public enum ClientFormat {
         return "\(name) (\(role))\n" + block(pairs)
     }
 
-    /// `profile show` and `profile set`: a `Card`, with the full ID.
-    public static func card(_ card: JSON, in zone: TimeZone) -> String {
+    /// `profile show` and `profile set`: a `Card`, with the full ID. `extra` rows go after the
+    /// courses (`swipe` adds why the card ranks where it does).
+    public static func card(_ card: JSON, in zone: TimeZone, extra: [(String, String)] = []) -> String {
         let name = sanitize(card["name"]?.stringValue ?? "(no name)")
         let role = sanitize(card["role"]?.stringValue ?? "?")
         var pairs: [(String, String)] = [("id", sanitize(card["id"]?.stringValue ?? "?"))]
         if let bio = card["bio"]?.stringValue { pairs.append(("bio", sanitize(bio, keepNewlines: true))) }
         let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
         pairs.append(("courses", courses.isEmpty ? "none" : courses.joined(separator: ", ")))
+        pairs += extra
         if let wage = card["wage"]?.intValue { pairs.append(("wage", "\(wage)")) }
         if let budget = card["budget"]?.intValue { pairs.append(("budget", "\(budget)")) }
         if let availability = card["availability"]?.stringValue {

@@ -190,6 +190,8 @@ enum TextWrap {
         let width = max(width, 8)
         var lines: [String] = []
         for paragraph in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            // A line that fits keeps its spacing (the aligned columns of a card).
+            if paragraph.count <= width { lines.append(String(paragraph)); continue }
             var line = ""
             for word in paragraph.split(separator: " ") {
                 var word = String(word)
@@ -232,10 +234,9 @@ struct SwipeScreen {
             body.append(SwipeCard.title(card))
             body.append(String(repeating: "─", count: cut))
             if whole {
-                body += ClientFormat.card(card, in: zone).split(separator: "\n", omittingEmptySubsequences: false)
+                body += ClientFormat.card(card, in: zone, extra: [("why", SwipeCard.reasons(card).joined(separator: ", "))])
+                    .split(separator: "\n", omittingEmptySubsequences: false)
                     .dropFirst().flatMap { TextWrap.wrap(String($0), width: width) }
-                let why = SwipeCard.reasons(card)
-                body += TextWrap.wrap("  why  " + why.joined(separator: ", "), width: width)
             } else {
                 let pairs = SwipeCard.summary(card)
                 let label = (pairs.map(\.0.count).max() ?? 0) + 2
@@ -340,9 +341,7 @@ struct SwipePrompt {
                 context.print(try deck.undo(context))
             case "i":
                 if let card = deck.current {
-                    context.print(ClientFormat.card(card, in: zone))
-                    let why = SwipeCard.reasons(card)
-                    context.print("  why  " + why.joined(separator: ", "))
+                    context.print(ClientFormat.card(card, in: zone, extra: [("why", SwipeCard.reasons(card).joined(separator: ", "))]))
                 }
                 showCard = false
             case "q", "quit":
