@@ -86,6 +86,20 @@ final class SystemHost: ClientHost {
         return try Self.readLine(fd: 0)
     }
 
+    func openTerminal() -> (any InteractiveTerminal)? { RawTerminal() }
+
+    func readInputLine() -> String? {
+        var bytes: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let n = read(0, &byte, 1)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            if byte == 0x0A { return String(decoding: bytes, as: UTF8.self) }
+            if bytes.count < 4096 { bytes.append(byte) }
+        }
+    }
+
     func interruptEndsCleanly() {
         _ = signal(SIGINT) { _ in _exit(0) }
     }
@@ -144,12 +158,16 @@ enum TerminalRestore {
     /// Written before the handlers are installed, read only by them: the client has one thread,
     /// and the handler runs on it, so there is no concurrent access.
     nonisolated(unsafe) static var saved = termios()
+    /// True while `swipe`'s full-screen view is up: the handler also leaves the alternate
+    /// screen and shows the cursor again.
+    nonisolated(unsafe) static var leaveScreen = false
 }
 
 /// Puts the terminal back (tcsetattr and write are async-signal-safe), then lets the signal do
 /// what it would have done.
-private func restoreTerminalAndResignal(_ number: Int32) {
+func restoreTerminalAndResignal(_ number: Int32) {
     _ = tcsetattr(0, TCSAFLUSH, &TerminalRestore.saved)
+    if TerminalRestore.leaveScreen { _ = write(1, "\u{1B}[?25h\u{1B}[?1049l", 14) }
     _ = write(2, "\n", 1)
     _ = signal(number, SIG_DFL)
     _ = raise(number)

@@ -100,8 +100,11 @@ struct Mentormated {
             replicaSettings.now = wallMillis
             replica = try Replica(path: settings.stateDirectory + "/replica.db", settings: replicaSettings)
         } catch {
-            fail("cannot open the replica: \(error)", hint: error.code == StoreError.Code.schemaTooNew.rawValue
-                 ? "this replica was written by a newer MentorMate; upgrade" : "run `mentormate doctor`, or restore the state directory from a backup")
+            if error.code == StoreError.Code.schemaTooNew.rawValue {
+                fail("the replica in \(settings.stateDirectory) was written by a newer MentorMate than this one (\(MentorMateVersion.string)): \(error.message)",
+                     hint: "run the newer mentormated on it again, or start this one with its own empty --state-dir; the replica was not changed")
+            }
+            fail("cannot open the replica: \(error)", hint: "run `mentormate doctor`, or restore the state directory from a backup")
         }
 
         var linkSettings = PeerLink.Settings()

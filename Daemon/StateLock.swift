@@ -23,7 +23,7 @@ final class StateLock {
             let holder = Self.readPID(fd)
             close(fd)
             throw DaemonError("another mentormated\(holder.map { " (pid \($0))" } ?? "") is already using the state directory \(stateDirectory)",
-                              hint: "stop it first, or give this one its own --state-dir")
+                              hint: "it is serving already — use it (`mentormate status`), stop it first\(holder.map { " (kill \($0))" } ?? ""), or give this one its own --state-dir")
         }
         let pid = "\(getpid())\n"
         _ = ftruncate(fd, 0)

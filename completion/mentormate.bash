@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami profile feed like pass undo matches unmatch chat peers status doctor help"
+    local commands="signup login logout whoami profile feed swipe like pass undo matches unmatch chat peers status doctor help"
 
     case "$prev" in
         --socket|--photo)
@@ -49,6 +49,7 @@ _mentormate() {
             esac ;;
         signup) opts="--email --name --role --passphrase" ;;
         feed) opts="--course --limit" ;;
+        swipe) opts="--course" ;;
         chat) opts="--follow" ;;
         login|logout|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;
     esac

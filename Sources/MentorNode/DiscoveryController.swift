@@ -100,6 +100,13 @@ public final class DiscoveryController: @unchecked Sendable {
         discovery.start()
     }
 
+    /// The one-line fix for a newcomer whose daemon cannot reach Avahi.
+    static var avahiFix: String {
+        FileManager.default.isExecutableFile(atPath: "/usr/sbin/avahi-daemon")
+            ? "start Avahi (it needs D-Bus): systemctl start dbus avahi-daemon — this daemon retries by itself; or run with --no-mdns and name peers with --peer"
+            : "install Avahi: apt-get install avahi-daemon (then systemctl start avahi-daemon) — this daemon retries by itself; or run with --no-mdns and name peers with --peer"
+    }
+
     private func handle(_ event: Discovery.Event) {
         guard !stopped else { return }
         switch event {
@@ -113,6 +120,7 @@ public final class DiscoveryController: @unchecked Sendable {
         case .failed(let error):
             // Discovery stopped everything and logged the first failure of a streak.
             lock.withLock { state_ = .unavailable(reason: error.code.meaning) }
+            if failures == 0 { logger.log(.notice, "mDNS discovery unavailable", ["reason": error.code.meaning, "fix": Self.avahiFix]) }
             failures += 1
             let delay = min(settings.firstRetry * (1 << min(failures - 1, 16)), settings.maxRetry)
             let work = DispatchWorkItem { [weak self] in

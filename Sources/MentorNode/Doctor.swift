@@ -48,11 +48,19 @@ extension Node {
                             fix: integrity == ["ok"] ? nil : "stop the daemon and restore the state directory from a backup (docs/OPERATIONS.md)"))
         checks.append(diskCheck())
         checks.append(socketCheck("API socket", info.socketPath, fix: "restart mentormated; if the file is left over from a crash the next start replaces it"))
-        checks.append(socketCheck("D-Bus system bus", "/run/dbus/system_bus_socket", fix: "start D-Bus: systemctl start dbus"))
-        checks.append(socketCheck("avahi-daemon", "/run/avahi-daemon/socket", fix: "install and start Avahi: apt-get install avahi-daemon && systemctl start avahi-daemon"))
+        if info.discovery == "off" {
+            // --no-mdns: nothing in this daemon talks to D-Bus or Avahi.
+            for name in ["D-Bus system bus", "avahi-daemon"] {
+                checks.append(Check(name: name, ok: true, detail: "not needed: mDNS discovery is off (--no-mdns); peers come from --peer", fix: nil))
+            }
+        } else {
+            checks.append(socketCheck("D-Bus system bus", "/run/dbus/system_bus_socket", fix: "start D-Bus: systemctl start dbus"))
+            checks.append(socketCheck("avahi-daemon", "/run/avahi-daemon/socket", fix: "install and start Avahi: apt-get install avahi-daemon && systemctl start avahi-daemon"))
+        }
         let discoveryOK = info.discovery == "on"
         checks.append(Check(name: "mDNS discovery", ok: discoveryOK || info.discovery == "off",
-                            detail: "discovery is \(info.discovery)" + (info.discoveryName.map { ", registered as \"\($0)\"" } ?? ""),
+                            detail: info.discovery == "off" ? "not needed: discovery is off (--no-mdns)"
+                                : "discovery is \(info.discovery)" + (info.discoveryName.map { ", registered as \"\($0)\"" } ?? ""),
                             fix: discoveryOK || info.discovery == "off" ? nil
                                 : "start avahi-daemon (systemctl start avahi-daemon; it needs D-Bus) — the daemon retries by itself, backing off up to a minute"))
         if discoveryOK {

@@ -519,6 +519,6 @@ extension EndToEndTests {
             t mentormate signup --role ""
             """
         let bash = try Self.run(e2e, ["/bin/bash", "--norc", "-c", script])
-        #expect(bash.output == "signup status\nshow set\n--no-photo\nstudent tutor\n", "\(bash.output)")
+        #expect(bash.output == "signup swipe status\nshow set\n--no-photo\nstudent tutor\n", "\(bash.output)")
     }
 }

@@ -77,6 +77,12 @@ final class CLIFakeHost: ClientHost {
 
     func interruptEndsCleanly() { interruptArmed = true }
 
+    /// `swipe`: a full-screen terminal when set, else the line prompt reading `inputLines`.
+    var terminal: (any InteractiveTerminal)?
+    var inputLines: [String] = []
+    func openTerminal() -> (any InteractiveTerminal)? { terminal }
+    func readInputLine() -> String? { inputLines.isEmpty ? nil : inputLines.removeFirst() }
+
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
 }
@@ -792,7 +798,9 @@ extension CommandLineTests {
             let (status, err) = failing(RPCError(.noAccount, "you have no account on this node"))
             #expect(status == .failure)
             #expect(err == "mentormate: you have no account on this node\n"
-                    + "hint: create your account first: mentormate signup --email ADDR --name NAME --role student|tutor")
+                    + "hint: create your account first: mentormate signup --email ADDR --name NAME --role student|tutor"
+                    + "; an account belongs to the Unix user who signed up (you are \(ClientError.currentUser)), so run mentormate as that user to use theirs")
+            #expect(ClientError.currentUser.hasSuffix("(uid \(getuid()))"))
         }
 
         @Test func lockedSaysToLogIn() {
@@ -818,8 +826,15 @@ extension CommandLineTests {
             host.connectError = RPCClientError.connection(RPCConnectionError(.socketMissing, "no socket", errno: 2))
             #expect(runCLI(["whoami", "--socket", "/tmp/mm.sock"], host) == .unreachable)
             #expect(host.stderr == "mentormate: mentormated is not running: there is no socket at /tmp/mm.sock\n"
-                    + "hint: start the daemon with `mentormated` (or `systemctl start mentormated` for the system service); "
-                    + "if it uses another socket, give it with --socket PATH or MENTORMATE_SOCKET")
+                    + "hint: start your own daemon: `mentormated` (in a clone of MentorMate: `bash scripts/run`); "
+                    + "to use the system service instead: --socket /run/mentormate/api.sock (or MENTORMATE_SOCKET)")
+        }
+
+        @Test func noDaemonOnTheSystemSocketSaysHowToStartTheService() {
+            let e = ClientError.connection(RPCConnectionError(.socketMissing, "no socket", errno: 2), socket: SocketPath.systemPath)
+            #expect(e.report == "mentormate: mentormated is not running: there is no socket at /run/mentormate/api.sock\n"
+                    + "hint: start the system daemon: `sudo systemctl start mentormated` (in a clone of MentorMate: `sudo bash scripts/run`); "
+                    + "a daemon of your own would be reached with --socket PATH or MENTORMATE_SOCKET")
         }
 
         @Test func connectionFailuresAreWordedByKind() {
@@ -904,9 +919,9 @@ extension CommandLineTests {
                  "sharedCourses": [], "nearby": false],
             ]]
             let lines = ClientFormat.feed(feed).split(separator: "\n").map(String.init)
-            #expect(lines[0] == "ID            NAME      ROLE   PAY  COURSES            NEARBY")
-            #expect(lines[1] == "mm1zg69v7ysz  Ben       tutor   25  CS 490*, MATH 221  yes")
-            #expect(lines[2] == "mm1qy352euf4  Ana Lima  tutor    -                     no")
+            #expect(lines[0] == "ID            NAME      ROLE   PAY  COURSES            WHY")
+            #expect(lines[1] == "mm1zg69v7ysz  Ben       tutor   25  CS 490*, MATH 221  shares CS 490, nearby now")
+            #expect(lines[2] == "mm1qy352euf4  Ana Lima  tutor    -                     newest first")
         }
 
         @Test func matchesShowTheLastMessage() {

@@ -49,6 +49,11 @@ public protocol ClientHost: AnyObject {
     func interruptEndsCleanly()
     /// The time zone for printed times.
     var timeZone: TimeZone { get }
+    /// The terminal in raw mode for `swipe`'s full-screen view; nil when stdin or stdout is not
+    /// a terminal (default: nil).
+    func openTerminal() -> (any InteractiveTerminal)?
+    /// One line of stdin for `swipe`'s line prompt; nil at its end (default: nil).
+    func readInputLine() -> String?
 }
 
 /// The exit status of `mentormate`.
@@ -105,7 +110,7 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     public static func unreachable(socket: String, reason: String) -> ClientError {
-        ClientError("cannot reach mentormated at \(socket): \(reason)", hint: startHint, status: .unreachable)
+        ClientError("cannot reach mentormated at \(socket): \(reason)", hint: startHint(socket: socket), status: .unreachable)
     }
 
     public static func connectionLost(socket: String, reason: String) -> ClientError {
@@ -114,15 +119,23 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
                     status: .unreachable)
     }
 
-    static let startHint = "start the daemon with `mentormated` (or `systemctl start mentormated` for the system service); "
-        + "if it uses another socket, give it with --socket PATH or MENTORMATE_SOCKET"
+    /// The one-line fix when no daemon answers at `socket`: the system service's command for the
+    /// system socket, the user's own daemon otherwise (with where the other one would be).
+    static func startHint(socket: String) -> String {
+        if socket == SocketPath.systemPath {
+            return "start the system daemon: `sudo systemctl start mentormated` (in a clone of MentorMate: `sudo bash scripts/run`); "
+                + "a daemon of your own would be reached with --socket PATH or MENTORMATE_SOCKET"
+        }
+        return "start your own daemon: `mentormated` (in a clone of MentorMate: `bash scripts/run`); "
+            + "to use the system service instead: --socket \(SocketPath.systemPath) (or MENTORMATE_SOCKET)"
+    }
 
     /// `RPCClient`'s connection failures, worded for a person at the command line.
     public static func connection(_ c: RPCConnectionError, socket: String) -> ClientError {
         let why = c.errno == 0 ? "" : " (" + String(cString: strerror(c.errno)) + ")"
         switch c.code {
         case .socketMissing:
-            return ClientError("mentormated is not running: there is no socket at \(socket)", hint: startHint, status: .unreachable)
+            return ClientError("mentormated is not running: there is no socket at \(socket)", hint: startHint(socket: socket), status: .unreachable)
         case .permissionDenied:
             return ClientError("permission denied on mentormated's socket \(socket)",
                                hint: "the socket or its directory is not open to your user; use your own daemon's socket "
@@ -146,8 +159,15 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             return ClientError("\(socket) does not speak MentorMate's API: \(c.message)",
                                hint: "check that --socket or MENTORMATE_SOCKET names mentormated's socket", status: .unreachable)
         default:
-            return ClientError("cannot talk to mentormated at \(socket)\(why)", hint: startHint, status: .unreachable)
+            return ClientError("cannot talk to mentormated at \(socket)\(why)", hint: startHint(socket: socket), status: .unreachable)
         }
+    }
+
+    /// "ana (uid 1000)": who this client runs as, for the hint of a missing account.
+    static var currentUser: String {
+        let uid = getuid()
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return "uid \(uid)" }
+        return "\(String(cString: name)) (uid \(uid))"
     }
 
     /// An error answer of the daemon, with the hint that fits its code.
@@ -157,6 +177,7 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         switch code {
         case .noAccount:
             hint = "create your account first: mentormate signup --email ADDR --name NAME --role student|tutor"
+                + "; an account belongs to the Unix user who signed up (you are \(currentUser)), so run mentormate as that user to use theirs"
         case .locked:
             hint = "run `mentormate login` to unlock your account"
         case .alreadyExists:

@@ -124,14 +124,16 @@ public enum ClientFormat {
         return "\(name) (\(role))\n" + block(pairs)
     }
 
-    /// `profile show` and `profile set`: a `Card`, with the full ID.
-    public static func card(_ card: JSON, in zone: TimeZone) -> String {
+    /// `profile show` and `profile set`: a `Card`, with the full ID. `extra` rows go after the
+    /// courses (`swipe` adds why the card ranks where it does).
+    public static func card(_ card: JSON, in zone: TimeZone, extra: [(String, String)] = []) -> String {
         let name = sanitize(card["name"]?.stringValue ?? "(no name)")
         let role = sanitize(card["role"]?.stringValue ?? "?")
         var pairs: [(String, String)] = [("id", sanitize(card["id"]?.stringValue ?? "?"))]
         if let bio = card["bio"]?.stringValue { pairs.append(("bio", sanitize(bio, keepNewlines: true))) }
         let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
         pairs.append(("courses", courses.isEmpty ? "none" : courses.joined(separator: ", ")))
+        pairs += extra
         if let wage = card["wage"]?.intValue { pairs.append(("wage", "\(wage)")) }
         if let budget = card["budget"]?.intValue { pairs.append(("budget", "\(budget)")) }
         if let availability = card["availability"]?.stringValue {
@@ -183,12 +185,24 @@ public enum ClientFormat {
                     cell(role, width: 8),
                     pay.map(String.init) ?? "-",
                     cell(ordered.joined(separator: ", "), width: 40),
-                    card["nearby"]?.boolValue == true ? "yes" : "no"]
+                    cell(feedReasons(card).joined(separator: ", "), width: 40)]
         }
-        var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "NEARBY"], rows, right: [3])
-        if anyShared { out += "\n\n* a course you share. PAY is a tutor's wage or a student's budget." }
+        var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "WHY"], rows, right: [3])
+        out += "\n\n" + (anyShared ? "* a course you share. " : "") + "PAY is a tutor's wage or a student's budget. "
+            + "WHY: the feed ranks by shared courses, then nodes nearby now, then the newest card."
         out += "\n`mentormate profile show ID` shows a card; `mentormate like ID` or `mentormate pass ID` decides."
         return out
+    }
+
+    /// Why a feed card ranks where it does, from what the daemon computed for it
+    /// (`sharedCourses`, `nearby`); empty when only recency placed it.
+    public static func feedReasons(_ card: JSON) -> [String] {
+        var reasons: [String] = []
+        let shared = (card["sharedCourses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+        if !shared.isEmpty { reasons.append("shares " + shared.joined(separator: ", ")) }
+        if card["nearby"]?.boolValue == true { reasons.append("nearby now") }
+        if reasons.isEmpty { reasons.append("newest first") }
+        return reasons
     }
 
     /// `matches`: one row per match with its latest message.

@@ -15,7 +15,7 @@ extension MentormateCLI {
     static var sections: [(String, [any ClientCommand.Type])] {
         [("ACCOUNT", [Signup.self, Login.self, Logout.self, Whoami.self]),
          ("PROFILE", [Profile.Show.self, Profile.Set.self]),
-         ("FINDING PEOPLE", [Feed.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
+         ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("CHAT", [Chat.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }
