@@ -117,6 +117,11 @@ enum ReplicaSchema {
         m.register(3, "per-author digest of record IDs", """
             ALTER TABLE authors ADD COLUMN digest INTEGER;
             """)
+        // Blobs no current card names are deleted (`collectBlobs`); one a local user uploaded is
+        // kept for a while first, so that the card edit naming it can follow. NULL: fetched.
+        m.register(4, "when a local user uploaded a blob", """
+            ALTER TABLE blobs ADD COLUMN uploaded INTEGER;
+            """)
         return m
     }
 }
