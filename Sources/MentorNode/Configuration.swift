@@ -20,6 +20,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var emailDomains: [String] = []
     /// Records per second one peer may make us apply (sustained; the burst is one second's worth).
     public var peerRecordsPerSecond = 20_000
+    /// Storage budgets (§13.4 of PROTOCOL.md), in MiB: one author's records and photos, and all photos.
+    public var authorStorageMiB = 64
+    public var photoStorageMiB = 2048
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -45,7 +48,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     }
 
     public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains",
-                              "peer_records_per_second"]
+                              "peer_records_per_second", "author_storage_mb", "photo_storage_mb"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -96,6 +99,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw ValueError(message: "peer_records_per_second must be a whole number from 1 to 1000000, not \"\(value)\"")
             }
             peerRecordsPerSecond = n
+        case "author_storage_mb", "photo_storage_mb":
+            guard let n = Int(value), (1...1_048_576).contains(n) else {
+                throw ValueError(message: "\(key) must be a whole number of MiB from 1 to 1048576, not \"\(value)\"")
+            }
+            if key == "author_storage_mb" { authorStorageMiB = n } else { photoStorageMiB = n }
         case "email_domains":
             emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
             if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {
