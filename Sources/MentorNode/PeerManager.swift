@@ -590,6 +590,8 @@ public final class PeerManager: @unchecked Sendable {
                 return
             case .progress:
                 announceSync(connection)
+                // Photos waited for this link to catch up.
+                if photosDeferredSince != nil, connection.session.isCaughtUp { findMissingPhotos() }
             case .compare(let entries):
                 // Same seq, different digest: one side holds a fork variant the other never saw.
                 let local: [PublicKey: AuthorSummary]

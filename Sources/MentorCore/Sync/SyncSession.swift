@@ -79,9 +79,11 @@ public struct SyncSession: Sendable {
     private var helloLastAuthor: PublicKey?
     /// What the peer's hello said it holds of authors we held nothing of then, by the first 8
     /// bytes of the author's key (keys are uniformly distributed; a clash only makes us think
-    /// the peer holds what it may not, which its next hello corrects). The top bit marks an
-    /// entry we have caught up with; `peerOnlyMissing` counts the others.
-    private var peerOnly: [UInt64: UInt64] = [:]
+    /// the peer holds what it may not, which its next hello corrects): two sorted arrays, as the
+    /// hello's authors ascend, 16 bytes an author. The top bit of a value marks an entry we have
+    /// caught up with; `peerOnlyMissing` counts the others.
+    private var peerOnlyKeys: [UInt64] = []
+    private var peerOnlySeqs: [UInt64] = []
     private var peerOnlyMissing = 0
     private static let caughtUpBit: UInt64 = 1 << 63
     private var summaryLastAuthor: PublicKey?
@@ -111,7 +113,7 @@ public struct SyncSession: Sendable {
     /// We hold everything the peer held when it said hello, and have applied all it sent.
     public var isCaughtUp: Bool { isEstablished && missing.isEmpty && peerOnlyMissing == 0 && unackedReceived == 0 }
     /// Authors of the peer's hello kept by key prefix only (for tests and metrics).
-    public var peerOnlyAuthors: Int { peerOnly.count }
+    public var peerOnlyAuthors: Int { peerOnlyKeys.count }
     /// Record encodings waiting for the window (for tests and metrics).
     public var bufferedRecords: Int { ready.count }
 
@@ -169,13 +171,27 @@ public struct SyncSession: Sendable {
                 // Before `start` we do not know what we hold: keep every key.
                 if !started || localVector[e.author] != nil {
                     helloParts[e.author] = e.seq
-                } else if peerOnly.updateValue(e.seq, forKey: Self.prefix(e.author)) == nil {
-                    peerOnlyMissing += 1
+                } else {
+                    let key = Self.prefix(e.author)
+                    if peerOnlyKeys.last == key {
+                        peerOnlySeqs[peerOnlySeqs.count - 1] = max(peerOnlySeqs[peerOnlySeqs.count - 1], e.seq)
+                    } else {
+                        peerOnlyKeys.append(key)
+                        peerOnlySeqs.append(e.seq)
+                        peerOnlyMissing += 1
+                    }
                 }
             }
             helloLastAuthor = vector.last?.author ?? helloLastAuthor
-            if vector.contains(where: { $0.digest != 0 }) { out.append(.compare(vector)) }
+            // Only authors we hold can differ at an equal seq: the rest cost no replica read.
+            if vector.contains(where: { $0.digest != 0 }) {
+                let comparable = vector.filter { !started || localVector[$0.author] != nil }
+                if !comparable.isEmpty { out.append(.compare(comparable)) }
+            }
             guard !more else { return out }
+            // Without the spare capacity of growing (exactly 16 bytes an author from now on).
+            peerOnlyKeys = Array(peerOnlyKeys[...])
+            peerOnlySeqs = Array(peerOnlySeqs[...])
             let pv = helloParts
             helloParts = [:]
             peerVector = pv
@@ -236,7 +252,8 @@ public struct SyncSession: Sendable {
                 return close("protocol violation: summary parts out of order")
             }
             summaryLastAuthor = more ? (vector.last?.author ?? summaryLastAuthor) : nil
-            if !vector.isEmpty { out.append(.compare(vector)) }
+            let comparable = vector.filter { localVector[$0.author] != nil }
+            if !comparable.isEmpty { out.append(.compare(comparable)) }
         }
         return out
     }
@@ -330,26 +347,36 @@ public struct SyncSession: Sendable {
         return p
     }
 
+    /// Where `author` is in `peerOnlyKeys` (binary search), if it is.
+    private func peerOnlyIndex(_ author: PublicKey) -> Int? {
+        guard !peerOnlyKeys.isEmpty else { return nil }
+        let key = Self.prefix(author)
+        var low = 0, high = peerOnlyKeys.count
+        while low < high {
+            let mid = (low + high) / 2
+            if peerOnlyKeys[mid] < key { low = mid + 1 } else { high = mid }
+        }
+        return low < peerOnlyKeys.count && peerOnlyKeys[low] == key ? low : nil
+    }
+
     /// What we believe the peer holds contiguously of `author` (0 before its hello).
     private func peerHas(_ author: PublicKey) -> UInt64 {
         if let seq = peerVector?[author] { return seq }
-        guard !peerOnly.isEmpty, let seq = peerOnly[Self.prefix(author)] else { return 0 }
-        return seq & ~Self.caughtUpBit
+        return peerOnlyIndex(author).map { peerOnlySeqs[$0] & ~Self.caughtUpBit } ?? 0
     }
 
     /// The highest seq the peer has shown it holds of `author`.
     private func peerHeld(_ author: PublicKey) -> UInt64 {
         if let seq = peerHolds[author] { return seq }
-        guard !peerOnly.isEmpty, let seq = peerOnly[Self.prefix(author)] else { return 0 }
-        return seq & ~Self.caughtUpBit
+        return peerOnlyIndex(author).map { peerOnlySeqs[$0] & ~Self.caughtUpBit } ?? 0
     }
 
     /// We now hold `seq` of an author kept by prefix: caught up with it if the peer had no more.
     private mutating func satisfyPeerOnly(_ author: PublicKey, seq: UInt64) {
-        guard !peerOnly.isEmpty else { return }
-        let key = Self.prefix(author)
-        guard let entry = peerOnly[key], entry & Self.caughtUpBit == 0, seq >= entry else { return }
-        peerOnly[key] = entry | Self.caughtUpBit
+        guard let i = peerOnlyIndex(author) else { return }
+        let entry = peerOnlySeqs[i]
+        guard entry & Self.caughtUpBit == 0, seq >= entry else { return }
+        peerOnlySeqs[i] = entry | Self.caughtUpBit
         peerOnlyMissing -= 1
     }
 
@@ -394,7 +421,8 @@ public struct SyncSession: Sendable {
         workQueue = []
         queued = []
         missing = [:]
-        peerOnly = [:]
+        peerOnlyKeys = []
+        peerOnlySeqs = []
         peerOnlyMissing = 0
         helloParts = [:]
         fetching = nil
