@@ -76,6 +76,12 @@ guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
 let host = positional[0], attack = positional[2]
+// Prepared before dialling, so that the link is never silent while they are made.
+let preparedStrangers: [SyncMessage.Entry] = switch attack {
+case "hello100k": strangers(recordsGiven ? streamRecords : 100_000, digest: false)
+case "summaries": strangers(SyncLimits.maxVectorPart, digest: true)
+default: []
+}
 
 // MARK: Socket (blocking, IPv4)
 
@@ -286,7 +292,7 @@ func strangers(_ count: Int, digest: Bool) -> [SyncMessage.Entry] {
 
 if attack == "photos" || attack == "backlog" { photoAttack(backlog: attack == "backlog") }
 if attack == "hello100k" {
-    let entries = strangers(recordsGiven ? streamRecords : 100_000, digest: false)
+    let entries = preparedStrangers
     let parts = stride(from: 0, to: entries.count, by: SyncLimits.maxVectorPart).map {
         Array(entries[$0..<min($0 + SyncLimits.maxVectorPart, entries.count)])
     }
@@ -302,7 +308,7 @@ switch attack {
 case "hello100k":
     break
 case "summaries":
-    let part = strangers(SyncLimits.maxVectorPart, digest: true)
+    let part = preparedStrangers
     for _ in 0..<40 { sendMessage(.summary(vector: part, more: false)) }
 case "wants":
     for i in 0..<4_000 { sendMessage(.want(author: writer.author, from: UInt64(i % 100 + 1))) }
