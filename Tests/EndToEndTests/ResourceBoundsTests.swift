@@ -72,6 +72,36 @@ extension EndToEndTests {
         #expect(try Self.blobs(e2e, state).count == 2, "the blob no card names should be deleted at start")
     }
 
+    /// (2b) Budgets on photos: with `photo_storage_mb = 1`, a second author's 1 MiB photo is not
+    /// fetched once the first one fills the node's photo budget; with `author_storage_mb = 1`, an
+    /// author's 1 MiB photo (over its budget with its card) is not fetched, a 512 KiB one is.
+    @Test func photosOverTheNodeOrAuthorBudgetAreNotFetched() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let nodeWide = try e2e.write("photos.conf", Array("photo_storage_mb = 1\n".utf8))
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: e2e.path("a.sock"), extra: ["--config", nodeWide])
+        defer { a.kill() }
+        let portA = try listenPort(e2e, e2e.path("a.sock"))
+        let first = try Self.hostile(e2e, port: portA, "photos", from: "127.0.0.45", ["--records", "1", "--wait", "1"])
+        let second = try Self.hostile(e2e, port: portA, "photos", from: "127.0.0.46", ["--records", "1", "--wait", "2"])
+        print("photo budget 1 MiB: first author asked=\(Self.field(first, "asked") ?? "?"), second asked=\(Self.field(second, "asked") ?? "?")")
+        #expect(Self.field(first, "asked") == "1" && Self.field(second, "asked") == "0",
+                "the second photo would take all photos over 1 MiB: \(first) \(second)\n\(a.log)")
+        #expect(a.log.contains("the node's photo budget"), "logged: \(a.log)")
+        #expect(try Self.blobs(e2e, e2e.path("state-a")).count == 1)
+
+        let perAuthor = try e2e.write("author.conf", Array("author_storage_mb = 1\n".utf8))
+        let c = try e2e.startDaemon(stateDir: e2e.path("state-c"), socket: e2e.path("c.sock"), extra: ["--config", perAuthor])
+        defer { c.kill() }
+        let portC = try listenPort(e2e, e2e.path("c.sock"))
+        let big = try Self.hostile(e2e, port: portC, "photos", from: "127.0.0.47", ["--records", "1", "--wait", "2"])
+        let small = try Self.hostile(e2e, port: portC, "photos", from: "127.0.0.48", ["--records", "1", "--photo-kb", "512", "--wait", "1"])
+        print("author budget 1 MiB: 1 MiB photo asked=\(Self.field(big, "asked") ?? "?"), 512 KiB photo asked=\(Self.field(small, "asked") ?? "?")")
+        #expect(Self.field(big, "asked") == "0" && Self.field(small, "asked") == "1", "\(big) \(small)\n\(c.log)")
+        #expect(c.log.contains("its author's records and photos would take more than 1 MiB"), "logged: \(c.log)")
+    }
+
     /// (2) Per-author budget (`author_storage_mb = 1`): a hostile author streams 12,000 cards
     /// (about 2 MiB). Records past its budget are not stored, the link is not cut (no offence:
     /// the peer broke no rule), and Ben's edits on an honest peer keep reaching A.
