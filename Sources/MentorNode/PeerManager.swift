@@ -568,6 +568,9 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Carries out directives; those that feed the session again are handled in turn.
     private func run(_ directives: [SyncDirective], on connection: Connection) {
+        // Photos waited for links catching up: this one may just have (after a hello with
+        // nothing to exchange, or its last batch).
+        defer { if photosDeferredSince != nil, !stopped, connection.session.isCaughtUp { findMissingPhotos() } }
         var pending = directives[...]
         while let directive = pending.popFirst() {
             guard !stopped, !connection.closing else { return }
@@ -590,8 +593,6 @@ public final class PeerManager: @unchecked Sendable {
                 return
             case .progress:
                 announceSync(connection)
-                // Photos waited for this link to catch up.
-                if photosDeferredSince != nil, connection.session.isCaughtUp { findMissingPhotos() }
             case .compare(let entries):
                 // Same seq, different digest: one side holds a fork variant the other never saw.
                 let local: [PublicKey: AuthorSummary]
