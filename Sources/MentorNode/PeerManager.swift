@@ -715,6 +715,7 @@ public final class PeerManager: @unchecked Sendable {
             guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
             let (admitted, overBudget) = self.withinBudget(batch)
             let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(admitted) }
+            if case .success(let outcomes) = result { self.countStored(admitted, outcomes) }
             self.queue.async {
                 guard let connection = self.connections[key], connection.serial == serial,
                       !self.stopped, !connection.closing else { return }
@@ -743,6 +744,7 @@ public final class PeerManager: @unchecked Sendable {
         var admitted: [[UInt8]] = []
         admitted.reserveCapacity(batch.count)
         var over: [PublicKey] = []
+        var admittedBytes: [PublicKey: Int64] = [:]
         let local = Set(node.localAccounts())
         for bytes in batch {
             guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author) else {
@@ -754,14 +756,14 @@ public final class PeerManager: @unchecked Sendable {
             if let known = authorBytes[author] { used = known } else {
                 used = (try? node.replica.authorUsage(author)) ?? 0
             }
-            guard used + Int64(bytes.count) <= settings.authorBudget else {
-                authorBytes[author] = used
+            authorBytes[author] = used
+            // Within the batch, what it would add counts too (so one batch cannot overshoot).
+            let pending = admittedBytes[author] ?? 0
+            guard used + pending + Int64(bytes.count) <= settings.authorBudget else {
                 if !over.contains(author) { over.append(author) }
                 continue
             }
-            // Counted before it is stored (a duplicate or refused one is counted too: the cache
-            // errs towards the budget and is read again from the replica when it is cleared).
-            authorBytes[author] = used + Int64(bytes.count)
+            admittedBytes[author] = pending + Int64(bytes.count)
             admitted.append(bytes)
         }
         for author in over where overBudgetLogged.count < 4096 && overBudgetLogged.insert(author).inserted {
@@ -769,6 +771,20 @@ public final class PeerManager: @unchecked Sendable {
                         ["author": author.shortID, "budget": "\(settings.authorBudget >> 20) MiB"])
         }
         return (admitted, over)
+    }
+
+    /// Adds what the replica stored of a batch to the authors' counted bytes: only records that
+    /// were stored count (a peer replaying an author's records as duplicates adds nothing, so it
+    /// cannot push an honest author over its budget).
+    private func countStored(_ batch: [[UInt8]], _ outcomes: [ApplyOutcome]) {
+        for (bytes, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .duplicate, .refused: continue
+            default: break
+            }
+            guard let author = try? RecordPosition.peek(bytes).author, let used = authorBytes[author] else { continue }
+            authorBytes[author] = used + Int64(bytes.count)
+        }
     }
 
     // MARK: Photos (on queue)

@@ -132,6 +132,17 @@ extension EndToEndTests {
                 "A should store the author's records up to 1 MiB, no more: \(heaviest)")
         #expect(a.log.contains("records of an author over its storage budget are not stored"), "logged once: \(a.log)")
 
+        // Replaying an honest author's one record as duplicates stores nothing, so it does not
+        // count against that author: its next record is still stored.
+        let dups = try Self.hostile(e2e, port: portA, "duplicates", from: "127.0.0.44", ["--records", "16384", "--wait", "5"])
+        print("budget: \(dups.split(separator: "\n").last ?? "")")
+        #expect(Self.field(dups, "closed") == "false", "\(dups)")
+        let dupAuthor = try Self.sql(e2e, stateA, """
+            SELECT count(*) FROM records
+            WHERE author = (SELECT author FROM records WHERE instr(bytes, CAST('Dup One' AS BLOB)) > 0 LIMIT 1)
+            """)
+        #expect(dupAuthor == "2", "16,384 duplicates of a 1st record must not use up the author's budget: its 2nd is stored (\(dupAuthor))")
+
         for wage in [31, 32] {
             try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "\(wage)"], socket: socketB)
             let shown = try poll(timeout: .seconds(15), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\(wage)") })

@@ -28,6 +28,9 @@
 //               that the daemon lacks, then keeps the link up (keep-alives) until --wait
 //   summaries   after hello, 40 summary messages of 16,384 authors each (768 KiB), at wire speed
 //   wants       after hello, 4,000 want messages at wire speed
+//   duplicates  one valid card sent again and again (--records N copies, default 8,192, 256 a
+//               batch, each batch after the last was acked), then the author's next card;
+//               prints `result duplicates copies=N acked=K closed=true|false`
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -70,7 +73,7 @@ while !arguments.isEmpty {
     }
 }
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream",
-               "photos", "backlog", "hello100k", "summaries", "wants"]
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
@@ -291,6 +294,31 @@ func strangers(_ count: Int, digest: Bool) -> [SyncMessage.Entry] {
 }
 
 if attack == "photos" || attack == "backlog" { photoAttack(backlog: attack == "backlog") }
+if attack == "duplicates" {
+    sendMessage(.hello([:]))
+    let copies = recordsGiven ? streamRecords : 8_192
+    let first = card(&writer, "Dup One"), second = card(&writer, "Dup Two")
+    var acked = 0, closed = false
+    func awaitAck(_ n: Int) {
+        var waited = 0.0
+        while !closed, acked < n, waited < 10 {
+            guard let messages = incoming(timeout: 0.05) else { closed = true; return }
+            waited += 0.05
+            for case .ack(let count) in messages { acked += Int(count) }
+        }
+    }
+    var batches = 0
+    for start in stride(from: 0, to: copies, by: SyncLimits.maxBatchRecords) where !closed {
+        sendMessage(.records(Array(repeating: first, count: min(SyncLimits.maxBatchRecords, copies - start))))
+        batches += 1
+        awaitAck(batches)
+    }
+    sendMessage(.records([second]))
+    awaitAck(batches + 1)
+    print("result duplicates copies=\(copies) acked=\(acked) closed=\(closed)")
+    close(fd)
+    exit(0)
+}
 if attack == "hello100k" {
     let entries = preparedStrangers
     let parts = stride(from: 0, to: entries.count, by: SyncLimits.maxVectorPart).map {
