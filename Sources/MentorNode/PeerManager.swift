@@ -27,6 +27,13 @@ import MentorStore
 ///   card names and the replica lacks is asked of one connected peer at a time (`wantBlob`),
 ///   received in parts (`blob`), checked against the hash and size, and stored; a peer that does
 ///   not hold it says so and the next is asked. Each link carries at most one blob each way.
+///   Photos are looked for once the links catching up have caught up (at most `photoDeferral`
+///   late), so a backlog of edits fetches only the current photo; a photo superseded while it
+///   was fetched is not stored; the node's photo budget and each author's storage budget decide
+///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
+/// - Budgets and rates: records of an author over its storage budget are dropped unread (no
+///   offence); `summary` and `want` messages over their per-link rate end the session as an
+///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
 ///
