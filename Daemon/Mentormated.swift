@@ -139,6 +139,8 @@ struct Mentormated {
         peerSettings.now = wallMillis
         peerSettings.recordsPerSecond = settings.peerRecordsPerSecond
         peerSettings.recordsBurst = settings.peerRecordsPerSecond
+        peerSettings.authorBudget = Int64(settings.authorStorageMiB) << 20
+        peerSettings.photoBudget = Int64(settings.photoStorageMiB) << 20
         let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,
                                       settings: peerSettings, logger: logger)
         let listenAddress = (host: peerManager.listenAddress.host, port: peerManager.listenAddress.port)

@@ -28,6 +28,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var apiIdleTimeout = 300
     /// Passphrase checks (Argon2id, 256 MiB each) that may run at once; more wait their turn.
     public var passphraseChecksAtOnce = 1
+    /// Storage budgets (§13.4 of PROTOCOL.md), in MiB: one author's records and photos, and all photos.
+    public var authorStorageMiB = 64
+    public var photoStorageMiB = 2048
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -54,7 +57,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains",
                               "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
-                              "passphrase_checks_at_once"]
+                              "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -114,6 +117,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         case "passphrase_checks_at_once":
             // Each run holds 256 MiB; MemoryMax= of the unit is sized for at most 2.
             passphraseChecksAtOnce = try Self.wholeNumber(key, value, 1...4, unit: " (each run takes 256 MiB; the unit's MemoryMax= allows 2)")
+        case "author_storage_mb", "photo_storage_mb":
+            guard let n = Int(value), (1...1_048_576).contains(n) else {
+                throw ValueError(message: "\(key) must be a whole number of MiB from 1 to 1048576, not \"\(value)\"")
+            }
+            if key == "author_storage_mb" { authorStorageMiB = n } else { photoStorageMiB = n }
         case "email_domains":
             emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
             if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {

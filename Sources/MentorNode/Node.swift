@@ -110,6 +110,7 @@ public final class Node: @unchecked Sendable {
                 }
             }
             try rebuildCardIndex()
+            collectPhotos()   // photos an older build kept after their cards moved on
         }
     }
 
@@ -402,6 +403,7 @@ public final class Node: @unchecked Sendable {
     /// Updates the card index and publishes match/message/unmatch events after records applied.
     func afterApply(_ records: [Record]) {
         for r in records where r.type == .profile { try? refreshCard(r.author) }
+        if records.contains(where: { $0.type == .profile }) { collectPhotos() }
         guard records.contains(where: { $0.type != .profile }) else { return }
         for (uid, writer) in writers {
             let me = writer.author
@@ -423,6 +425,19 @@ public final class Node: @unchecked Sendable {
                 }
             }
             pairSnapshots[me] = Dictionary(uniqueKeysWithValues: now.map { ($0.other, $0) })
+        }
+    }
+
+    /// Deletes the photos no current card names (replaced, or fetched for an edit since
+    /// superseded); a local upload not yet named by a card is kept for an hour.
+    func collectPhotos() {
+        do {
+            let gone = try replica.collectBlobs(now: config.now())
+            if gone.blobs > 0 {
+                logger.debug("photos no card names any more deleted", ["blobs": "\(gone.blobs)", "bytes": "\(gone.bytes)"])
+            }
+        } catch {
+            logger.info("deleting photos no card names failed", ["error": "\(error)"])
         }
     }
 

@@ -284,7 +284,7 @@ extension Node {
         uploads[token] = nil
         token = ""
         do {
-            let ref = try replica.putBlob(data)
+            let ref = try replica.putBlob(data, uploadedAt: config.now())
             return ["hash": .string(Hex.encode(ref.hash)), "size": .int(Int64(ref.size)), "type": .string(ref.format.mimeType)]
         } catch {
             if let s = error.storage { throw s }

@@ -31,6 +31,13 @@ import MentorStore
 ///   card names and the replica lacks is asked of one connected peer at a time (`wantBlob`),
 ///   received in parts (`blob`), checked against the hash and size, and stored; a peer that does
 ///   not hold it says so and the next is asked. Each link carries at most one blob each way.
+///   Photos are looked for once the links catching up have caught up (at most `photoDeferral`
+///   late), so a backlog of edits fetches only the current photo; a photo superseded while it
+///   was fetched is not stored; the node's photo budget and each author's storage budget decide
+///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
+/// - Budgets and rates: records of an author over its storage budget are dropped unread (no
+///   offence); `summary` and `want` messages over their per-link rate end the session as an
+///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
 ///
@@ -58,6 +65,27 @@ public final class PeerManager: @unchecked Sendable {
         public var blobRetry: Duration = .milliseconds(500)
         /// A summary (vector with digests) goes out on a link at most this often, when caught up.
         public var summaryInterval: Duration = .seconds(60)
+        /// Bytes one author's records and photos may take on this node (`author_storage_mb`):
+        /// past it, further records of the author are dropped (not stored, no offence) and its
+        /// photo is not fetched. Accounts of this node are exempt.
+        public var authorBudget: Int64 = 64 << 20
+        /// Bytes all photos together may take (`photo_storage_mb`): a photo that would go over it
+        /// is not fetched (smallest photos are fetched first).
+        public var photoBudget: Int64 = 2 << 30
+        /// `summary` messages a peer may send: a burst of this many (one round names up to
+        /// 100,000 authors in 7 parts), refilled at that rate per `summaryPeriod`; past it the
+        /// session ends as an offence. An honest node sends one round a minute at most.
+        public var summaryBurst = 8
+        public var summaryPeriod: Duration = .seconds(30)
+        /// `want` messages a peer may send, likewise (this build sends none).
+        public var wantBurst = 256
+        public var wantPeriod: Duration = .seconds(30)
+        /// Photos are looked for once the links catching up have caught up (so a backlog of card
+        /// edits fetches only the photo that is current at its end), but never later than this
+        /// after a card named one.
+        public var photoDeferral: Duration = .seconds(10)
+        /// The bounds of the table of mDNS instances (size, and how long one may stay silent).
+        public var discovery = DiscoveredTable.Settings()
         /// `event.sync` per peer at most this often (plus one when it caught up).
         public var syncEventInterval: Duration = .milliseconds(250)
         /// Wall clock in Unix milliseconds (for `since`).
@@ -131,8 +159,14 @@ public final class PeerManager: @unchecked Sendable {
         var deferralTimer: DispatchWorkItem?
         /// Kinds of "not taken now" already logged at info on this link.
         var notNowLogged: Set<String> = []
+        /// How often the peer may send the messages that cost us the most (§13.4).
+        var summaryRate: MessageRate
+        var wantRate: MessageRate
 
-        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64) {
+        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64,
+             summaryRate: MessageRate, wantRate: MessageRate) {
+            self.summaryRate = summaryRate
+            self.wantRate = wantRate
             self.serial = serial
             self.link = link
             self.via = via
@@ -172,8 +206,12 @@ public final class PeerManager: @unchecked Sendable {
     private var stopped = false
     private var penalties: PenaltyBox
     private var serials: UInt64 = 0
-    /// mDNS instance name → index into `dialed`.
-    private var discovered: [String: Int] = [:]
+    /// mDNS instance name → index into `dialed`, bounded in size and time (`settings.discovery`).
+    private var discovered: DiscoveredTable
+    /// Indices into `dialed` of forgotten instances, for new ones to reuse.
+    private var freeSlots: [Int] = []
+    /// Whether an mDNS instance was not kept because the table was full (logged once per streak).
+    private var discoveryFullLogged = false
     /// Hosts whose failed handshake was logged at info (until one of their links is established).
     private var handshakeFailuresLogged: Set<String> = []
     /// Photos to fetch: hash → size, the link fetching it and the links that said they lack it.
@@ -185,6 +223,15 @@ public final class PeerManager: @unchecked Sendable {
     private var dueTimerAt: ContinuousClock.Instant?
     /// Blobs received and stored since start (for tests and metrics).
     public private(set) var blobsFetched = 0
+    /// Since when photo fetching waits for links catching up, and the timer that ends the wait.
+    private var photosDeferredSince: ContinuousClock.Instant?
+    private var photoTimer: DispatchWorkItem?
+    /// Bytes of each author's records and photos, as last read or counted (on `applyQueue`;
+    /// at most 4096 authors, then read afresh), and the authors logged as over budget.
+    private var authorBytes: [PublicKey: Int64] = [:]
+    private var overBudgetLogged: Set<PublicKey> = []
+    /// Photos not fetched for a budget, logged once each.
+    private var photosSkipped: Set<[UInt8]> = []
 
     private let snapshotLock = NSLock()
     private var snapshot: [PeerInfo] = []
@@ -199,6 +246,7 @@ public final class PeerManager: @unchecked Sendable {
         self.myKey = node.nodeKeys.publicKey
         self.dialed = staticPeers.map { Dialed(peer: $0, via: "config") }
         self.penalties = PenaltyBox(settings: settings.penalties)
+        self.discovered = DiscoveredTable(settings: settings.discovery)
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
@@ -237,6 +285,8 @@ public final class PeerManager: @unchecked Sendable {
             }
             dueTimer?.cancel()
             dueTimer = nil
+            photoTimer?.cancel()
+            photoTimer = nil
             for connection in connections.values {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
@@ -269,7 +319,17 @@ public final class PeerManager: @unchecked Sendable {
                 relabelled = true
             }
             if relabelled { publishSnapshot() }
-            if let index = discovered[name] {
+            let now = ContinuousClock.now
+            for stale in discovered.expired(now: now) where stale != name {
+                // One with a link up answers (its link keeps it); the others are forgotten.
+                if let slot = discovered.slot(of: stale), dialed[slot].connection?.since ?? 0 != 0 {
+                    discovered.answered(stale, now: now)
+                } else {
+                    forgetInstance(stale, now: now)
+                }
+            }
+            if let index = discovered.slot(of: name) {
+                discovered.refound(name)
                 let moved = dialed[index].peer != peer
                 dialed[index].peer = peer
                 let wasActive = dialed[index].active
@@ -281,19 +341,54 @@ public final class PeerManager: @unchecked Sendable {
                 }
                 return
             }
-            dialed.append(Dialed(peer: peer, via: "mdns", name: name))
-            discovered[name] = dialed.count - 1
+            if let victim = discovered.victim(now: now) { forgetInstance(victim, now: now) }
+            guard !discovered.isFull else {
+                if !discoveryFullLogged {
+                    discoveryFullLogged = true
+                    logger.info("an mDNS instance was not kept: the table of found instances is full of peers that answer",
+                                ["dnssd.instance": name, "capacity": "\(settings.discovery.capacity)"])
+                }
+                return
+            }
+            discoveryFullLogged = false
+            let entry = Dialed(peer: peer, via: "mdns", name: name)
+            let index: Int
+            if let free = freeSlots.popLast() {
+                dialed[free] = entry
+                index = free
+            } else {
+                dialed.append(entry)
+                index = dialed.count - 1
+            }
+            discovered.insert(name, slot: index, now: now)
             logger.debug("peer found over mDNS", ["dnssd.instance": name, "peer.address": "\(address)"])
-            dial(dialed.count - 1)
+            dial(index)
             publishSnapshot()
         }
     }
+
+    /// Forgets an mDNS instance that stayed silent (or makes room for a new one): it is not
+    /// dialled again, and its slot is reused once no link of its is left.
+    private func forgetInstance(_ name: String, now: ContinuousClock.Instant) {
+        guard let index = discovered.remove(name) else { return }
+        dialed[index].active = false
+        dialed[index].name = nil
+        dialed[index].timer?.cancel()
+        dialed[index].timer = nil
+        dialed[index].parked = false
+        if dialed[index].connection == nil { freeSlots.append(index) }
+        logger.debug("mDNS instance forgotten: it did not answer", ["dnssd.instance": name, "peer.address": "\(dialed[index].peer.host)"])
+    }
+
+    /// The mDNS instances kept now (for tests).
+    public var discoveredInstances: [String] { queue.sync { discovered.names } }
 
     /// An mDNS instance said goodbye or expired: stop dialling it. A link to it stays while it
     /// works (keep-alives end it when the host is gone; an Avahi restart on either side must not).
     public func lost(name: String) {
         queue.async { [self] in
-            guard let index = discovered[name] else { return }
+            guard let index = discovered.slot(of: name) else { return }
+            discovered.lost(name)
             dialed[index].active = false
             dialed[index].timer?.cancel()
             dialed[index].timer = nil
@@ -337,6 +432,10 @@ public final class PeerManager: @unchecked Sendable {
 
     private func scheduleRedial(_ index: Int) {
         guard !stopped, dialed[index].active, dialed[index].timer == nil else { return }
+        if let name = dialed[index].name, discovered.isExpired(name, now: .now) {
+            forgetInstance(name, now: .now)
+            return
+        }
         let attempt = dialed[index].attempt
         dialed[index].attempt += 1
         let base = Double(settings.initialBackoff.nanoseconds) * pow(2, Double(min(attempt, 20)))
@@ -367,7 +466,9 @@ public final class PeerManager: @unchecked Sendable {
         guard !stopped else { link.close(); return }
         serials += 1
         let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
-                                    burst: settings.recordsBurst, serial: serials)
+                                    burst: settings.recordsBurst, serial: serials,
+                                    summaryRate: MessageRate(capacity: settings.summaryBurst, per: settings.summaryPeriod),
+                                    wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         if let staticIndex {
@@ -377,6 +478,10 @@ public final class PeerManager: @unchecked Sendable {
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
+            if let excess = self.overRate(bytes, on: connection) {
+                self.run(connection.session.violation(excess), on: connection)
+                return
+            }
             self.run(connection.session.receive(bytes: bytes), on: connection)
         }
         link.onWritable = { [unowned self, unowned connection] in self.flushUnsent(connection) }
@@ -408,6 +513,7 @@ public final class PeerManager: @unchecked Sendable {
             dialed[index].attempt = 0
             dialed[index].lastKey = key
             dialed[index].unreachable.recovered()
+            if let name = dialed[index].name { discovered.answered(name, now: .now) }
         }
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()
@@ -435,6 +541,7 @@ public final class PeerManager: @unchecked Sendable {
         guard !stopped else { return }
         if connection.since != 0 { announcePeer(connection, "disconnected") }
         if !connection.accounts.isEmpty { publishNearby() }
+        if photosDeferredSince != nil { findMissingPhotos() }
         if let wanted = connection.blobIn?.hash, missingBlobs[wanted]?.fetching == connection.serial {
             missingBlobs[wanted]?.fetching = nil
             assignBlobs()
@@ -451,7 +558,12 @@ public final class PeerManager: @unchecked Sendable {
         }
         if let index = connection.staticIndex, dialed[index].connection === connection {
             dialed[index].connection = nil
-            scheduleRedial(index)
+            if let name = dialed[index].name, connection.since != 0 { discovered.answered(name, now: .now) }
+            if dialed[index].via == "mdns", dialed[index].name == nil, !freeSlots.contains(index) {
+                freeSlots.append(index)   // forgotten while this link was up
+            } else {
+                scheduleRedial(index)
+            }
         }
         // Static peers parked behind this node's surviving link dial again.
         if let key = connection.peerKey, !isConnected(key) {
@@ -479,6 +591,9 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Carries out directives; those that feed the session again are handled in turn.
     private func run(_ directives: [SyncDirective], on connection: Connection) {
+        // Photos waited for links catching up: this one may just have (after a hello with
+        // nothing to exchange, or its last batch).
+        defer { if photosDeferredSince != nil, !stopped, connection.session.isCaughtUp { findMissingPhotos() } }
         var pending = directives[...]
         while let directive = pending.popFirst() {
             guard !stopped, !connection.closing else { return }
@@ -621,7 +736,9 @@ public final class PeerManager: @unchecked Sendable {
         let key = ObjectIdentifier(connection), serial = connection.serial
         applyQueue.async { [weak self] in
             guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
-            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(batch) }
+            let (admitted, overBudget) = self.withinBudget(batch)
+            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(admitted) }
+            if case .success(let outcomes) = result { self.countStored(admitted, outcomes) }
             self.queue.async {
                 guard let connection = self.connections[key], connection.serial == serial,
                       !self.stopped, !connection.closing else { return }
@@ -629,7 +746,7 @@ public final class PeerManager: @unchecked Sendable {
                 case .failure(let error):
                     self.end(connection, "applying records from the peer failed: \(error)")
                 case .success(let outcomes):
-                    let verdict = RefusalVerdict(outcomes, batch)
+                    let verdict = RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
                     let refused = verdict.offences
                     self.noteNotNow(verdict, from: connection)
                     // Records per second: the ack waits until the bucket has paid for the batch.
@@ -637,6 +754,7 @@ public final class PeerManager: @unchecked Sendable {
                     let next = connection.session.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
                     if let delay { self.scheduleAcks(connection, after: delay) }
                     self.run(next, on: connection)
+                    if !overBudget.isEmpty { self.run(connection.session.abandon(overBudget), on: connection) }
                 }
             }
         }
@@ -748,6 +866,58 @@ public final class PeerManager: @unchecked Sendable {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanoseconds)), execute: timer)
     }
 
+    // MARK: Budgets (on applyQueue)
+
+    /// Splits a batch into the records to apply and the authors over their storage budget
+    /// (`settings.authorBudget`: records plus photos; accounts of this node are exempt), whose
+    /// records are dropped unread: not stored, not an offence, the session goes on.
+    private func withinBudget(_ batch: [[UInt8]]) -> (admitted: [[UInt8]], overBudget: [PublicKey]) {
+        var admitted: [[UInt8]] = []
+        admitted.reserveCapacity(batch.count)
+        var over: [PublicKey] = []
+        var admittedBytes: [PublicKey: Int64] = [:]
+        let local = Set(node.localAccounts())
+        for bytes in batch {
+            guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author) else {
+                admitted.append(bytes)   // malformed ones are refused (and blamed) by the replica
+                continue
+            }
+            if authorBytes.count >= 4096, authorBytes[author] == nil { authorBytes = [:] }
+            let used: Int64
+            if let known = authorBytes[author] { used = known } else {
+                used = (try? node.replica.authorUsage(author)) ?? 0
+            }
+            authorBytes[author] = used
+            // Within the batch, what it would add counts too (so one batch cannot overshoot).
+            let pending = admittedBytes[author] ?? 0
+            guard used + pending + Int64(bytes.count) <= settings.authorBudget else {
+                if !over.contains(author) { over.append(author) }
+                continue
+            }
+            admittedBytes[author] = pending + Int64(bytes.count)
+            admitted.append(bytes)
+        }
+        for author in over where overBudgetLogged.count < 4096 && overBudgetLogged.insert(author).inserted {
+            logger.info("records of an author over its storage budget are not stored",
+                        ["author": author.shortID, "budget": "\(settings.authorBudget >> 20) MiB"])
+        }
+        return (admitted, over)
+    }
+
+    /// Adds what the replica stored of a batch to the authors' counted bytes: only records that
+    /// were stored count (a peer replaying an author's records as duplicates adds nothing, so it
+    /// cannot push an honest author over its budget).
+    private func countStored(_ batch: [[UInt8]], _ outcomes: [ApplyOutcome]) {
+        for (bytes, outcome) in zip(batch, outcomes) {
+            switch outcome {
+            case .duplicate, .refused: continue
+            default: break
+            }
+            guard let author = try? RecordPosition.peek(bytes).author, let used = authorBytes[author] else { continue }
+            authorBytes[author] = used + Int64(bytes.count)
+        }
+    }
+
     // MARK: Photos (on queue)
 
     /// Whether a record is a profile edit that sets a photo (type and body read without
@@ -761,17 +931,76 @@ public final class PeerManager: @unchecked Sendable {
         return true
     }
 
-    /// Adds the photos current cards name and the replica lacks, and asks peers for them.
+    /// Adds the photos current cards name and the replica lacks, and asks peers for them —
+    /// once the links catching up have caught up (within `photoDeferral`), so that photos named
+    /// by card edits a backlog supersedes are never fetched. Photos no current card names any
+    /// more are dropped from the list; one whose author is over its budget, or that would take
+    /// all photos over the node's budget, is not fetched (§13.4).
     private func findMissingPhotos() {
-        let refs: [PhotoRef]
-        do { refs = try node.replica.missingPhotos(limit: 1024) } catch {
+        let now = ContinuousClock.now
+        let catchingUp = connections.values.contains { !$0.closing && $0.session.isEstablished && !$0.session.isCaughtUp }
+        if catchingUp {
+            let since = photosDeferredSince ?? now
+            photosDeferredSince = since
+            if now - since < settings.photoDeferral {
+                if photoTimer == nil {
+                    let timer = DispatchWorkItem { [weak self] in
+                        guard let self, !self.stopped else { return }
+                        self.photoTimer = nil
+                        self.findMissingPhotos()
+                    }
+                    photoTimer = timer
+                    queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.photoDeferral - (now - since)).nanoseconds)), execute: timer)
+                }
+                return
+            }
+        }
+        photosDeferredSince = nil
+        photoTimer?.cancel()
+        photoTimer = nil
+        let refs: [(ref: PhotoRef, author: PublicKey)]
+        var used: Int64
+        do {
+            refs = try node.replica.missingPhotos(limit: 1024)
+            used = try node.replica.blobUsage().bytes
+        } catch {
             logger.info("listing missing photos failed", ["error": "\(error)"])
             return
         }
-        for ref in refs where missingBlobs[ref.hash] == nil && missingBlobs.count < 4096 {
+        // Superseded while waiting: forget it (one being fetched finishes, and is not stored).
+        let current = Set(refs.map(\.ref.hash))
+        missingBlobs = missingBlobs.filter { current.contains($0.key) || $0.value.fetching != nil }
+        used += Int64(missingBlobs.values.reduce(0) { $0 + $1.size })
+        let local = Set(node.localAccounts())
+        var authorUse: [PublicKey: Int64] = [:]
+        for (ref, author) in refs where missingBlobs[ref.hash] == nil && missingBlobs.count < 4096 {
+            let size = Int64(ref.size)
+            if !local.contains(author) {
+                guard used + size <= settings.photoBudget else {
+                    skipPhoto(ref, author, "all photos would take more than the node's photo budget (\(settings.photoBudget >> 20) MiB)")
+                    continue
+                }
+                let use: Int64
+                if let known = authorUse[author] { use = known } else {
+                    use = (try? node.replica.authorUsage(author)) ?? 0
+                }
+                guard use + size <= settings.authorBudget else {
+                    skipPhoto(ref, author, "its author's records and photos would take more than \(settings.authorBudget >> 20) MiB")
+                    continue
+                }
+                authorUse[author] = use + size
+            }
+            used += size
             missingBlobs[ref.hash] = (Int(ref.size), nil, [], 0)
         }
         assignBlobs()
+    }
+
+    /// A photo not fetched for a budget: logged once per photo (a bounded set).
+    private func skipPhoto(_ ref: PhotoRef, _ author: PublicKey, _ why: String) {
+        guard photosSkipped.count < 4096, photosSkipped.insert(ref.hash).inserted else { return }
+        logger.info("a photo is not fetched", ["author": author.shortID, "hash": String(Hex.encode(ref.hash).prefix(16)),
+                                               "size": "\(ref.size)", "reason": why])
     }
 
     /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
@@ -793,6 +1022,11 @@ public final class PeerManager: @unchecked Sendable {
             return "blob \(Hex.encode(hash).prefix(16)) does not match its hash"
         }
         missingBlobs[hash] = nil
+        // Named by a card when asked for, and superseded since: not stored.
+        guard (try? node.replica.isNamedPhoto(hash: hash)) == true else {
+            logger.debug("a fetched photo no current card names was dropped", ["hash": String(Hex.encode(hash).prefix(16))])
+            return nil
+        }
         do {
             _ = try node.replica.putBlob(data)
             blobsFetched += 1
@@ -824,6 +1058,22 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     // MARK: Defence (on queue)
+
+    /// Whether a message from the peer is over its rate (§13.4): `summary` and `want` make us
+    /// read the replica for every author they name, and an honest node sends them rarely; the
+    /// type byte is read before anything is decoded. The reason to end the session, if over.
+    private func overRate(_ bytes: [UInt8], on connection: Connection) -> String? {
+        guard let tag = bytes.first else { return nil }
+        let now = ContinuousClock.now
+        switch tag {
+        case 0x08 where !connection.summaryRate.take(now: now):
+            return "more than \(settings.summaryBurst) summary messages in \(settings.summaryPeriod) (an honest node sends one round a minute)"
+        case 0x04 where !connection.wantRate.take(now: now):
+            return "more than \(settings.wantBurst) want messages in \(settings.wantPeriod)"
+        default:
+            return nil
+        }
+    }
 
     /// What in a link's end is the peer's fault (nil: a network problem, or our own doing).
     private static func offence(_ reason: PeerLink.CloseReason) -> String? {
@@ -903,7 +1153,10 @@ public final class PeerManager: @unchecked Sendable {
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.syncEventInterval - (now - last)).nanoseconds)), execute: timer)
             return
         }
-        if totals.caughtUp && !connection.announced.caughtUp { sendSummary(connection) }
+        if totals.caughtUp && !connection.announced.caughtUp {
+            sendSummary(connection)
+            if photosDeferredSince != nil { findMissingPhotos() }
+        }
         connection.announced = totals
         connection.announcedAt = now
         node.broadcast("sync", RPCNotification(method: "event.sync", params: [

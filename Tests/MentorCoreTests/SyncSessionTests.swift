@@ -670,3 +670,62 @@ private final class Network {
         #expect(s.deferredAuthors.isEmpty && s.retryDeferred(now: t0 + .seconds(60)).isEmpty)
     }
 }
+
+// MARK: - Bounds (issue 11 item 5)
+
+@Suite struct SyncBoundsTests {
+    private func stranger(_ i: Int) -> PublicKey {
+        PublicKey(bytes: [UInt8(i >> 16 & 0xFF), UInt8(i >> 8 & 0xFF), UInt8(i & 0xFF), 9] + [UInt8](repeating: 3, count: 28))!
+    }
+
+    @Test func aHelloNamingAuthorsWeLackKeepsThemByPrefixOnlyAndStillTracksCatchingUp() {
+        var vector: [PublicKey: UInt64] = [:]
+        for i in 0..<99_999 { vector[stranger(i)] = 2 }
+        let known = PublicKey(bytes: [UInt8](repeating: 0xEE, count: 32))!
+        vector[known] = 1
+        var sender = SyncSession()
+        let hellos = sender.start(localVector: vector).compactMap { d -> SyncMessage? in if case .send(let m) = d { m } else { nil } }
+        var receiver = SyncSession()
+        _ = receiver.start(localVector: [known: 1])
+        for m in hellos { _ = receiver.receive(m) }
+        #expect(receiver.isEstablished && receiver.peerVector?.count == 1, "only the author we hold is kept by key")
+        #expect(receiver.peerOnlyAuthors == 99_999 && !receiver.isCaughtUp)
+        // Records of all of them arrive: caught up; the prefix entries tell what the peer holds.
+        for i in 0..<99_999 {
+            _ = receiver.localRecordsAdded([(author: stranger(i), seq: 2, bytes: [])])
+        }
+        #expect(receiver.isCaughtUp, "caught up once every author's records arrived")
+        // A record of one of them that the peer holds already is not pushed back.
+        let out = receiver.localRecordsAdded([(author: stranger(7), seq: 1, bytes: [1])])
+        #expect(!out.contains { if case .send(.records) = $0 { true } else { false } })
+    }
+
+    @Test func aHelloInMorePartsThanTheLimitOrAnAbandonedAuthorDoNotHoldTheSession() {
+        var s = SyncSession()
+        _ = s.start(localVector: [:])
+        var last: [SyncDirective] = []
+        for _ in 0..<SyncLimits.maxHelloParts + 1 { last = s.receive(.hello(version: SyncMessage.protocolVersion, vector: [], more: true)) }
+        #expect("\(last)".contains("more than \(SyncLimits.maxHelloParts) parts"))
+
+        var r = SyncSession()
+        _ = r.start(localVector: [:])
+        _ = r.receive(.hello(version: SyncMessage.protocolVersion, vector: [.init(author: stranger(1), seq: 50)]))
+        #expect(!r.isCaughtUp)
+        _ = r.abandon([stranger(1)])
+        #expect(r.isCaughtUp, "an author over its budget is not waited for")
+    }
+
+    @Test func messageRateAllowsABurstThenRefillsWithTime() {
+        let t0 = ContinuousClock.now
+        var rate = MessageRate(capacity: 8, per: .seconds(30))
+        var taken: [Bool] = []
+        for _ in 0..<8 { taken.append(rate.take(now: t0)) }
+        #expect(taken.allSatisfy { $0 })
+        let ninth = rate.take(now: t0), early = rate.take(now: t0 + .seconds(3))
+        let refilled = rate.take(now: t0 + .seconds(4)), again = rate.take(now: t0 + .seconds(4))
+        #expect(!ninth, "the ninth at once is over the rate")
+        #expect(!early, "0.8 of a token after 3 s")
+        #expect(refilled, "one token back after 3.75 s")
+        #expect(!again)
+    }
+}

@@ -74,4 +74,20 @@ import MentorAPI
             }
         }
     }
+
+    @Test func storageBudgetsParseInMiBAndRefuseNonsense() throws {
+        var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
+        #expect(c.authorStorageMiB == 64 && c.photoStorageMiB == 2048)
+        try c.apply(file: "author_storage_mb = 8\nphoto_storage_mb = 512\n", path: "/etc/m.conf")
+        #expect(c.authorStorageMiB == 8 && c.photoStorageMiB == 512)
+        for bad in ["0", "-1", "lots", "1.5"] {
+            #expect(throws: DaemonConfiguration.FileError.self) { try c.apply(file: "photo_storage_mb = \(bad)\n", path: "/etc/m.conf") }
+        }
+        do {
+            try c.apply(file: "author_storage_mb = 0\n", path: "/etc/m.conf")
+            Issue.record("0 MiB should be refused")
+        } catch {
+            #expect(error.message.contains("author_storage_mb must be a whole number of MiB"))
+        }
+    }
 }

@@ -241,6 +241,8 @@ import MentorCrypto
         try db.executeScript("""
             UPDATE pairs SET messages = 2;
             ALTER TABLE pair_entries DROP COLUMN answers;
+            DROP TABLE held_until_due;
+            ALTER TABLE blobs DROP COLUMN uploaded;
             PRAGMA user_version = 3;
             """)
         try db.close()

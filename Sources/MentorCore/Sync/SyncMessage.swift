@@ -38,6 +38,8 @@ public enum SyncLimits {
     public static let maxVectorEntries = 100_000
     /// Authors named in one `hello` or `summary` message (48 bytes each: 786 KiB, under a frame).
     public static let maxVectorPart = 16_384
+    /// Parts of one hello: the most entries in parts of the most a part holds (7), and one more.
+    public static let maxHelloParts = (maxVectorEntries + maxVectorPart - 1) / maxVectorPart + 1
     /// Records in one `records` batch.
     public static let maxBatchRecords = 256
     /// Bytes of one `records` message, encoded (so that it fits one frame: 1 MiB of plaintext).

@@ -69,9 +69,23 @@ public struct SyncSession: Sendable {
     public private(set) var recordsReceived = 0
 
     private var started = false
-    /// Hello parts received so far, and the last author of the last part (order check).
+    /// Hello parts received so far, and the last author of the last part (order check). Parts
+    /// are taken in as they come: entries of authors we hold go into `helloParts`; the others
+    /// only into `peerOnly`, so a hello naming many authors we lack costs 16 bytes per author,
+    /// not a key each (§13.4).
     private var helloParts: [PublicKey: UInt64] = [:]
+    private var helloPartCount = 0
+    private var helloEntries = 0
     private var helloLastAuthor: PublicKey?
+    /// What the peer's hello said it holds of authors we held nothing of then, by the first 8
+    /// bytes of the author's key (keys are uniformly distributed; a clash only makes us think
+    /// the peer holds what it may not, which its next hello corrects): two sorted arrays, as the
+    /// hello's authors ascend, 16 bytes an author. The top bit of a value marks an entry we have
+    /// caught up with; `peerOnlyMissing` counts the others.
+    private var peerOnlyKeys: [UInt64] = []
+    private var peerOnlySeqs: [UInt64] = []
+    private var peerOnlyMissing = 0
+    private static let caughtUpBit: UInt64 = 1 << 63
     private var summaryLastAuthor: PublicKey?
     /// Authors to resend once the hello is complete.
     private var pendingResend: Set<PublicKey> = []
@@ -103,8 +117,14 @@ public struct SyncSession: Sendable {
     public static let firstDeferralRetry: Duration = .seconds(1)
     public static let maxDeferralRetry: Duration = .seconds(600)
     /// `want`s one `retryDeferred(now:)` sends at most; the other due authors wait
-    /// `firstDeferralRetry` more (so at most this many a second per link).
+    /// `firstDeferralRetry` more.
     public static let maxWantsPerRetry = 64
+    /// `want`s this side sends at most per link: `wantsPerPeriod` at once, refilled at that many
+    /// per `wantPeriod` — half of what a receiver allows before it cuts the link off (PROTOCOL.md
+    /// §13.4: 256 per 30 s), so an honest node never trips it however many timers fire.
+    public static let wantsPerPeriod = 128
+    public static let wantPeriod: Duration = .seconds(30)
+    private var wantBudget = MessageRate(capacity: SyncSession.wantsPerPeriod, per: SyncSession.wantPeriod)
 
     public init(settings: SyncSettings = SyncSettings()) {
         self.settings = settings
@@ -113,11 +133,13 @@ public struct SyncSession: Sendable {
     public var isEstablished: Bool { started && peerVector != nil && !isClosed }
     /// We hold everything the peer held when it said hello, and have applied all it sent —
     /// apart from deferred records (`deferred(_:now:)`), which are asked for again later.
-    public var isCaughtUp: Bool { isEstablished && missing.isEmpty && unackedReceived == 0 }
+    public var isCaughtUp: Bool { isEstablished && missing.isEmpty && peerOnlyMissing == 0 && unackedReceived == 0 }
     /// Authors whose deferred records will be asked for again (for tests and metrics).
     public var deferredAuthors: Set<PublicKey> { Set(deferrals.keys) }
     /// When `retryDeferred(now:)` has something to ask for next (nil: nothing is deferred).
     public var nextDeferralRetry: ContinuousClock.Instant? { deferrals.values.map(\.retryAt).min() }
+    /// Authors of the peer's hello kept by key prefix only (for tests and metrics).
+    public var peerOnlyAuthors: Int { peerOnlyKeys.count }
     /// Record encodings waiting for the window (for tests and metrics).
     public var bufferedRecords: Int { ready.count }
 
@@ -163,14 +185,39 @@ public struct SyncSession: Sendable {
             if let last = helloLastAuthor, let first = vector.first?.author, !(last < first) {
                 return close("protocol violation: hello parts out of order")
             }
-            helloParts.reserveCapacity(helloParts.count + vector.count)
-            for e in vector { helloParts[e.author] = e.seq }
-            guard helloParts.count <= SyncLimits.maxVectorEntries else {
+            helloPartCount += 1
+            helloEntries += vector.count
+            guard helloEntries <= SyncLimits.maxVectorEntries else {
                 return close("hello names more than \(SyncLimits.maxVectorEntries) authors")
             }
+            guard helloPartCount <= SyncLimits.maxHelloParts else {
+                return close("protocol violation: a hello in more than \(SyncLimits.maxHelloParts) parts")
+            }
+            for e in vector {
+                // Before `start` we do not know what we hold: keep every key.
+                if !started || localVector[e.author] != nil {
+                    helloParts[e.author] = e.seq
+                } else {
+                    let key = Self.prefix(e.author)
+                    if peerOnlyKeys.last == key {
+                        peerOnlySeqs[peerOnlySeqs.count - 1] = max(peerOnlySeqs[peerOnlySeqs.count - 1], e.seq)
+                    } else {
+                        peerOnlyKeys.append(key)
+                        peerOnlySeqs.append(e.seq)
+                        peerOnlyMissing += 1
+                    }
+                }
+            }
             helloLastAuthor = vector.last?.author ?? helloLastAuthor
-            if vector.contains(where: { $0.digest != 0 }) { out.append(.compare(vector)) }
+            // Only authors we hold can differ at an equal seq: the rest cost no replica read.
+            if vector.contains(where: { $0.digest != 0 }) {
+                let comparable = vector.filter { !started || localVector[$0.author] != nil }
+                if !comparable.isEmpty { out.append(.compare(comparable)) }
+            }
             guard !more else { return out }
+            // Without the spare capacity of growing (exactly 16 bytes an author from now on).
+            peerOnlyKeys = Array(peerOnlyKeys[...])
+            peerOnlySeqs = Array(peerOnlySeqs[...])
             let pv = helloParts
             helloParts = [:]
             peerVector = pv
@@ -197,8 +244,8 @@ public struct SyncSession: Sendable {
             }
             // The peer holds what it sent: never send it back.
             for p in positions {
-                if p.seq == (peerVector?[p.author] ?? 0) + 1 { peerVector?[p.author] = p.seq }
-                peerHolds[p.author] = max(peerHolds[p.author] ?? 0, p.seq)
+                if p.seq == peerHas(p.author) + 1 { peerVector?[p.author] = p.seq }
+                peerHolds[p.author] = max(peerHeld(p.author), p.seq)
             }
             unackedReceived += 1
             recordsReceived += batch.count
@@ -213,7 +260,7 @@ public struct SyncSession: Sendable {
             out.append(.progress(sent: recordsSent, received: recordsReceived))
         case .want(let author, let from):
             guard peerVector != nil else { return close("protocol violation: want before hello") }
-            if (peerVector?[author] ?? 0) >= from { peerVector?[author] = from - 1 }
+            if peerHas(author) >= from { peerVector?[author] = from - 1 }
             enqueue(author)
             pump(&out)
         case .wantBlob(let hash):
@@ -231,16 +278,28 @@ public struct SyncSession: Sendable {
                 return close("protocol violation: summary parts out of order")
             }
             summaryLastAuthor = more ? (vector.last?.author ?? summaryLastAuthor) : nil
-            if !vector.isEmpty { out.append(.compare(vector)) }
+            let comparable = vector.filter { localVector[$0.author] != nil }
+            if !comparable.isEmpty { out.append(.compare(comparable)) }
         }
         return out
+    }
+
+    /// The shell stopped taking records of these authors (over their storage budget): do not
+    /// wait for them to have caught up.
+    public mutating func abandon(_ authors: [PublicKey]) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        for author in authors {
+            missing[author] = nil
+            satisfyPeerOnly(author, seq: UInt64.max >> 1)
+        }
+        return [.progress(sent: recordsSent, received: recordsReceived)]
     }
 
     /// The shell read the records of a `.fetch` (all stored variants of the range, in order).
     public mutating func fetched(_ records: [[UInt8]]) -> [SyncDirective] {
         guard !isClosed, let f = fetching else { return [] }
         fetching = nil
-        let believed = peerVector?[f.author] ?? 0
+        let believed = peerHas(f.author)
         if records.isEmpty {
             // The replica no longer has them (or never had): stop asking for this author.
             localVector[f.author] = min(localVector[f.author] ?? 0, believed)
@@ -249,7 +308,7 @@ public struct SyncSession: Sendable {
             peerVector?[f.author] = f.seqs.upperBound
         }
         ready.append(contentsOf: records.filter { $0.count <= SyncLimits.maxRecordBytes })
-        if (localVector[f.author] ?? 0) > (peerVector?[f.author] ?? 0) { enqueue(f.author) }
+        if (localVector[f.author] ?? 0) > peerHas(f.author) { enqueue(f.author) }
         var out: [SyncDirective] = []
         pump(&out)
         return out
@@ -283,6 +342,7 @@ public struct SyncSession: Sendable {
         guard !isClosed else { return }
         for author in authors {
             missing[author] = nil
+            satisfyPeerOnly(author, seq: UInt64.max >> 1)
             guard deferrals[author] == nil, deferrals.count < Self.maxDeferredAuthors else { continue }
             deferrals[author] = (now + Self.firstDeferralRetry, 0)
         }
@@ -293,7 +353,10 @@ public struct SyncSession: Sendable {
     /// to be caught up (and the summary still goes out).
     public mutating func heldAside(_ authors: [PublicKey]) {
         guard !isClosed else { return }
-        for author in authors { missing[author] = nil }
+        for author in authors {
+            missing[author] = nil
+            satisfyPeerOnly(author, seq: UInt64.max >> 1)
+        }
     }
 
     /// Sends a `want` for each deferred author whose retry is due and whose records we still
@@ -303,11 +366,11 @@ public struct SyncSession: Sendable {
         var out: [SyncDirective] = []
         for (author, d) in deferrals.sorted(by: { $0.key < $1.key }) where d.retryAt <= now {
             let have = localVector[author] ?? 0
-            guard have < (peerHolds[author] ?? 0), have < Limits.maxSeq else {
+            guard have < peerHeld(author), have < Limits.maxSeq else {
                 deferrals[author] = nil
                 continue
             }
-            guard out.count < Self.maxWantsPerRetry else {
+            guard out.count < Self.maxWantsPerRetry, wantBudget.take(now: now) else {
                 deferrals[author] = (now + Self.firstDeferralRetry, d.attempts)
                 continue
             }
@@ -335,11 +398,12 @@ public struct SyncSession: Sendable {
         guard !isClosed else { return [] }
         for r in records {
             if let need = missing[r.author], r.seq >= need { missing[r.author] = nil }
-            if deferrals[r.author] != nil, r.seq >= (peerHolds[r.author] ?? 0) { deferrals[r.author] = nil }
-            let hadWork = (localVector[r.author] ?? 0) > (peerVector?[r.author] ?? 0)
+            if deferrals[r.author] != nil, r.seq >= peerHeld(r.author) { deferrals[r.author] = nil }
+            satisfyPeerOnly(r.author, seq: r.seq)
+            let hadWork = (localVector[r.author] ?? 0) > peerHas(r.author)
             localVector[r.author] = max(localVector[r.author] ?? 0, r.seq)
             guard isEstablished else { continue }               // hello will bring it up
-            let peerHas = peerVector?[r.author] ?? 0
+            let peerHas = peerHas(r.author)
             if peerHas >= r.seq { continue }                       // the peer has it (maybe sent it)
             if r.seq == peerHas + 1, !hadWork, fetching?.author != r.author,
                inFlight < settings.window, r.bytes.count <= SyncLimits.maxRecordBytes {
@@ -355,6 +419,45 @@ public struct SyncSession: Sendable {
     }
 
     // MARK: Internals
+
+    private static func prefix(_ author: PublicKey) -> UInt64 {
+        var p: UInt64 = 0
+        for b in author.bytes.prefix(8) { p = p << 8 | UInt64(b) }
+        return p
+    }
+
+    /// Where `author` is in `peerOnlyKeys` (binary search), if it is.
+    private func peerOnlyIndex(_ author: PublicKey) -> Int? {
+        guard !peerOnlyKeys.isEmpty else { return nil }
+        let key = Self.prefix(author)
+        var low = 0, high = peerOnlyKeys.count
+        while low < high {
+            let mid = (low + high) / 2
+            if peerOnlyKeys[mid] < key { low = mid + 1 } else { high = mid }
+        }
+        return low < peerOnlyKeys.count && peerOnlyKeys[low] == key ? low : nil
+    }
+
+    /// What we believe the peer holds contiguously of `author` (0 before its hello).
+    private func peerHas(_ author: PublicKey) -> UInt64 {
+        if let seq = peerVector?[author] { return seq }
+        return peerOnlyIndex(author).map { peerOnlySeqs[$0] & ~Self.caughtUpBit } ?? 0
+    }
+
+    /// The highest seq the peer has shown it holds of `author`.
+    private func peerHeld(_ author: PublicKey) -> UInt64 {
+        if let seq = peerHolds[author] { return seq }
+        return peerOnlyIndex(author).map { peerOnlySeqs[$0] & ~Self.caughtUpBit } ?? 0
+    }
+
+    /// We now hold `seq` of an author kept by prefix: caught up with it if the peer had no more.
+    private mutating func satisfyPeerOnly(_ author: PublicKey, seq: UInt64) {
+        guard let i = peerOnlyIndex(author) else { return }
+        let entry = peerOnlySeqs[i]
+        guard entry & Self.caughtUpBit == 0, seq >= entry else { return }
+        peerOnlySeqs[i] = entry | Self.caughtUpBit
+        peerOnlyMissing -= 1
+    }
 
     /// Sends our vector with digests again (in parts), for the peer to compare: run when the
     /// session has caught up, so forks below where the two sides stood at hello are found too.
@@ -398,6 +501,10 @@ public struct SyncSession: Sendable {
         queued = []
         missing = [:]
         deferrals = [:]
+        peerOnlyKeys = []
+        peerOnlySeqs = []
+        peerOnlyMissing = 0
+        helloParts = [:]
         fetching = nil
         return [.close(reason)]
     }
@@ -413,7 +520,7 @@ public struct SyncSession: Sendable {
 
     private mutating func queueAllWork() {
         guard let pv = peerVector else { return }
-        for (author, seq) in localVector.sorted(by: { $0.key < $1.key }) where seq > (pv[author] ?? 0) {
+        for (author, seq) in localVector.sorted(by: { $0.key < $1.key }) where seq > (pv[author] ?? peerHas(author)) {
             enqueue(author)
         }
     }
@@ -430,7 +537,7 @@ public struct SyncSession: Sendable {
                   3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
                 ready.removeFirst()
                 // Pushed while the window was full, and the peer has sent it to us since.
-                if let p = try? RecordPosition.peek(next), p.seq <= (peerHolds[p.author] ?? 0) { continue }
+                if let p = try? RecordPosition.peek(next), p.seq <= peerHeld(p.author) { continue }
                 batch.append(next)
                 bytes += next.count
             }
@@ -444,7 +551,7 @@ public struct SyncSession: Sendable {
             let author = workQueue.removeFirst()
             queued.remove(author)
             let have = localVector[author] ?? 0
-            let peerHas = peerVector?[author] ?? 0
+            let peerHas = peerHas(author)
             guard have > peerHas else { continue }
             let upper = min(have, peerHas + UInt64(settings.batchSize))
             fetching = (author, (peerHas + 1)...upper)

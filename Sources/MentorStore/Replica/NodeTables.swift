@@ -103,8 +103,10 @@ extension Replica {
 
     // MARK: Blobs
 
-    /// Stores a blob after checking its limits and format; returns its reference.
-    public func putBlob(_ data: [UInt8]) throws(BlobError) -> PhotoRef {
+    /// Stores a blob after checking its limits and format; returns its reference. `uploadedAt`
+    /// (Unix ms) marks a local user's upload, which `collectBlobs` spares for a while even though
+    /// no card names it yet; nil for a photo fetched from a peer.
+    public func putBlob(_ data: [UInt8], uploadedAt: UInt64? = nil) throws(BlobError) -> PhotoRef {
         guard !data.isEmpty, data.count <= Limits.maxPhotoBytes else {
             throw BlobError(message: "the photo is \(data.count) bytes; it must be 1 byte to \(Limits.maxPhotoBytes / (1024 * 1024)) MiB")
         }
@@ -114,8 +116,12 @@ extension Replica {
         let ref = PhotoRef(hash: BLAKE2b.hash(data, outputLength: 32), size: UInt32(data.count), format: format)
         do {
             try write { db throws(StoreError) in
-                try db.execute("INSERT OR IGNORE INTO blobs(hash, format, size, data) VALUES (?, ?, ?, ?)",
-                               [.blob(ref.hash), .integer(Int64(format.rawValue)), .integer(Int64(data.count)), .blob(data)])
+                try db.execute("INSERT OR IGNORE INTO blobs(hash, format, size, data, uploaded) VALUES (?, ?, ?, ?, ?)",
+                               [.blob(ref.hash), .integer(Int64(format.rawValue)), .integer(Int64(data.count)), .blob(data),
+                                uploadedAt.map { .integer(Int64(clamping: $0)) } ?? .null])
+                if let uploadedAt {
+                    try db.execute("UPDATE blobs SET uploaded = ? WHERE hash = ?", [.integer(Int64(clamping: uploadedAt)), .blob(ref.hash)])
+                }
             }
         } catch {
             throw BlobError(message: "could not store the photo: \(error)", storage: error)
@@ -123,16 +129,77 @@ extension Replica {
         return ref
     }
 
+    /// The photo values current cards name (winners and concurrent values): a `PhotoRef`
+    /// encoding, 37 bytes, whose first 32 are the hash.
+    private static let namedPhotos = """
+        SELECT substr(value, 1, 32) FROM card_entries WHERE field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37
+        """
+
     /// Photos that current profile cards name (winners and concurrent values) and this node does
-    /// not hold: what to fetch from peers. At most `limit`, in hash order.
-    public func missingPhotos(limit: Int = 256) throws(StoreError) -> [PhotoRef] {
+    /// not hold, with the author naming each: what to fetch from peers. At most `limit`,
+    /// smallest first (so a node whose photo budget is nearly full fetches the many small photos
+    /// people take before the few 4 MiB ones an attacker makes), then in hash order.
+    public func missingPhotos(limit: Int = 256) throws(StoreError) -> [(ref: PhotoRef, author: PublicKey)] {
         try read { db throws(StoreError) in
             try db.query("""
-                SELECT DISTINCT value FROM card_entries
-                WHERE field = ? AND length(value) = 37 AND substr(value, 1, 32) NOT IN (SELECT hash FROM blobs)
-                ORDER BY value LIMIT ?
+                SELECT c.value, a.key FROM card_entries c JOIN authors a ON a.id = c.author
+                WHERE c.field = ? AND length(c.value) = 37 AND substr(c.value, 1, 32) NOT IN (SELECT hash FROM blobs)
+                ORDER BY substr(c.value, 33, 4), c.value LIMIT ?
                 """, [.integer(Int64(ProfileCard.Field.photo.rawValue)), .integer(Int64(limit))])
-                .compactMap { row in row.blob(0).flatMap { try? PhotoRef.decode($0) } }
+                .compactMap { row in
+                    guard let ref = row.blob(0).flatMap({ try? PhotoRef.decode($0) }),
+                          let author = row.blob(1).flatMap(PublicKey.init(bytes:)) else { return nil }
+                    return (ref, author)
+                }
+        }
+    }
+
+    /// Whether a current card names this photo (a fetched blob is stored only then).
+    public func isNamedPhoto(hash: [UInt8]) throws(StoreError) -> Bool {
+        try read { db throws(StoreError) in
+            try db.queryOne("""
+                SELECT 1 FROM card_entries WHERE field = ? AND length(value) = 37 AND substr(value, 1, 32) = ? LIMIT 1
+                """, [.integer(Int64(ProfileCard.Field.photo.rawValue)), .blob(hash)]) != nil
+        }
+    }
+
+    /// Deletes every blob no current card names — a photo its card replaced, or one fetched for
+    /// an edit that was superseded — except a local upload younger than `uploadGrace` ms (its
+    /// card edit may still follow). Returns how many blobs and bytes went.
+    @discardableResult
+    public func collectBlobs(now: UInt64, uploadGrace: UInt64 = 3_600_000) throws(StoreError) -> (blobs: Int, bytes: Int64) {
+        try write { db throws(StoreError) in
+            let keep = "hash IN (\(Self.namedPhotos)) OR (uploaded IS NOT NULL AND uploaded > ?)"
+            let cutoff = SQLValue.integer(Int64(clamping: now) - Int64(clamping: uploadGrace))
+            let doomed = try db.queryOne("SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE NOT (\(keep))", [cutoff])
+            let count = Int(doomed?.int64(0) ?? 0), bytes = doomed?.int64(1) ?? 0
+            if count > 0 { try db.execute("DELETE FROM blobs WHERE NOT (\(keep))", [cutoff]) }
+            return (count, bytes)
+        }
+    }
+
+    /// Blobs held and their bytes (what the node-wide photo budget counts).
+    public func blobUsage() throws(StoreError) -> (blobs: Int, bytes: Int64) {
+        try read { db throws(StoreError) in
+            let row = try db.queryOne("SELECT count(*), coalesce(sum(size), 0) FROM blobs")
+            return (Int(row?.int64(0) ?? 0), row?.int64(1) ?? 0)
+        }
+    }
+
+    /// The bytes of an author's stored records (variants and held-back records included) and of
+    /// the photos its current card names that this node holds: what the per-author budget counts.
+    public func authorUsage(_ author: PublicKey) throws(StoreError) -> Int64 {
+        try read { db throws(StoreError) in
+            guard let id = try db.queryOne("SELECT id FROM authors WHERE key = ?", [.blob(author.bytes)])?.int64(0) else { return 0 }
+            let records = try db.queryOne("""
+                SELECT coalesce((SELECT sum(length(bytes)) FROM records WHERE author = ?1), 0)
+                     + coalesce((SELECT sum(length(bytes)) FROM pending WHERE author = ?1), 0)
+                """, [.integer(id)])?.int64(0) ?? 0
+            let photos = try db.queryOne("""
+                SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.hash IN (
+                    SELECT substr(value, 1, 32) FROM card_entries WHERE author = ? AND field = ? AND length(value) = 37)
+                """, [.integer(id), .integer(Int64(ProfileCard.Field.photo.rawValue))])?.int64(0) ?? 0
+            return records + photos
         }
     }
 

@@ -143,6 +143,11 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             CREATE INDEX held_until_due_by_time ON held_until_due(timestamp);
             """)
+        // Blobs no current card names are deleted (`collectBlobs`); one a local user uploaded is
+        // kept for a while first, so that the card edit naming it can follow. NULL: fetched.
+        m.register(6, "when a local user uploaded a blob", """
+            ALTER TABLE blobs ADD COLUMN uploaded INTEGER;
+            """)
         return m
     }
 }

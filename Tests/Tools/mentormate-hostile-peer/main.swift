@@ -32,6 +32,20 @@
 //               of ours: seq 5000 of a fresh author (a gap past 4096), a card dated 48 h ahead
 //               (past the hold bound), a card dated 2 h ahead (held until due) and a valid card
 //               (stored); then behaves
+//   photos      card edits of one author, each naming a new photo (--records N, default 5, of
+//               --photo-kb KiB, default 1024), one batch each, the next once the daemon has
+//               fetched the last photo (it serves every `wantBlob`); prints
+//               `result photos edits=N asked=K current=true|false stored=true|false`
+//   backlog     the same edits, but its hello says it holds all N (a backlog): each batch after
+//               the last was acked, photos served when asked; `asked` counts photos the daemon
+//               asked for, `current` whether it asked only for the last
+//   hello100k   a hello in 7 parts naming 100,000 authors (--records N to name another number)
+//               that the daemon lacks, then keeps the link up (keep-alives) until --wait
+//   summaries   after hello, 40 summary messages of 16,384 authors each (768 KiB), at wire speed
+//   wants       after hello, 4,000 want messages at wire speed
+//   duplicates  one valid card sent again and again (--records N copies, default 8,192, 256 a
+//               batch, each batch after the last was acked), then the author's next card;
+//               prints `result duplicates copies=N acked=K closed=true|false`
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -61,6 +75,8 @@ var positional: [String] = []
 var streamRecords = 20_000
 var chatOptions: [String: String] = [:]
 var authorSeed: [UInt8]?
+var recordsGiven = false
+var photoKiB = 1024
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
@@ -69,18 +85,29 @@ while !arguments.isEmpty {
         chatOptions[String(a.dropFirst(2))] = arguments.removeFirst()
     case "--from": from = arguments.isEmpty ? nil : arguments.removeFirst()
     case "--wait": wait = arguments.isEmpty ? -1 : Double(arguments.removeFirst()) ?? -1
-    case "--records": streamRecords = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
+    case "--records":
+        streamRecords = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
+        recordsGiven = true
+    case "--photo-kb": photoKiB = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
     case "--author-seed": authorSeed = arguments.isEmpty ? nil : Hex.decode(arguments.removeFirst())
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now"]
-guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates"]
+guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
+      streamRecords > 0, (1...4096).contains(photoKiB) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
 let host = positional[0], attack = positional[2]
 if attack.hasPrefix("fork-"), authorSeed?.count != 32 {
     fail("\(attack) needs --author-seed with 64 hex digits (the same for both halves of the fork)", status: 2)
+}
+// Prepared before dialling, so that the link is never silent while they are made.
+let preparedStrangers: [SyncMessage.Entry] = switch attack {
+case "hello100k": strangers(recordsGiven ? streamRecords : 100_000, digest: false)
+case "summaries": strangers(SyncLimits.maxVectorPart, digest: true)
+default: []
 }
 
 // MARK: Socket (blocking, IPv4)
@@ -178,9 +205,165 @@ func card(_ writer: inout RecordWriter, _ name: String) -> [UInt8] {
 
 // MARK: Attack
 
-sendMessage(.hello([:]))
+/// The sync messages the daemon sent within `timeout` (empty frames, keep-alives, skipped); nil
+/// once it closed the link.
+@MainActor func incoming(timeout: Double) -> [SyncMessage]? {
+    guard let bytes = readSome(timeout: timeout) else { return nil }
+    var out: [SyncMessage] = []
+    do {
+        for body in try decoder.feed(bytes) {
+            let plaintext = try opener.open(body)
+            if !plaintext.isEmpty { out.append(try SyncMessage.decode(plaintext)) }
+        }
+    } catch {
+        printError("the daemon sent a bad frame: \(error)")
+        return nil
+    }
+    return out
+}
+
 var writer = RecordWriter(keys: SigningKeyPair.generate())
+
+/// Distinct PNG-looking photos and the card edits naming them, signed in order.
+@MainActor func photoEdits(_ count: Int) -> (photos: [[UInt8]: [UInt8]], order: [[UInt8]], edits: [[UInt8]]) {
+    var photos: [[UInt8]: [UInt8]] = [:], order: [[UInt8]] = [], edits: [[UInt8]] = []
+    for i in 0..<count {
+        var data: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
+        data += randomBytes(photoKiB * 1024 - data.count)
+        data[8] = UInt8(i & 0xFF)
+        let hash = BLAKE2b.hash(data, outputLength: 32)
+        photos[hash] = data
+        order.append(hash)
+        let ref = PhotoRef(hash: hash, size: UInt32(data.count), format: .png)
+        do {
+            edits.append(try writer.profile(ProfileCard(name: "Photo \(i)", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+                                            at: UInt64(time(nil)) * 1000).encoded)
+        } catch { fail("signing: \(error)") }
+    }
+    return (photos, order, edits)
+}
+
+/// Sends a photo in `blob` parts (or "not held").
+@MainActor func serve(_ hash: [UInt8], from photos: [[UInt8]: [UInt8]]) {
+    guard let data = photos[hash] else {
+        sendMessage(.blob(hash: hash, total: 0, offset: 0, bytes: []))
+        return
+    }
+    var offset = 0
+    while offset < data.count {
+        let end = min(offset + SyncLimits.maxBlobPart, data.count)
+        sendMessage(.blob(hash: hash, total: UInt32(data.count), offset: UInt32(offset), bytes: Array(data[offset..<end])))
+        offset = end
+    }
+}
+
+/// Card edits naming new photos, one batch each: `live` waits for each photo to be fetched
+/// (or 3 s) before the next edit; a backlog (hello claiming all of them) only for the ack.
+@MainActor func photoAttack(backlog: Bool) -> Never {
+    let count = recordsGiven ? streamRecords : 5
+    let (photos, order, edits) = photoEdits(count)
+    sendMessage(.hello(version: SyncMessage.protocolVersion,
+                       vector: backlog ? [SyncMessage.Entry(author: writer.author, seq: UInt64(count))] : []))
+    var asked: [[UInt8]] = []
+    var closed = false
+    var acks = 0
+    func pump(until done: () -> Bool, seconds: Double) {
+        var waited = 0.0
+        while !closed, !done(), waited < seconds {
+            guard let messages = incoming(timeout: 0.05) else { closed = true; return }
+            waited += 0.05
+            for m in messages {
+                switch m {
+                case .wantBlob(let hash):
+                    asked.append(hash)
+                    serve(hash, from: photos)
+                case .ack: acks += 1
+                default: break
+                }
+            }
+        }
+    }
+    for (i, edit) in edits.enumerated() where !closed {
+        sendMessage(.records([edit]))
+        if backlog {
+            pump(until: { acks > i }, seconds: 5)
+        } else {
+            pump(until: { asked.contains(order[i]) }, seconds: 3)
+        }
+    }
+    pump(until: { false }, seconds: wait)
+    let current = !asked.isEmpty && asked.allSatisfy { $0 == order.last }
+    print("result \(attack) edits=\(count) asked=\(asked.count) current=\(current) closed=\(closed)")
+    close(fd)
+    exit(0)
+}
+
+func randomBytes(_ count: Int) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: max(0, count))
+    var state = UInt64(UInt32(truncatingIfNeeded: time(nil))) &* 6364136223846793005 &+ UInt64(getpid())
+    for i in out.indices {
+        state = state &* 6364136223846793005 &+ 1442695040888963407
+        out[i] = UInt8(truncatingIfNeeded: state >> 33)
+    }
+    return out
+}
+
+/// Entries for authors the daemon has never heard of (random keys, ascending).
+func strangers(_ count: Int, digest: Bool) -> [SyncMessage.Entry] {
+    var keys: [PublicKey] = []
+    keys.reserveCapacity(count)
+    let bytes = randomBytes(count * 32)
+    for i in 0..<count { keys.append(PublicKey(bytes: Array(bytes[i * 32..<(i + 1) * 32]))!) }
+    return keys.sorted().map { SyncMessage.Entry(author: $0, seq: 1 + UInt64($0.bytes[31] % 9), digest: digest ? UInt64($0.bytes[0]) + 1 : 0) }
+}
+
+if attack == "photos" || attack == "backlog" { photoAttack(backlog: attack == "backlog") }
+if attack == "duplicates" {
+    sendMessage(.hello([:]))
+    let copies = recordsGiven ? streamRecords : 8_192
+    let first = card(&writer, "Dup One"), second = card(&writer, "Dup Two")
+    var acked = 0, closed = false
+    func awaitAck(_ n: Int) {
+        var waited = 0.0
+        while !closed, acked < n, waited < 10 {
+            guard let messages = incoming(timeout: 0.05) else { closed = true; return }
+            waited += 0.05
+            for case .ack(let count) in messages { acked += Int(count) }
+        }
+    }
+    var batches = 0
+    for start in stride(from: 0, to: copies, by: SyncLimits.maxBatchRecords) where !closed {
+        sendMessage(.records(Array(repeating: first, count: min(SyncLimits.maxBatchRecords, copies - start))))
+        batches += 1
+        awaitAck(batches)
+    }
+    sendMessage(.records([second]))
+    awaitAck(batches + 1)
+    print("result duplicates copies=\(copies) acked=\(acked) closed=\(closed)")
+    close(fd)
+    exit(0)
+}
+if attack == "hello100k" {
+    let entries = preparedStrangers
+    let parts = stride(from: 0, to: entries.count, by: SyncLimits.maxVectorPart).map {
+        Array(entries[$0..<min($0 + SyncLimits.maxVectorPart, entries.count)])
+    }
+    for (i, part) in parts.enumerated() {
+        sendMessage(.hello(version: SyncMessage.protocolVersion, vector: part, more: i < parts.count - 1))
+    }
+    let line = Array("hello sent authors=\(entries.count) parts=\(parts.count)\n".utf8)
+    _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+} else {
+    sendMessage(.hello([:]))
+}
 switch attack {
+case "hello100k":
+    break
+case "summaries":
+    let part = preparedStrangers
+    for _ in 0..<40 { sendMessage(.summary(vector: part, more: false)) }
+case "wants":
+    for i in 0..<4_000 { sendMessage(.want(author: writer.author, from: UInt64(i % 100 + 1))) }
 case "forged":
     var bytes = card(&writer, "Mallory")
     bytes[bytes.count - 1] ^= 0x01
@@ -312,7 +495,13 @@ clock_gettime(CLOCK_MONOTONIC, &start)
 }
 var received = 0
 var closed = false
+var keptAliveAt = 0
 while Double(elapsedMS()) < wait * 1000 {
+    if elapsedMS() - keptAliveAt > 4000 {
+        // An empty frame: a keep-alive, so that a long --wait keeps the link up.
+        do { _ = writeAll(try sealer.seal([])) } catch { fail("sealing: \(error)") }
+        keptAliveAt = elapsedMS()
+    }
     guard let bytes = readSome(timeout: 0.05) else { closed = true; break }
     if bytes.isEmpty { continue }
     do {
