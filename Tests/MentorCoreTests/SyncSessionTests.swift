@@ -669,6 +669,38 @@ private final class Network {
         _ = s.violation("test")
         #expect(s.deferredAuthors.isEmpty && s.retryDeferred(now: t0 + .seconds(60)).isEmpty)
     }
+
+    /// The receiver cuts a link off past 256 `want`s per 30 s (§13.4). However often the retry
+    /// timer fires and however many authors stay deferred (each deferred again right after its
+    /// `want`, as a replica that still cannot take them would), an honest session keeps to its
+    /// own budget of 128 per 30 s, so the peer's rate check never trips — and it keeps asking.
+    @Test func deferralRetriesNeverSendMoreWantsThanAReceiverAllows() {
+        let t0 = ContinuousClock.now
+        var s = SyncSession()
+        _ = s.start(localVector: [:])
+        _ = s.receive(.hello([:]))
+        let many = (0..<SyncSession.maxDeferredAuthors).map { i in
+            PublicKey(bytes: [UInt8(i >> 8), UInt8(i & 0xff), 5] + [UInt8](repeating: 7, count: 29))!
+        }
+        for author in many {
+            _ = s.receive(.records([recordBytes(author, 1)]))
+            _ = s.applied(stored: 0)
+        }
+        var peerCheck = MessageRate(capacity: 256, per: .seconds(30))
+        var sent = 0, overRate = 0
+        for step in 0..<1_200 {   // every 100 ms for two minutes
+            let now = t0 + .milliseconds(100 * step)
+            s.deferred(many.shuffled().prefix(50).map { $0 }, now: now)
+            for directive in s.retryDeferred(now: now) {
+                guard case .send(.want(let author, _)) = directive else { continue }
+                sent += 1
+                if !peerCheck.take(now: now) { overRate += 1 }
+                s.deferred([author], now: now)
+            }
+        }
+        #expect(overRate == 0, "\(overRate) of \(sent) wants went over the receiver's rate")
+        #expect(sent >= 128 * 4, "still asking: \(sent) wants in two minutes")
+    }
 }
 
 // MARK: - Bounds (issue 11 item 5)
