@@ -114,7 +114,12 @@ extension EndToEndTests {
         func digest(_ socket: String) throws -> String {
             try RPCClient(path: socket, timeout: .seconds(10)).call("replica.digest")["digest"]?.stringValue ?? "?"
         }
-        let digests = try poll(timeout: .seconds(60), { try sockets.map(digest) }, until: { Set($0).count == 1 })
+        let digests: [String]
+        do {
+            digests = try poll(timeout: .seconds(60), { try sockets.map(digest) }, until: { Set($0).count == 1 })
+        } catch {
+            throw E2EError("after the crash loop (seed \(seed)): \(error)\n\(logs())")
+        }
         #expect(Set(digests).count == 1, "digests differ after the crash loop: \(digests)\n\(logs())")
 
         // Every acknowledged message is in both histories, once.
