@@ -157,6 +157,44 @@ import MentorCrypto
         #expect(session.peerNodeKey == Self.bob.publicKey)
     }
 
+    @Test func insiderClaimingAnotherNodesKeyInMessage3FailsSignatureAtTheResponder() throws {
+        // Mallory holds the network key and dials Bob; her msg3 claims Alice's node key but is
+        // signed by Mallory's own key (she lacks Alice's secret). Bob must refuse it.
+        func responderAfterMessage1() throws -> (HandshakeResponder, [UInt8]) {
+            var dialer = HandshakeInitiator(identity: Self.mallory)
+            let message1 = dialer.start()
+            var responder = HandshakeResponder(identity: Self.bob, random: { Self.ephemeralR })
+            guard case .send = try responder.receive(message1) else { throw Failure("msg1 did not yield .send") }
+            return (responder, message1)
+        }
+        var (responder, message1) = try responderAfterMessage1()
+        let forged = try Reference.message3(message1: message1, responderEphemeralSecret: Self.ephemeralR,
+                                            responder: Self.bob.publicKey, claimedKey: Self.alice.publicKey,
+                                            signer: Self.mallory)
+        expectHandshakeError(.badSignature) { try responder.receive(forged) }
+        #expect(responder.isFailed)
+        expectHandshakeError(.unexpectedMessage) { try responder.receive(forged) }
+
+        // Alice's own signature, but over the transcript bound to another responder (Mallory's
+        // key, as if Alice had dialled Mallory and Mallory relayed it): refused too, because h3
+        // covers the responder's key.
+        var (relayed, relayed1) = try responderAfterMessage1()
+        let misbound = try Reference.message3(message1: relayed1, responderEphemeralSecret: Self.ephemeralR,
+                                              responder: Self.mallory.publicKey, claimedKey: Self.alice.publicKey,
+                                              signer: Self.alice)
+        expectHandshakeError(.badSignature) { try relayed.receive(misbound) }
+
+        // The control: the same hand-built msg3, signed by the key it claims, is accepted.
+        var (honest, honest1) = try responderAfterMessage1()
+        let good = try Reference.message3(message1: honest1, responderEphemeralSecret: Self.ephemeralR,
+                                          responder: Self.bob.publicKey, claimedKey: Self.alice.publicKey,
+                                          signer: Self.alice)
+        guard case .done(let session) = try honest.receive(good) else {
+            Issue.record("hand-built msg3 was not accepted"); return
+        }
+        #expect(session.peerNodeKey == Self.alice.publicKey)
+    }
+
     @Test func nodeConnectingToItselfIsRefusedOnBothSides() throws {
         var initiator = HandshakeInitiator(identity: Self.alice)
         var responder = HandshakeResponder(identity: Self.alice, random: { Self.ephemeralR })
@@ -383,10 +421,12 @@ enum Reference {
         return er + box.dropFirst(24)
     }
 
+    /// msg3 claiming `claimedKey` (the signer's own key unless given), signed by `signer` over h3
+    /// for `responder`.
     static func message3(message1: [UInt8], responderEphemeralSecret: [UInt8], responder: SigningPublicKey,
-                         signer: SigningKeyPair) throws -> [UInt8] {
+                         claimedKey: SigningPublicKey? = nil, signer: SigningKeyPair) throws -> [UInt8] {
         let (dh, h1, _) = try derive(message1: message1, responderEphemeralSecret: responderEphemeralSecret)
-        let plaintext = signer.publicKey.bytes + signer.signature(for: mac("mm-hs-sig-i", h1, responder.bytes))
+        let plaintext = (claimedKey ?? signer.publicKey).bytes + signer.signature(for: mac("mm-hs-sig-i", h1, responder.bytes))
         let box = try XChaCha20Poly1305.seal(plaintext, key: mac("mm-hs-k3", dh, h1), nonce: mac("mm-hs-n3", h1, length: 24))
         return Array(box.dropFirst(24))
     }

@@ -1,4 +1,4 @@
-// mentormate-hostile-peer HOST PORT ATTACK [--from ADDRESS] [--wait SECONDS]
+// mentormate-hostile-peer HOST PORT ATTACK [--from ADDRESS] [--wait SECONDS] [--claim NODE-ID]
 //
 // A peer that speaks the real protocol (network key, handshake, sealed frames, sync messages)
 // and then misbehaves, for the hostile-peer test (Tests/EndToEndTests/HostilePeerTests.swift).
@@ -17,6 +17,12 @@
 //   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
 //               first) as fast as the daemon's acks allow, keeping the window full; prints
 //               `result stream sent=N acked=N seconds=S closed=true|false`
+//   forged-msg3 an insider impersonating another node: checks the daemon's msg2 honestly, then
+//               sends a msg3 that claims the node key given with --claim (another node's, e.g.
+//               an honest peer's) but is signed by this tool's own key (it lacks the claimed
+//               node's secret). Were it accepted, it says hello and sends one valid card under
+//               the frame keys of that claimed identity. `received` counts the frames that open
+//               with those keys; a daemon that checks the signature closes with `received=0`.
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -44,20 +50,37 @@ var from: String?
 var wait = 5.0
 var positional: [String] = []
 var streamRecords = 20_000
+var claim: String?
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
     case "--from": from = arguments.isEmpty ? nil : arguments.removeFirst()
     case "--wait": wait = arguments.isEmpty ? -1 : Double(arguments.removeFirst()) ?? -1
     case "--records": streamRecords = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
+    case "--claim": claim = arguments.isEmpty ? "" : arguments.removeFirst()
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream"]
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "forged-msg3"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
 let host = positional[0], attack = positional[2]
+/// The node key a forged msg3 claims (--claim, a node ID as `mentormate status` prints it).
+let claimedKey: SigningPublicKey? = {
+    guard let claim else { return nil }
+    do {
+        guard case .exact(let key) = try AccountID.parse(claim) else {
+            fail("--claim needs a complete node ID (mm1…, 61 characters), got '\(claim)'", status: 2)
+        }
+        return try SigningPublicKey(bytes: key.bytes)
+    } catch {
+        fail("--claim: \(error)", status: 2)
+    }
+}()
+if attack == "forged-msg3" && claimedKey == nil {
+    fail("forged-msg3 needs --claim NODE-ID: the node key the forged msg3 claims", status: 2)
+}
 
 // MARK: Socket (blocking, IPv4)
 
@@ -120,6 +143,76 @@ func readExactly(_ count: Int, timeout: Double) -> [UInt8]? {
 // MARK: Handshake
 
 let identity = SigningKeyPair.generate()
+
+/// forged-msg3: msg1 and msg2 as an honest initiator (with an ephemeral secret we keep), then a
+/// msg3 built by hand from the documented layout (Handshake.swift, PROTOCOL.md §13.1) that claims
+/// `claimed` and carries our own signature over h3.
+@MainActor func forgedMessage3(claiming claimed: SigningPublicKey) -> Never {
+    let ephemeralSecret = SecureRandom.bytes(Handshake.ephemeralSecretLength)
+    var honest = HandshakeInitiator(identity: identity, random: { ephemeralSecret })
+    let message1 = honest.start()
+    guard writeAll(message1) else { fail("sending msg1 failed") }
+    guard let message2 = readExactly(Handshake.message2Length, timeout: 5) else {
+        fail("the daemon closed the connection during the handshake (wrong network key, or this address is refused)")
+    }
+    let responder: SigningPublicKey
+    do {
+        guard case .sendAndDone(_, let s) = try honest.receive(message2) else { fail("unexpected handshake step") }
+        responder = s.peerNodeKey   // msg2 verified: the daemon holds the network key and proved R
+    } catch {
+        fail("handshake: \(error)")
+    }
+    func mac(_ label: String, _ parts: [UInt8]..., length: Int = 32) -> [UInt8] {
+        BLAKE2b.hash(Array(label.utf8) + parts.joined(), key: NetworkKey.default.bytes, outputLength: length)
+    }
+    let responderEphemeral = Array(message2.prefix(32))
+    let dh: [UInt8], message3: [UInt8]
+    do {
+        dh = try X25519.sharedSecret(secretKey: ephemeralSecret, publicKey: responderEphemeral)
+    } catch { fail("X25519: \(error)") }
+    let h1 = mac("mm-hs-transcript", message1, responderEphemeral)
+    let proof = claimed.bytes + identity.signature(for: mac("mm-hs-sig-i", h1, responder.bytes))
+    do {
+        message3 = Array(try XChaCha20Poly1305.seal(proof, key: mac("mm-hs-k3", dh, h1), nonce: mac("mm-hs-n3", h1, length: 24))
+            .dropFirst(XChaCha20Poly1305.nonceLength))
+    } catch { fail("sealing msg3: \(error)") }
+    guard writeAll(message3) else { fail("sending msg3 failed") }
+    // What a daemon that took us for `claimed` would expect: frames under k_ir/k_ri of (claimed, R).
+    var sealer = FrameSealer(key: mac("mm-session-ir", dh, h1, claimed.bytes, responder.bytes))
+    var opener = FrameOpener(key: mac("mm-session-ri", dh, h1, claimed.bytes, responder.bytes))
+    var writer = RecordWriter(keys: SigningKeyPair.generate())
+    do {
+        _ = writeAll(try sealer.seal(SyncMessage.hello([:]).encoded))
+        _ = writeAll(try sealer.seal(SyncMessage.records([card(&writer, "Impostor")]).encoded))
+    } catch { fail("sealing: \(error)") }
+    var began = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &began)
+    func elapsed() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return (now.tv_sec - began.tv_sec) * 1000 + (now.tv_nsec - began.tv_nsec) / 1_000_000
+    }
+    var decoder = FrameDecoder()
+    var received = 0, closed = false
+    while Double(elapsed()) < wait * 1000 {
+        guard let bytes = readSome(timeout: 0.05) else { closed = true; break }
+        do {
+            for body in try decoder.feed(bytes) {
+                _ = try opener.open(body)
+                received += 1
+            }
+        } catch {
+            printError("the daemon sent a frame that does not open with the claimed identity's keys: \(error)")
+            closed = true
+            break
+        }
+    }
+    print("result forged-msg3 closed=\(closed) after=\(elapsed()) received=\(received) node=\(responder.key.id) claimed=\(claimed.key.id)")
+    close(fd)
+    exit(0)
+}
+if attack == "forged-msg3", let claimedKey { forgedMessage3(claiming: claimedKey) }
+
 var initiator = HandshakeInitiator(identity: identity)
 guard writeAll(initiator.start()) else { fail("sending msg1 failed") }
 // msg2 is exactly `Handshake.message2Length` bytes; the responder sends nothing more before msg3.
