@@ -102,6 +102,63 @@ import MentorCrypto
         expectHandshakeError(.wrongNetworkKey) { try fresh.receive([UInt8](repeating: 0x5a, count: 64)) }
     }
 
+    @Test func everyFlippedByteOfMessage1IsRefusedAndAnsweredWithNothing() throws {
+        // Each byte of t1 counts: a responder comparing only part of the tag would answer a
+        // peer without the network key.
+        var initiator = HandshakeInitiator(identity: Self.alice, random: { Self.ephemeralI })
+        let message1 = initiator.start()
+        for index in message1.indices {
+            var tampered = message1
+            tampered[index] ^= 0x01
+            var responder = HandshakeResponder(identity: Self.bob)
+            var sent: [UInt8] = []
+            expectHandshakeError(.wrongNetworkKey) {
+                let step = try responder.receive(tampered)
+                if case .send(let bytes) = step { sent = bytes }
+                return step
+            }
+            #expect(sent.isEmpty && responder.isFailed, "byte \(index): answered \(sent.count) bytes")
+        }
+    }
+
+    /// Curve25519 points of small order (little-endian u): 0, 1, a point of order 8, and p − 1.
+    static let lowOrderPoints: [[UInt8]] = [
+        [UInt8](repeating: 0, count: 32),
+        [1] + [UInt8](repeating: 0, count: 31),
+        T.bytes(hex: "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+        T.bytes(hex: "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+    ]
+
+    @Test func lowOrderEphemeralKeysAreRefusedOnBothSidesEvenFromAPeerWithTheNetworkKey() throws {
+        for point in Self.lowOrderPoints {
+            // An insider can tag any e_i; a low-order one would make dh all zeros (keys known to all).
+            let message1 = point + Reference.mac("mm-hs1", point)
+            var responder = HandshakeResponder(identity: Self.bob)
+            var sent: [UInt8] = []
+            expectHandshakeError(.malformed) {
+                let step = try responder.receive(message1)
+                if case .send(let bytes) = step { sent = bytes }
+                return step
+            }
+            #expect(sent.isEmpty && responder.isFailed)
+            // The same as the responder's e_r in msg2.
+            var initiator = HandshakeInitiator(identity: Self.alice)
+            _ = initiator.start()
+            expectHandshakeError(.malformed) { try initiator.receive(point + [UInt8](repeating: 0x42, count: Handshake.message2Length - 32)) }
+            #expect(initiator.isFailed)
+        }
+    }
+
+    @Test func message3OfTheWrongLengthIsRefusedAsMalformed() throws {
+        for length in [0, 16, Handshake.message3Length - 1, Handshake.message3Length + 1] {
+            var initiator = HandshakeInitiator(identity: Self.alice)
+            var responder = HandshakeResponder(identity: Self.bob)
+            guard case .send = try responder.receive(initiator.start()) else { Issue.record("no msg2"); return }
+            expectHandshakeError(.malformed) { try responder.receive([UInt8](repeating: 0x42, count: length)) }
+            #expect(responder.isFailed)
+        }
+    }
+
     @Test func everyFlippedByteOfMessage2IsRefused() throws {
         let run = try Self.handshake(randomI: { Self.ephemeralI }, randomR: { Self.ephemeralR })
         for index in run.message2.indices {
