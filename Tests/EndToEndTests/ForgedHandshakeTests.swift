@@ -93,4 +93,37 @@ extension EndToEndTests {
         a.kill()
         b.kill()
     }
+
+    /// A static peer whose handshake is an offence (its msg2 is garbage: it holds no network key,
+    /// or forges) has its address refused, and the daemon does not dial it again before the
+    /// refusal ends (2 s, then 4 s) — its redial backoff alone (250 ms, doubling) would dial it
+    /// four or more times in 5 s.
+    @Test func aStaticPeerWhoseHandshakeIsAnOffenceIsNotRedialledUntilItsRefusalEnds() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let forger = try CaptureListener()
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: e2e.path("a.sock"),
+                                    extra: ["--peer", "127.0.0.1:\(forger.port)"])
+        defer { a.kill() }
+        // Each dial: read A's msg1 (64 bytes), answer 144 random bytes (a msg2 that does not open), close.
+        guard forger.capture(64, timeout: .seconds(10), reply: HostileTCP.random(144)) != nil else {
+            Issue.record("A did not dial its static peer within 10 s\nlog A:\n\(a.log)")
+            return
+        }
+        let first = ContinuousClock.now
+        var redials: [Duration] = []
+        while ContinuousClock.now - first < .seconds(5) {
+            let left = Duration.seconds(5) - (ContinuousClock.now - first)
+            guard forger.capture(64, timeout: left, reply: HostileTCP.random(144)) != nil else { break }
+            redials.append(ContinuousClock.now - first)
+        }
+        let refusals = a.log.split(separator: "\n").filter {
+            $0.contains("peer refused for a while") && $0.contains("peer.address=127.0.0.1:\(forger.port)")
+        }
+        #expect(refusals.first?.contains("decryptionFailed") == true, "A should refuse its static peer for the forged msg2: \(refusals)\nlog A:\n\(a.log)")
+        #expect(!redials.isEmpty && redials.count <= 2 && redials[0] >= .milliseconds(1900),
+                "A should dial the refused peer again only after its 2 s refusal, not on its backoff: redials at \(redials)\nlog A:\n\(a.log)")
+        a.kill()
+    }
 }
