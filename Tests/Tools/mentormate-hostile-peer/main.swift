@@ -17,6 +17,8 @@
 //   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
 //               first) as fast as the daemon's acks allow, keeping the window full; prints
 //               `result stream sent=N acked=N seconds=S closed=true|false`
+//   wrong-blob  sends a valid card naming a photo (a PNG's hash and size), then answers the
+//               daemon's wantBlob for it with other PNG bytes of the same size
 //   forged-msg3 an insider impersonating another node: checks the daemon's msg2 honestly, then
 //               sends a msg3 that claims the node key given with --claim (another node's, e.g.
 //               an honest peer's) but is signed by this tool's own key (it lacks the claimed
@@ -61,7 +63,7 @@ while !arguments.isEmpty {
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "forged-msg3"]
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "forged-msg3", "wrong-blob"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0 else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
@@ -276,6 +278,29 @@ case "flood":
     for batch in batches { sendMessage(.records(batch)) }
 case "valid":
     sendMessage(.records([card(&writer, "Valid Val")]))
+case "wrong-blob":
+    func png(_ fill: UInt8) -> [UInt8] { [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: fill, count: 1000) }
+    let promised = png(1), served = png(2)
+    let ref = PhotoRef(hash: BLAKE2b.hash(promised, outputLength: 32), size: UInt32(promised.count), format: .png)
+    do {
+        sendMessage(.records([try writer.profile(ProfileCard(name: "Swapper", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+                                                 at: UInt64(time(nil)) * 1000).encoded]))
+    } catch { fail("signing: \(error)") }
+    // Wait for the daemon to ask for the photo, then serve the wrong bytes under its hash.
+    var asked = false
+    var waited = 0.0
+    while !asked && waited < wait {
+        guard let bytes = readSome(timeout: 0.05) else { fail("the daemon closed the connection before it asked for the photo") }
+        waited += 0.05
+        do {
+            for body in try decoder.feed(bytes) {
+                let plaintext = try opener.open(body)
+                if !plaintext.isEmpty, case .wantBlob(let hash) = try SyncMessage.decode(plaintext), hash == ref.hash { asked = true }
+            }
+        } catch { fail("the daemon sent a bad frame: \(error)") }
+    }
+    guard asked else { fail("the daemon did not ask for the photo within \(wait) s") }
+    sendMessage(.blob(hash: ref.hash, total: UInt32(served.count), offset: 0, bytes: served))
 case "stream":
     var pending: [[[UInt8]]] = []
     while pending.count * SyncLimits.maxBatchRecords < streamRecords {
