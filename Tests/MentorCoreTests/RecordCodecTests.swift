@@ -45,6 +45,15 @@ import Testing
         #expect(code([]) == .malformed)
     }
 
+    @Test func bytesOverTheLargestPossibleRecordAreRefusedAsTooLargeBeforeAnyParsing() {
+        let largest = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
+        // Garbage (no magic) of that size plus one: the size alone refuses it, before the header
+        // is read; at exactly that size it is parsed (and refused for its bad magic).
+        #expect(code([UInt8](repeating: 0x5A, count: largest + 1)) == .bodyTooLarge)
+        #expect(code([UInt8](repeating: 0x5A, count: largest)) == .malformed)
+        #expect(code(encode() + [UInt8](repeating: 0, count: largest)) == .bodyTooLarge)
+    }
+
     @Test func bodyAtExactlyTheLimitIsAcceptedByTheEnvelope() {
         // 16 KiB of bio does not fit the bio limit, so use a raw sealed-size check instead:
         // the envelope accepts 16384 bytes and leaves the schema to judge.

@@ -102,6 +102,63 @@ import MentorCrypto
         expectHandshakeError(.wrongNetworkKey) { try fresh.receive([UInt8](repeating: 0x5a, count: 64)) }
     }
 
+    @Test func everyFlippedByteOfMessage1IsRefusedAndAnsweredWithNothing() throws {
+        // Each byte of t1 counts: a responder comparing only part of the tag would answer a
+        // peer without the network key.
+        var initiator = HandshakeInitiator(identity: Self.alice, random: { Self.ephemeralI })
+        let message1 = initiator.start()
+        for index in message1.indices {
+            var tampered = message1
+            tampered[index] ^= 0x01
+            var responder = HandshakeResponder(identity: Self.bob)
+            var sent: [UInt8] = []
+            expectHandshakeError(.wrongNetworkKey) {
+                let step = try responder.receive(tampered)
+                if case .send(let bytes) = step { sent = bytes }
+                return step
+            }
+            #expect(sent.isEmpty && responder.isFailed, "byte \(index): answered \(sent.count) bytes")
+        }
+    }
+
+    /// Curve25519 points of small order (little-endian u): 0, 1, a point of order 8, and p − 1.
+    static let lowOrderPoints: [[UInt8]] = [
+        [UInt8](repeating: 0, count: 32),
+        [1] + [UInt8](repeating: 0, count: 31),
+        T.bytes(hex: "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800"),
+        T.bytes(hex: "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f"),
+    ]
+
+    @Test func lowOrderEphemeralKeysAreRefusedOnBothSidesEvenFromAPeerWithTheNetworkKey() throws {
+        for point in Self.lowOrderPoints {
+            // An insider can tag any e_i; a low-order one would make dh all zeros (keys known to all).
+            let message1 = point + Reference.mac("mm-hs1", point)
+            var responder = HandshakeResponder(identity: Self.bob)
+            var sent: [UInt8] = []
+            expectHandshakeError(.malformed) {
+                let step = try responder.receive(message1)
+                if case .send(let bytes) = step { sent = bytes }
+                return step
+            }
+            #expect(sent.isEmpty && responder.isFailed)
+            // The same as the responder's e_r in msg2.
+            var initiator = HandshakeInitiator(identity: Self.alice)
+            _ = initiator.start()
+            expectHandshakeError(.malformed) { try initiator.receive(point + [UInt8](repeating: 0x42, count: Handshake.message2Length - 32)) }
+            #expect(initiator.isFailed)
+        }
+    }
+
+    @Test func message3OfTheWrongLengthIsRefusedAsMalformed() throws {
+        for length in [0, 16, Handshake.message3Length - 1, Handshake.message3Length + 1] {
+            var initiator = HandshakeInitiator(identity: Self.alice)
+            var responder = HandshakeResponder(identity: Self.bob)
+            guard case .send = try responder.receive(initiator.start()) else { Issue.record("no msg2"); return }
+            expectHandshakeError(.malformed) { try responder.receive([UInt8](repeating: 0x42, count: length)) }
+            #expect(responder.isFailed)
+        }
+    }
+
     @Test func everyFlippedByteOfMessage2IsRefused() throws {
         let run = try Self.handshake(randomI: { Self.ephemeralI }, randomR: { Self.ephemeralR })
         for index in run.message2.indices {
@@ -155,6 +212,44 @@ import MentorCrypto
             Issue.record("hand-built msg2 was not accepted"); return
         }
         #expect(session.peerNodeKey == Self.bob.publicKey)
+    }
+
+    @Test func insiderClaimingAnotherNodesKeyInMessage3FailsSignatureAtTheResponder() throws {
+        // Mallory holds the network key and dials Bob; her msg3 claims Alice's node key but is
+        // signed by Mallory's own key (she lacks Alice's secret). Bob must refuse it.
+        func responderAfterMessage1() throws -> (HandshakeResponder, [UInt8]) {
+            var dialer = HandshakeInitiator(identity: Self.mallory)
+            let message1 = dialer.start()
+            var responder = HandshakeResponder(identity: Self.bob, random: { Self.ephemeralR })
+            guard case .send = try responder.receive(message1) else { throw Failure("msg1 did not yield .send") }
+            return (responder, message1)
+        }
+        var (responder, message1) = try responderAfterMessage1()
+        let forged = try Reference.message3(message1: message1, responderEphemeralSecret: Self.ephemeralR,
+                                            responder: Self.bob.publicKey, claimedKey: Self.alice.publicKey,
+                                            signer: Self.mallory)
+        expectHandshakeError(.badSignature) { try responder.receive(forged) }
+        #expect(responder.isFailed)
+        expectHandshakeError(.unexpectedMessage) { try responder.receive(forged) }
+
+        // Alice's own signature, but over the transcript bound to another responder (Mallory's
+        // key, as if Alice had dialled Mallory and Mallory relayed it): refused too, because h3
+        // covers the responder's key.
+        var (relayed, relayed1) = try responderAfterMessage1()
+        let misbound = try Reference.message3(message1: relayed1, responderEphemeralSecret: Self.ephemeralR,
+                                              responder: Self.mallory.publicKey, claimedKey: Self.alice.publicKey,
+                                              signer: Self.alice)
+        expectHandshakeError(.badSignature) { try relayed.receive(misbound) }
+
+        // The control: the same hand-built msg3, signed by the key it claims, is accepted.
+        var (honest, honest1) = try responderAfterMessage1()
+        let good = try Reference.message3(message1: honest1, responderEphemeralSecret: Self.ephemeralR,
+                                          responder: Self.bob.publicKey, claimedKey: Self.alice.publicKey,
+                                          signer: Self.alice)
+        guard case .done(let session) = try honest.receive(good) else {
+            Issue.record("hand-built msg3 was not accepted"); return
+        }
+        #expect(session.peerNodeKey == Self.alice.publicKey)
     }
 
     @Test func nodeConnectingToItselfIsRefusedOnBothSides() throws {
@@ -383,10 +478,12 @@ enum Reference {
         return er + box.dropFirst(24)
     }
 
+    /// msg3 claiming `claimedKey` (the signer's own key unless given), signed by `signer` over h3
+    /// for `responder`.
     static func message3(message1: [UInt8], responderEphemeralSecret: [UInt8], responder: SigningPublicKey,
-                         signer: SigningKeyPair) throws -> [UInt8] {
+                         claimedKey: SigningPublicKey? = nil, signer: SigningKeyPair) throws -> [UInt8] {
         let (dh, h1, _) = try derive(message1: message1, responderEphemeralSecret: responderEphemeralSecret)
-        let plaintext = signer.publicKey.bytes + signer.signature(for: mac("mm-hs-sig-i", h1, responder.bytes))
+        let plaintext = (claimedKey ?? signer.publicKey).bytes + signer.signature(for: mac("mm-hs-sig-i", h1, responder.bytes))
         let box = try XChaCha20Poly1305.seal(plaintext, key: mac("mm-hs-k3", dh, h1), nonce: mac("mm-hs-n3", h1, length: 24))
         return Array(box.dropFirst(24))
     }

@@ -315,6 +315,23 @@ final class RawPeer: @unchecked Sendable {
         acceptor.listener.close()
     }
 
+    @Test func aConnectionBeyondTheTotalLimitIsRefusedEvenBelowThePerAddressLimit() async throws {
+        var settings = PeerListener.Settings()
+        settings.maxLinks = 3   // under maxLinksPerAddress (8): only the total limit can refuse
+        let acceptor = try AcceptorFixture(settings: settings)
+        let port = acceptor.port
+        let peers = try await offPool { () -> UncheckedBox<[RawPeer]> in
+            UncheckedBox(try (0..<3).map { _ in try RawPeer(port: port) })
+        }
+        #expect(await eventually { acceptor.listener.openLinks == 3 })
+        let fourth = try await offPool { try RawPeer(port: port).readToEnd() }
+        #expect(fourth.eof && fourth.bytes.isEmpty)
+        #expect(acceptor.listener.refusedCount == 1)
+        #expect(acceptor.listener.openLinks == 3)
+        _ = peers.value.count
+        acceptor.listener.close()
+    }
+
     @Test func sendRefusesOverTheHighWaterMarkWhenThePeerDoesNotRead() async throws {
         var settings = PeerListener.Settings()
         settings.link.outputHighWater = 1 << 20

@@ -234,6 +234,20 @@ final class EventLog: @unchecked Sendable {
         #expect(try t.call(ana, "profile.set", ["photo": .null])["photo"] == .null)
     }
 
+    @Test func anUploadIsContinuedOnlyByTheCallerThatStartedIt() throws {
+        let t = try TestNode()
+        _ = try signup(t, ana, "Ana", "student", courses: [])
+        _ = try signup(t, ben, "Ben", "tutor", courses: [])
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 1000)
+        let first = try t.call(ana, "blob.put", ["chunk": .string(Data(png.prefix(500)).base64EncodedString()), "done": false])
+        let rest: [String: JSON] = ["chunk": .string(Data(png.dropFirst(500)).base64EncodedString()),
+                                    "upload": first["upload"] ?? .null, "done": true]
+        // Ben, another Unix user, holding Ana's token: refused, and Ana's upload is untouched.
+        #expect(t.error(ben, "blob.put", rest)?.code == RPCError.Code.notFound.rawValue)
+        let done = try t.call(ana, "blob.put", rest)
+        #expect(done["type"] == "image/png" && done["size"] == 1008)
+    }
+
     @Test func theStoryOnOneNodeFeedLikeMatchChatUnmatch() throws {
         let t = try TestNode()
         let anaID = try signup(t, ana, "Ana", "student", courses: ["CS 490"])

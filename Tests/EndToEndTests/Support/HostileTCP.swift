@@ -97,8 +97,9 @@ final class CaptureListener {
 
     deinit { if fd >= 0 { Glibc.close(fd) } }
 
-    /// Accepts one connection and reads exactly `count` bytes from it (then closes it); nil on timeout.
-    func capture(_ count: Int, timeout: Duration) -> [UInt8]? {
+    /// Accepts one connection and reads exactly `count` bytes from it, then writes `reply` (if
+    /// any) and closes it; nil on timeout.
+    func capture(_ count: Int, timeout: Duration, reply: [UInt8] = []) -> [UInt8]? {
         let deadline = ContinuousClock.now + timeout
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&poller, 1, milliseconds(deadline - .now) + 1) > 0 else { return nil }
@@ -116,6 +117,7 @@ final class CaptureListener {
             if n <= 0 { return nil }
             bytes += chunk[..<n]
         }
+        if !reply.isEmpty { _ = reply.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
         return bytes
     }
 }

@@ -1,4 +1,4 @@
-// mentormate-hostile-peer HOST PORT ATTACK [--from ADDRESS] [--wait SECONDS]
+// mentormate-hostile-peer HOST PORT ATTACK [--from ADDRESS] [--wait SECONDS] [--claim NODE-ID]
 //
 // A peer that speaks the real protocol (network key, handshake, sealed frames, sync messages)
 // and then misbehaves, for the hostile-peer test (Tests/EndToEndTests/HostilePeerTests.swift).
@@ -46,6 +46,14 @@
 //   duplicates  one valid card sent again and again (--records N copies, default 8,192, 256 a
 //               batch, each batch after the last was acked), then the author's next card;
 //               prints `result duplicates copies=N acked=K closed=true|false`
+//   wrong-blob  sends a valid card naming a photo (a PNG's hash and size), then answers the
+//               daemon's wantBlob for it with other PNG bytes of the same size
+//   forged-msg3 an insider impersonating another node: checks the daemon's msg2 honestly, then
+//               sends a msg3 that claims the node key given with --claim (another node's, e.g.
+//               an honest peer's) but is signed by this tool's own key (it lacks the claimed
+//               node's secret). Were it accepted, it says hello and sends one valid card under
+//               the frame keys of that claimed identity. `received` counts the frames that open
+//               with those keys; a daemon that checks the signature closes with `received=0`.
 //
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
@@ -77,6 +85,7 @@ var chatOptions: [String: String] = [:]
 var authorSeed: [UInt8]?
 var recordsGiven = false
 var photoKiB = 1024
+var claim: String?
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
@@ -90,11 +99,12 @@ while !arguments.isEmpty {
         recordsGiven = true
     case "--photo-kb": photoKiB = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
     case "--author-seed": authorSeed = arguments.isEmpty ? nil : Hex.decode(arguments.removeFirst())
+    case "--claim": claim = arguments.isEmpty ? "" : arguments.removeFirst()
     default: positional.append(a)
     }
 }
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
-               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates"]
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
@@ -102,6 +112,21 @@ guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(
 let host = positional[0], attack = positional[2]
 if attack.hasPrefix("fork-"), authorSeed?.count != 32 {
     fail("\(attack) needs --author-seed with 64 hex digits (the same for both halves of the fork)", status: 2)
+}
+/// The node key a forged msg3 claims (--claim, a node ID as `mentormate status` prints it).
+let claimedKey: SigningPublicKey? = {
+    guard let claim else { return nil }
+    do {
+        guard case .exact(let key) = try AccountID.parse(claim) else {
+            fail("--claim needs a complete node ID (mm1…, 61 characters), got '\(claim)'", status: 2)
+        }
+        return try SigningPublicKey(bytes: key.bytes)
+    } catch {
+        fail("--claim: \(error)", status: 2)
+    }
+}()
+if attack == "forged-msg3" && claimedKey == nil {
+    fail("forged-msg3 needs --claim NODE-ID: the node key the forged msg3 claims", status: 2)
 }
 // Prepared before dialling, so that the link is never silent while they are made.
 let preparedStrangers: [SyncMessage.Entry] = switch attack {
@@ -171,6 +196,76 @@ func readExactly(_ count: Int, timeout: Double) -> [UInt8]? {
 // MARK: Handshake
 
 let identity = SigningKeyPair.generate()
+
+/// forged-msg3: msg1 and msg2 as an honest initiator (with an ephemeral secret we keep), then a
+/// msg3 built by hand from the documented layout (Handshake.swift, PROTOCOL.md §13.1) that claims
+/// `claimed` and carries our own signature over h3.
+@MainActor func forgedMessage3(claiming claimed: SigningPublicKey) -> Never {
+    let ephemeralSecret = SecureRandom.bytes(Handshake.ephemeralSecretLength)
+    var honest = HandshakeInitiator(identity: identity, random: { ephemeralSecret })
+    let message1 = honest.start()
+    guard writeAll(message1) else { fail("sending msg1 failed") }
+    guard let message2 = readExactly(Handshake.message2Length, timeout: 5) else {
+        fail("the daemon closed the connection during the handshake (wrong network key, or this address is refused)")
+    }
+    let responder: SigningPublicKey
+    do {
+        guard case .sendAndDone(_, let s) = try honest.receive(message2) else { fail("unexpected handshake step") }
+        responder = s.peerNodeKey   // msg2 verified: the daemon holds the network key and proved R
+    } catch {
+        fail("handshake: \(error)")
+    }
+    func mac(_ label: String, _ parts: [UInt8]..., length: Int = 32) -> [UInt8] {
+        BLAKE2b.hash(Array(label.utf8) + parts.joined(), key: NetworkKey.default.bytes, outputLength: length)
+    }
+    let responderEphemeral = Array(message2.prefix(32))
+    let dh: [UInt8], message3: [UInt8]
+    do {
+        dh = try X25519.sharedSecret(secretKey: ephemeralSecret, publicKey: responderEphemeral)
+    } catch { fail("X25519: \(error)") }
+    let h1 = mac("mm-hs-transcript", message1, responderEphemeral)
+    let proof = claimed.bytes + identity.signature(for: mac("mm-hs-sig-i", h1, responder.bytes))
+    do {
+        message3 = Array(try XChaCha20Poly1305.seal(proof, key: mac("mm-hs-k3", dh, h1), nonce: mac("mm-hs-n3", h1, length: 24))
+            .dropFirst(XChaCha20Poly1305.nonceLength))
+    } catch { fail("sealing msg3: \(error)") }
+    guard writeAll(message3) else { fail("sending msg3 failed") }
+    // What a daemon that took us for `claimed` would expect: frames under k_ir/k_ri of (claimed, R).
+    var sealer = FrameSealer(key: mac("mm-session-ir", dh, h1, claimed.bytes, responder.bytes))
+    var opener = FrameOpener(key: mac("mm-session-ri", dh, h1, claimed.bytes, responder.bytes))
+    var writer = RecordWriter(keys: SigningKeyPair.generate())
+    do {
+        _ = writeAll(try sealer.seal(SyncMessage.hello([:]).encoded))
+        _ = writeAll(try sealer.seal(SyncMessage.records([card(&writer, "Impostor")]).encoded))
+    } catch { fail("sealing: \(error)") }
+    var began = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &began)
+    func elapsed() -> Int {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return (now.tv_sec - began.tv_sec) * 1000 + (now.tv_nsec - began.tv_nsec) / 1_000_000
+    }
+    var decoder = FrameDecoder()
+    var received = 0, closed = false
+    while Double(elapsed()) < wait * 1000 {
+        guard let bytes = readSome(timeout: 0.05) else { closed = true; break }
+        do {
+            for body in try decoder.feed(bytes) {
+                _ = try opener.open(body)
+                received += 1
+            }
+        } catch {
+            printError("the daemon sent a frame that does not open with the claimed identity's keys: \(error)")
+            closed = true
+            break
+        }
+    }
+    print("result forged-msg3 closed=\(closed) after=\(elapsed()) received=\(received) node=\(responder.key.id) claimed=\(claimed.key.id)")
+    close(fd)
+    exit(0)
+}
+if attack == "forged-msg3", let claimedKey { forgedMessage3(claiming: claimedKey) }
+
 var initiator = HandshakeInitiator(identity: identity)
 guard writeAll(initiator.start()) else { fail("sending msg1 failed") }
 // msg2 is exactly `Handshake.message2Length` bytes; the responder sends nothing more before msg3.
@@ -440,6 +535,29 @@ case "not-now":
     } catch { fail("signing: \(error)") }
     batch.append(card(&writer, "Valid Val"))
     sendMessage(.records(batch))
+case "wrong-blob":
+    func png(_ fill: UInt8) -> [UInt8] { [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: fill, count: 1000) }
+    let promised = png(1), served = png(2)
+    let ref = PhotoRef(hash: BLAKE2b.hash(promised, outputLength: 32), size: UInt32(promised.count), format: .png)
+    do {
+        sendMessage(.records([try writer.profile(ProfileCard(name: "Swapper", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+                                                 at: UInt64(time(nil)) * 1000).encoded]))
+    } catch { fail("signing: \(error)") }
+    // Wait for the daemon to ask for the photo, then serve the wrong bytes under its hash.
+    var asked = false
+    var waited = 0.0
+    while !asked && waited < wait {
+        guard let bytes = readSome(timeout: 0.05) else { fail("the daemon closed the connection before it asked for the photo") }
+        waited += 0.05
+        do {
+            for body in try decoder.feed(bytes) {
+                let plaintext = try opener.open(body)
+                if !plaintext.isEmpty, case .wantBlob(let hash) = try SyncMessage.decode(plaintext), hash == ref.hash { asked = true }
+            }
+        } catch { fail("the daemon sent a bad frame: \(error)") }
+    }
+    guard asked else { fail("the daemon did not ask for the photo within \(wait) s") }
+    sendMessage(.blob(hash: ref.hash, total: UInt32(served.count), offset: 0, bytes: served))
 case "stream":
     var pending: [[[UInt8]]] = []
     while pending.count * SyncLimits.maxBatchRecords < streamRecords {
