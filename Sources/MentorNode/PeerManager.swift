@@ -77,7 +77,8 @@ public final class PeerManager: @unchecked Sendable {
         /// session ends as an offence. An honest node sends one round a minute at most.
         public var summaryBurst = 8
         public var summaryPeriod: Duration = .seconds(30)
-        /// `want` messages a peer may send, likewise (this build sends none).
+        /// `want` messages a peer may send, likewise (an honest session sends at most
+        /// `SyncSession.wantsPerPeriod` per `SyncSession.wantPeriod`: half of this).
         public var wantBurst = 256
         public var wantPeriod: Duration = .seconds(30)
         /// Photos are looked for once the links catching up have caught up (so a backlog of card
