@@ -365,4 +365,47 @@ final class RawPeer: @unchecked Sendable {
         link.close()
         acceptor.listener.close()
     }
+
+    /// A peer that resets the connection the moment it is made (a daemon killed just as we
+    /// dialled it): writing msg1 in `start()` fails and closes the link, and closing resumes
+    /// the read source to cancel it. `start()` once resumed it a second time, and libdispatch
+    /// aborts the process on an over-resume — the crash loop test caught a daemon dying so.
+    @Test func aPeerThatResetsTheConnectionBeforeMessage1ClosesTheLinkWithoutACrash() async throws {
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        defer { Glibc.close(server) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(server, $0, length) == 0 && getsockname(server, $0, &length) == 0 }
+        }
+        #expect(bound && listen(server, 4) == 0)
+        let port = UInt16(bigEndian: address.sin_port)
+        let queue = DispatchQueue(label: "test.reset")
+        let stream: UncheckedBox<TCPStream> = try await withCheckedThrowingContinuation { continuation in
+            TCPDialer.connect(host: "127.0.0.1", port: port, timeout: .seconds(2), queue: queue) { result in
+                switch result {
+                case .failure(let error): continuation.resume(throwing: error)
+                case .success(let stream): continuation.resume(returning: UncheckedBox(stream))
+                }
+            }
+        }
+        // The peer accepts and resets (SO_LINGER 0: close sends RST), before we write a byte.
+        let accepted = accept(server, nil, nil)
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(accepted, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        Glibc.close(accepted)
+        try await Task.sleep(for: .milliseconds(100))   // the RST has arrived
+
+        let events = LinkEvents()
+        let link = PeerLink(stream: stream.value, role: .initiator, identity: .generate(), queue: queue)
+        events.attach(link)
+        link.start()
+        #expect(await eventually { events.closed.withLock { $0 } != nil })
+        if case .ioFailed? = events.closed.withLock({ $0 }) {} else {
+            Issue.record("closed with \(String(describing: events.closed.withLock { $0 })), not an I/O failure")
+        }
+        #expect(events.established.withLock { $0 } == nil)
+    }
 }

@@ -188,6 +188,10 @@ public final class PeerLink: @unchecked Sendable {
             case .responder:
                 self.handshakeNeed = Handshake.message1Length
             }
+            // Writing msg1 may already have failed (the peer reset the connection the moment it
+            // was made, e.g. it was just killed): that closed the link, and closing resumed the
+            // read source to cancel it. Resuming it again would crash the daemon.
+            guard case .handshaking = self.phase else { return }
             self.reading = true
             self.readSource.resume()
         }
