@@ -81,6 +81,13 @@ public final class PeerManager: @unchecked Sendable {
         /// `SyncSession.wantsPerPeriod` per `SyncSession.wantPeriod`: half of this).
         public var wantBurst = 256
         public var wantPeriod: Duration = .seconds(30)
+        /// `here` messages taken from a peer: `hereBurst` at once, refilled at that rate per
+        /// `herePeriod`. An honest node sends one after hello and one when an account signs up
+        /// on it; one over the rate is no offence: the newest is kept (one per link) and taken
+        /// when the bucket has refilled, so a flood costs one decode and one nearby update per
+        /// refill, however fast it comes.
+        public var hereBurst = 8
+        public var herePeriod: Duration = .seconds(30)
         /// Photos are looked for once the links catching up have caught up (so a backlog of card
         /// edits fetches only the photo that is current at its end), but never later than this
         /// after a card named one.
@@ -163,11 +170,17 @@ public final class PeerManager: @unchecked Sendable {
         /// How often the peer may send the messages that cost us the most (§13.4).
         var summaryRate: MessageRate
         var wantRate: MessageRate
+        var hereRate: MessageRate
+        /// The newest `here` that came over its rate, and the timer that takes it once the
+        /// bucket has a token again.
+        var heldHere: [UInt8]?
+        var hereTimer: DispatchWorkItem?
 
         init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64,
-             summaryRate: MessageRate, wantRate: MessageRate) {
+             summaryRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate) {
             self.summaryRate = summaryRate
             self.wantRate = wantRate
+            self.hereRate = hereRate
             self.serial = serial
             self.link = link
             self.via = via
@@ -292,6 +305,7 @@ public final class PeerManager: @unchecked Sendable {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
                 connection.deferralTimer?.cancel()
+                connection.hereTimer?.cancel()
                 connection.link.close()
             }
             connections = [:]
@@ -469,7 +483,8 @@ public final class PeerManager: @unchecked Sendable {
         let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
                                     burst: settings.recordsBurst, serial: serials,
                                     summaryRate: MessageRate(capacity: settings.summaryBurst, per: settings.summaryPeriod),
-                                    wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod))
+                                    wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod),
+                                    hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         if let staticIndex {
@@ -481,6 +496,10 @@ public final class PeerManager: @unchecked Sendable {
             guard !self.stopped, !connection.closing else { return }
             if let excess = self.overRate(bytes, on: connection) {
                 self.run(connection.session.violation(excess), on: connection)
+                return
+            }
+            if bytes.first == SyncMessage.hereTag, !connection.hereRate.take(now: .now) {
+                self.holdHere(bytes, on: connection)
                 return
             }
             self.run(connection.session.receive(bytes: bytes), on: connection)
@@ -535,6 +554,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.ackTimer?.cancel()
         connection.syncTimer?.cancel()
         connection.deferralTimer?.cancel()
+        connection.hereTimer?.cancel()
         publishSnapshot()
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
@@ -718,6 +738,24 @@ public final class PeerManager: @unchecked Sendable {
         for connection in connections.values where !connection.closing && connection.session.isEstablished {
             send(here, on: connection)
         }
+    }
+
+    /// Keeps the newest `here` over its rate (replacing an older one held) and takes it when
+    /// the link's bucket has a token again.
+    private func holdHere(_ bytes: [UInt8], on connection: Connection) {
+        connection.heldHere = bytes
+        guard connection.hereTimer == nil else { return }
+        let refill = settings.herePeriod / max(1, settings.hereBurst)
+        let timer = DispatchWorkItem { [weak self, weak connection] in
+            guard let self, let connection else { return }
+            connection.hereTimer = nil
+            guard !self.stopped, !connection.closing, let held = connection.heldHere else { return }
+            guard connection.hereRate.take(now: .now) else { return self.holdHere(held, on: connection) }
+            connection.heldHere = nil
+            self.run(connection.session.receive(bytes: held), on: connection)
+        }
+        connection.hereTimer = timer
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(refill.nanoseconds)), execute: timer)
     }
 
     private func publishNearby() {

@@ -245,4 +245,42 @@ extension EndToEndTests {
             try honestWrite("after the \(attack) flood")
         }
     }
+
+    /// `here` (the accounts living on the peer's node) is cheap to send and costs us a decode
+    /// of up to 1,024 keys and a new "nearby now" set each. Over its rate (8 per 30 s) it is no
+    /// offence — an honest node with many sign-ups could send more — but only the newest one
+    /// is kept and taken when the bucket refills: 20,000 of them at wire speed cost A little
+    /// CPU, the link stays up and the honest peer keeps syncing.
+    @Test func aFloodOfHereMessagesCostsBoundedCPUWithoutCuttingTheLink() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
+        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
+        defer { a.kill() }
+        let portA = try listenPort(e2e, socketA)
+        let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
+        defer { b.kill() }
+        try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
+        try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "41"], socket: socketB)
+        _ = try poll(timeout: .seconds(15), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("41") })
+
+        let cpu0 = Self.cpuSeconds(a.pid)
+        let output = try Self.hostile(e2e, port: portA, "heres", from: "127.0.0.63", ["--wait", "3"])
+        usleep(300_000)
+        let cpu = Self.cpuSeconds(a.pid) - cpu0
+        print("heres: \(output.split(separator: "\n").last ?? "") cpu=\(String(format: "%.2f", cpu)) s")
+        #expect(Self.field(output, "closed") == "false", "a here flood is no offence: \(output)\n\(a.log)")
+        #expect(!a.log.contains("peer.address=127.0.0.63") || !a.log.contains("peer refused"), "nobody is refused: \(a.log)")
+        // Before the rate: 131 s of CPU for the same flood (a nearby set rebuilt and diffed per message);
+        // after: ~1.7 s, nearly all of it opening 650 MB of frames, which any message costs.
+        #expect(cpu < 5, "20,000 here messages cost A \(cpu) s of CPU")
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "42"], socket: socketB)
+        let shown = try poll(timeout: .seconds(15), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("42") })
+        #expect(shown.contains("42"), "Ben's edit should reach A after the flood: \(shown)")
+        let nearby = try mmJSON(e2e, ["feed"], socketA)["cards"]?.arrayValue?.first?["nearby"]?.boolValue
+        #expect(nearby == true, "Ben is still nearby now (B's own here was taken)")
+    }
 }

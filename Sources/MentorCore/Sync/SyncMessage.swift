@@ -114,6 +114,8 @@ public enum SyncMessage: Equatable, Sendable {
     }
 
     enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8 }
+    /// The first byte of an encoded `here`, for a shell that rates messages before decoding them.
+    public static let hereTag = Tag.here.rawValue
 
     public var encoded: [UInt8] {
         var w = ByteWriter()

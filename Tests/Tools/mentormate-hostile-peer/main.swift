@@ -43,6 +43,7 @@
 //               that the daemon lacks, then keeps the link up (keep-alives) until --wait
 //   summaries   after hello, 40 summary messages of 16,384 authors each (768 KiB), at wire speed
 //   wants       after hello, 4,000 want messages at wire speed
+//   heres       after hello, --records N `here` messages (default 20,000) naming 1,024 accounts each, at wire speed
 //   duplicates  one valid card sent again and again (--records N copies, default 8,192, 256 a
 //               batch, each batch after the last was acked), then the author's next card;
 //               prints `result duplicates copies=N acked=K closed=true|false`
@@ -104,7 +105,7 @@ while !arguments.isEmpty {
     }
 }
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
-               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob"]
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "heres"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
@@ -459,6 +460,12 @@ case "summaries":
     for _ in 0..<40 { sendMessage(.summary(vector: part, more: false)) }
 case "wants":
     for i in 0..<4_000 { sendMessage(.want(author: writer.author, from: UInt64(i % 100 + 1))) }
+case "heres":
+    // `here` messages naming 1,024 accounts each (the most one may), at wire speed: --records N
+    // of them (default 20,000), each a different set.
+    let count = recordsGiven ? streamRecords : 20_000
+    let sets = (0..<8).map { _ in strangers(SyncLimits.maxHereAccounts, digest: false).map(\.author) }
+    for i in 0..<count { sendMessage(.here(sets[i % sets.count])) }
 case "forged":
     var bytes = card(&writer, "Mallory")
     bytes[bytes.count - 1] ^= 0x01
