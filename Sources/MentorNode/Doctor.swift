@@ -62,6 +62,8 @@ extension Node {
                             detail: info.discovery == "off" ? "not needed: discovery is off (--no-mdns)"
                                 : "discovery is \(info.discovery)" + (info.discoveryName.map { ", registered as \"\($0)\"" } ?? ""),
                             fix: discoveryOK || info.discovery == "off" ? nil
+                                : info.discovery == "starting"
+                                ? "nothing is wrong yet: registering with Avahi takes about a second after the daemon starts; run `mentormate doctor` again in a moment"
                                 : "start avahi-daemon (systemctl start avahi-daemon; it needs D-Bus) — the daemon retries by itself, backing off up to a minute"))
         if discoveryOK {
             checks.append(Check(name: "service visible", ok: info.discoveryVisible,
