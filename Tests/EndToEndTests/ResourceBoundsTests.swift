@@ -22,7 +22,7 @@ extension EndToEndTests {
         return (Int(parts.first ?? "") ?? -1, Int(parts.last ?? "") ?? -1)
     }
 
-    private static func hostile(_ e2e: E2E, port: Int, _ attack: String, from: String, _ extra: [String] = [],
+    static func hostile(_ e2e: E2E, port: Int, _ attack: String, from: String, _ extra: [String] = [],
                                 timeout: Duration = .seconds(90)) throws -> String {
         let (status, output) = try e2e.tool([try Binaries.tool("mentormate-hostile-peer"), "127.0.0.1", "\(port)", attack,
                                              "--from", from] + extra, timeout: timeout)
@@ -199,7 +199,7 @@ extension EndToEndTests {
     }
 
     /// CPU time (user + system) of a process, in seconds, from /proc/PID/stat.
-    private static func cpuSeconds(_ pid: pid_t) -> Double {
+    static func cpuSeconds(_ pid: pid_t) -> Double {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let close = text.lastIndex(of: ")") else { return -1 }
         let fields = text[text.index(after: close)...].split(separator: " ")
@@ -208,41 +208,66 @@ extension EndToEndTests {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// Two daemons for the flood tests: A (Ana, the target) and its honest peer B (Ben, a
+    /// tutor whose card edits must keep reaching A).
+    final class FloodPair {
+        let e2e: E2E
+        let a: Daemon, b: Daemon
+        let socketA: String, socketB: String
+        let portA: Int
+        private var wage = 40
+
+        init() throws {
+            e2e = try E2E()
+            socketA = e2e.path("a.sock")
+            socketB = e2e.path("b.sock")
+            a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
+            portA = try listenPort(e2e, socketA)
+            b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
+            try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
+            try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
+            try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
+        }
+
+        func close() {
+            _ = a.kill()
+            _ = b.kill()
+            e2e.cleanup()
+        }
+
+        /// Ben edits his wage on B; it must show in A's feed.
+        func honestWrite(_ what: String) throws {
+            wage += 1
+            try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "\(wage)"], socket: socketB)
+            let shown = try poll(timeout: .seconds(15), { "\(try mmJSON(self.e2e, ["feed"], self.socketA))" }, until: { $0.contains("\(self.wage)") })
+            #expect(shown.contains("\(wage)"), "Ben's wage \(wage) should reach A (\(what)): \(shown)\n\(a.log)")
+        }
+
+        /// Runs the hostile peer's `attack` against A from `address`; its output and A's CPU time.
+        func flood(_ attack: String, from address: String, wait: Int) throws -> (output: String, cpu: Double) {
+            let cpu0 = EndToEndTests.cpuSeconds(a.pid)
+            let output = try EndToEndTests.hostile(e2e, port: portA, attack, from: address, ["--wait", "\(wait)"])
+            usleep(300_000)
+            let cpu = EndToEndTests.cpuSeconds(a.pid) - cpu0
+            print("\(attack): \(output.split(separator: "\n").last ?? "") cpu=\(String(format: "%.2f", cpu)) s")
+            return (output, cpu)
+        }
+    }
+
     /// (4) Floods of `summary` (40 × 768 KiB) and `want` (4,000) messages: each flooding link is
     /// cut off as an offence after the burst the rate allows, within a bounded CPU time of A;
     /// the honest peer B keeps syncing.
     @Test func aFloodOfSummaryOrWantMessagesIsCutOffWithinBoundedCPUAndTheHonestPeerSyncs() throws {
         try E2E.requireRoot()
-        let e2e = try E2E()
-        defer { e2e.cleanup() }
-        let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
-        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
-        defer { a.kill() }
-        let portA = try listenPort(e2e, socketA)
-        let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
-        defer { b.kill() }
-        try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
-        try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
-        try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
-
-        var wage = 40
-        func honestWrite(_ what: String) throws {
-            wage += 1
-            try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "\(wage)"], socket: socketB)
-            let shown = try poll(timeout: .seconds(15), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\(wage)") })
-            #expect(shown.contains("\(wage)"), "Ben's wage \(wage) should reach A (\(what)): \(shown)\n\(a.log)")
-        }
-        try honestWrite("before the floods")
+        let pair = try FloodPair()
+        defer { pair.close() }
+        try pair.honestWrite("before the floods")
         for (attack, address, reason) in [("summaries", "127.0.0.61", "summary messages in"), ("wants", "127.0.0.62", "want messages in")] {
-            let cpu0 = Self.cpuSeconds(a.pid)
-            let output = try Self.hostile(e2e, port: portA, attack, from: address, ["--wait", "10"])
-            usleep(300_000)
-            let cpu = Self.cpuSeconds(a.pid) - cpu0
-            print("\(attack): \(output.split(separator: "\n").last ?? "") cpu=\(String(format: "%.2f", cpu)) s")
-            #expect(Self.field(output, "closed") == "true", "a \(attack) flood should be cut off: \(output)\n\(a.log)")
-            #expect(a.log.contains(reason) && a.log.contains("peer.address=\(address)"), "logged with the address: \(a.log)")
+            let (output, cpu) = try pair.flood(attack, from: address, wait: 10)
+            #expect(Self.field(output, "closed") == "true", "a \(attack) flood should be cut off: \(output)\n\(pair.a.log)")
+            #expect(pair.a.log.contains(reason) && pair.a.log.contains("peer.address=\(address)"), "logged with the address: \(pair.a.log)")
             #expect(cpu < 1.0, "the \(attack) flood cost A \(cpu) s of CPU")
-            try honestWrite("after the \(attack) flood")
+            try pair.honestWrite("after the \(attack) flood")
         }
     }
 
@@ -253,34 +278,17 @@ extension EndToEndTests {
     /// CPU, the link stays up and the honest peer keeps syncing.
     @Test func aFloodOfHereMessagesCostsBoundedCPUWithoutCuttingTheLink() throws {
         try E2E.requireRoot()
-        let e2e = try E2E()
-        defer { e2e.cleanup() }
-        let socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
-        let a = try e2e.startDaemon(stateDir: e2e.path("state-a"), socket: socketA)
-        defer { a.kill() }
-        let portA = try listenPort(e2e, socketA)
-        let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
-        defer { b.kill() }
-        try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
-        try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
-        try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
-        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "41"], socket: socketB)
-        _ = try poll(timeout: .seconds(15), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("41") })
-
-        let cpu0 = Self.cpuSeconds(a.pid)
-        let output = try Self.hostile(e2e, port: portA, "heres", from: "127.0.0.63", ["--wait", "3"])
-        usleep(300_000)
-        let cpu = Self.cpuSeconds(a.pid) - cpu0
-        print("heres: \(output.split(separator: "\n").last ?? "") cpu=\(String(format: "%.2f", cpu)) s")
-        #expect(Self.field(output, "closed") == "false", "a here flood is no offence: \(output)\n\(a.log)")
-        #expect(!a.log.contains("peer.address=127.0.0.63") || !a.log.contains("peer refused"), "nobody is refused: \(a.log)")
+        let pair = try FloodPair()
+        defer { pair.close() }
+        try pair.honestWrite("before the flood")
+        let (output, cpu) = try pair.flood("heres", from: "127.0.0.63", wait: 3)
+        #expect(Self.field(output, "closed") == "false", "a here flood is no offence: \(output)\n\(pair.a.log)")
+        #expect(!pair.a.log.contains("peer refused for a while"), "nobody is refused: \(pair.a.log)")
         // Before the rate: 131 s of CPU for the same flood (a nearby set rebuilt and diffed per message);
-        // after: ~1.7 s, nearly all of it opening 650 MB of frames, which any message costs.
+        // after: ~1.5 s, nearly all of it opening 650 MB of frames, which any message costs.
         #expect(cpu < 5, "20,000 here messages cost A \(cpu) s of CPU")
-        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "42"], socket: socketB)
-        let shown = try poll(timeout: .seconds(15), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("42") })
-        #expect(shown.contains("42"), "Ben's edit should reach A after the flood: \(shown)")
-        let nearby = try mmJSON(e2e, ["feed"], socketA)["cards"]?.arrayValue?.first?["nearby"]?.boolValue
+        try pair.honestWrite("after the flood")
+        let nearby = try mmJSON(pair.e2e, ["feed"], pair.socketA)["cards"]?.arrayValue?.first?["nearby"]?.boolValue
         #expect(nearby == true, "Ben is still nearby now (B's own here was taken)")
     }
 }
