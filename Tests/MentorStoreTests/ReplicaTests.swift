@@ -243,6 +243,7 @@ import MentorCrypto
             ALTER TABLE pair_entries DROP COLUMN answers;
             DROP TABLE held_until_due;
             ALTER TABLE blobs DROP COLUMN uploaded;
+            DROP INDEX card_entries_photo;
             PRAGMA user_version = 3;
             """)
         try db.close()

@@ -129,11 +129,13 @@ extension Replica {
         return ref
     }
 
-    /// The photo values current cards name (winners and concurrent values): a `PhotoRef`
-    /// encoding, 37 bytes, whose first 32 are the hash.
-    private static let namedPhotos = """
-        SELECT substr(value, 1, 32) FROM card_entries WHERE field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37
-        """
+    /// A current card field (winner or concurrent value) naming the photo whose hash is the SQL
+    /// expression `hash`: a `PhotoRef` encoding, 37 bytes, whose first 32 are the hash. The field
+    /// number is written into the SQL, not bound, so that the partial index `card_entries_photo`
+    /// (migration 7) serves it: one look-up per photo, not a scan of every author's fields.
+    private static func cardNamingPhoto(_ hash: String) -> String {
+        "SELECT 1 FROM card_entries WHERE field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37 AND substr(value, 1, 32) = \(hash)"
+    }
 
     /// Photos that current profile cards name (winners and concurrent values) and this node does
     /// not hold, with the author naming each: what to fetch from peers. At most `limit`,
@@ -157,9 +159,7 @@ extension Replica {
     /// Whether a current card names this photo (a fetched blob is stored only then).
     public func isNamedPhoto(hash: [UInt8]) throws(StoreError) -> Bool {
         try read { db throws(StoreError) in
-            try db.queryOne("""
-                SELECT 1 FROM card_entries WHERE field = ? AND length(value) = 37 AND substr(value, 1, 32) = ? LIMIT 1
-                """, [.integer(Int64(ProfileCard.Field.photo.rawValue)), .blob(hash)]) != nil
+            try db.queryOne(Self.cardNamingPhoto("?") + " LIMIT 1", [.blob(hash)]) != nil
         }
     }
 
@@ -169,7 +169,9 @@ extension Replica {
     @discardableResult
     public func collectBlobs(now: UInt64, uploadGrace: UInt64 = 3_600_000) throws(StoreError) -> (blobs: Int, bytes: Int64) {
         try write { db throws(StoreError) in
-            let keep = "hash IN (\(Self.namedPhotos)) OR (uploaded IS NOT NULL AND uploaded > ?)"
+            // Named by a card: one index look-up per blob held, asked first, so that `uploaded` —
+            // stored after the data — is read only for the unnamed ones.
+            let keep = "EXISTS (\(Self.cardNamingPhoto("blobs.hash"))) OR (uploaded IS NOT NULL AND uploaded > ?)"
             let cutoff = SQLValue.integer(Int64(clamping: now) - Int64(clamping: uploadGrace))
             let doomed = try db.queryOne("SELECT count(*), coalesce(sum(size), 0) FROM blobs WHERE NOT (\(keep))", [cutoff])
             let count = Int(doomed?.int64(0) ?? 0), bytes = doomed?.int64(1) ?? 0
