@@ -145,9 +145,10 @@ extension Replica {
         try read { db throws(StoreError) in
             try db.query("""
                 SELECT c.value, a.key FROM card_entries c JOIN authors a ON a.id = c.author
-                WHERE c.field = ? AND length(c.value) = 37 AND substr(c.value, 1, 32) NOT IN (SELECT hash FROM blobs)
+                WHERE c.field = \(ProfileCard.Field.photo.rawValue) AND length(c.value) = 37
+                  AND substr(c.value, 1, 32) NOT IN (SELECT hash FROM blobs)
                 ORDER BY substr(c.value, 33, 4), c.value LIMIT ?
-                """, [.integer(Int64(ProfileCard.Field.photo.rawValue)), .integer(Int64(limit))])
+                """, [.integer(Int64(limit))])   // the field written in: the scan is of `card_entries_photo` only
                 .compactMap { row in
                     guard let ref = row.blob(0).flatMap({ try? PhotoRef.decode($0) }),
                           let author = row.blob(1).flatMap(PublicKey.init(bytes:)) else { return nil }
