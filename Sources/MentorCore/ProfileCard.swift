@@ -43,10 +43,33 @@ public struct ProfileCard: RecordSchema, Equatable {
         self.wage = wage; self.budget = budget; self.availability = availability; self.photo = photo
     }
 
-    /// Canonical course spelling: trimmed, inner whitespace collapsed, upper case ("cs  490" → "CS 490").
+    /// Canonical course spelling (PROTOCOL.md §6): runs of Unicode White_Space scalars become
+    /// one U+0020, none at either end, and ASCII letters upper case ("cs  490" → "CS 490").
+    /// Other scalars are kept as written, so the rule is the same in every Unicode version and
+    /// every implementation (full case mapping changes between versions, and a course one node
+    /// takes and another refuses would make honest relays look like offenders).
     public static func normalizeCourse(_ c: String) -> String {
-        c.split(whereSeparator: { $0.isWhitespace }).joined(separator: " ").uppercased()
+        var out = String.UnicodeScalarView()
+        var pendingSpace = false
+        for s in c.unicodeScalars {
+            if isCourseWhitespace(s) { pendingSpace = !out.isEmpty; continue }
+            if pendingSpace { out.append(" "); pendingSpace = false }
+            out.append(("a"..."z").contains(s) ? Unicode.Scalar(s.value - 32)! : s)
+        }
+        return String(out)
     }
+
+    /// Unicode's White_Space property (PropList.txt; unchanged since Unicode 6.3), listed so
+    /// that it does not depend on the platform's Unicode tables.
+    static func isCourseWhitespace(_ s: Unicode.Scalar) -> Bool {
+        switch s.value {
+        case 0x09...0x0D, 0x20, 0x85, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000: true
+        default: false
+        }
+    }
+
+    /// C0 and C1 controls and DEL (General_Category Cc), which a course never contains.
+    static func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
 
     public init(body: [UInt8]) throws(RecordError) {
         let f = try FieldList.decode(body, known: Set(Field.allCases.map(\.rawValue)), what: "profile")
@@ -119,10 +142,14 @@ public struct ProfileCard: RecordSchema, Equatable {
             let raw = try r.raw(n, "course")
             guard let c = String(validating: raw, as: UTF8.self) else { throw RecordError(.malformed, "a course name is not valid UTF-8") }
             guard !c.isEmpty, n <= maxCourseBytes else { throw RecordError(.invalidBody, "course names are 1 to \(maxCourseBytes) bytes") }
-            guard c == normalizeCourse(c), !c.contains(",") else {
-                throw RecordError(.invalidBody, "course '\(c)' is not in canonical form (trimmed, upper case, no commas)")
+            guard !c.unicodeScalars.contains(where: { isControl($0) && !isCourseWhitespace($0) }) else {
+                throw RecordError(.invalidBody, "a course name contains control characters")
             }
-            guard !out.contains(c) else { throw RecordError(.invalidBody, "course '\(c)' is listed twice") }
+            // Compared as bytes, not as Swift strings (which compare by canonical equivalence).
+            guard Array(c.utf8) == Array(normalizeCourse(c).utf8), !c.contains(",") else {
+                throw RecordError(.invalidBody, "course '\(c)' is not in canonical form (single spaces, none at the ends, ASCII upper case, no commas)")
+            }
+            guard !out.contains(where: { Array($0.utf8) == raw }) else { throw RecordError(.invalidBody, "course '\(c)' is listed twice") }
             out.append(c)
         }
         guard out.count <= maxCourses else { throw RecordError(.invalidBody, "at most \(maxCourses) courses allowed") }

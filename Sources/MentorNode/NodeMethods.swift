@@ -222,8 +222,11 @@ extension Node {
         card.bio = try p.optionalString("bio")
         card.availability = try p.optionalString("availability")
         card.courses = try p.optionalStrings("courses").map { list in
-            var seen = Set<String>()
-            return list.map(ProfileCard.normalizeCourse).filter { !$0.isEmpty && seen.insert($0).inserted }
+            var seen = Set<[UInt8]>()
+            return list.map(ProfileCard.normalizeCourse).filter { !$0.isEmpty && seen.insert(Array($0.utf8)).inserted }
+        }
+        if let bad = card.courses?.first(where: { $0.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } }) {
+            throw RPCError(.invalidValue, "the course \(bad.debugDescription) contains a control character; type it with letters, digits and spaces only")
         }
         for (name, keyPath) in [("wage", \ProfileCard.wage), ("budget", \ProfileCard.budget)] {
             if let v = try p.optionalInt(name) {

@@ -84,6 +84,21 @@ import Testing
         #expect(ProfileCard.normalizeCourse("  cs   490 ") == "CS 490")
     }
 
+    /// PROTOCOL.md §6: the course rule works on scalars and bytes, the same in every Unicode
+    /// version — the old rule used Swift's grapheme whitespace, full case mapping and canonical
+    /// equivalence, which another implementation could not reproduce.
+    @Test func theCanonicalCourseIsDefinedOnScalarsAndBytes() throws {
+        #expect(ProfileCard.normalizeCourse(" \u{00C1}lgebra\u{2003}ii ") == "\u{00C1}LGEBRA II")
+        #expect(ProfileCard.normalizeCourse("\u{00E9}co 101") == "\u{00E9}CO 101")   // é kept: not ASCII
+        #expect(ProfileCard.normalizeCourse("a\t\n\u{3000}b") == "A B")
+        func accepts(_ courses: [String]) -> Bool { (try? ProfileCard(courses: courses).validated()) != nil }
+        #expect(accepts(["\u{00E9}CO 101"]))                                      // old rule: refused (full upper case)
+        #expect(accepts(["\u{00C9}CO 101", "E\u{0301}CO 101"]))                     // old rule: refused (canonically equal)
+        #expect(!accepts(["CS\u{00A0}490"]))                                        // whitespace other than U+0020
+        #expect(!accepts(["CS \u{0001}490"]) && !accepts(["CS\u{0085}490"]) && !accepts(["CS\u{009B}1"]))
+        #expect(!accepts(["cs 490"]) && !accepts(["CS  490"]) && !accepts([" CS 490"]) && !accepts(["CS 490", "CS 490"]))
+    }
+
     @Test func aValueThatDoesNotFitIsRefusedNotTruncated() {
         let long = String(repeating: "A", count: 260)     // would wrap a u8 length to 4
         #expect { try ProfileCard(courses: [long]).validated() } throws: { ($0 as? RecordError)?.code == .invalidBody }

@@ -146,7 +146,7 @@ import MentorCore
         }
         let text = try ProtocolVectors.documentText()
         let scripts = ProtocolVectors.pythonScripts(in: text)
-        #expect(scripts.map { $0.name } == ["check_signatures.py", "check_sealed.py"])
+        #expect(scripts.map { $0.name } == ["check_signatures.py", "check_sealed.py", "check_handshake.py"])
         let directory = FileManager.default.temporaryDirectory
             .appendingPathComponent("mentormate-vectors-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
@@ -161,15 +161,21 @@ import MentorCore
             try Data(script.source.utf8).write(to: path)
             let good = ProtocolVectors.run(["python3", path.path, document.path])
             #expect(good.status == 0, "\(script.name) failed:\n\(good.output)")
-            let summary = script.name == "check_signatures.py"
-                ? "\(vectors.count) signatures verified"
-                : "\(vectors.count) account IDs and \(sealed) sealed records verified"
+            let summary = switch script.name {
+            case "check_signatures.py": "\(vectors.count) signatures verified"
+            case "check_sealed.py": "\(vectors.count) account IDs and \(sealed) sealed records verified"
+            default: "handshake verified: 19 values"
+            }
             #expect(good.output.contains(summary), "\(script.name) printed:\n\(good.output)")
 
             // The same script must notice one wrong hex digit.
-            let key = script.name == "check_signatures.py" ? "signature" : "payload"
+            let key = switch script.name {
+            case "check_signatures.py": "signature: "
+            case "check_sealed.py": "payload: "
+            default: "n2 "
+            }
             let broken = directory.appendingPathComponent("BROKEN.md")
-            try Data(ProtocolVectors.corruptFirstLine(startingWith: key + ": ", in: text).utf8).write(to: broken)
+            try Data(ProtocolVectors.corruptFirstLine(startingWith: key, in: text).utf8).write(to: broken)
             let bad = ProtocolVectors.run(["python3", path.path, broken.path])
             #expect(bad.status != 0, "\(script.name) accepted a corrupted \(key)")
         }
