@@ -77,24 +77,50 @@ enum ReconIndex {
         return ReconNode(count: count, hash: ReconHash.node(count: count, children: children.map { ($0.nibble, $0.node.hash) }))
     }
 
-    private static func write(_ db: Database, _ node: ReconNode?, depth: Int, prefix: UInt16) throws(StoreError) {
-        let k = key(depth: depth, prefix: prefix)
-        if let node {
-            try db.cachedStatement(upsertSQL).run([.integer(k), .integer(Int64(node.count)), .blob(node.hash)])
-        } else {
-            try db.cachedStatement(deleteSQL).run([.integer(k)])
+    /// The statements of one `update` or `rebuild`, each looked up once in the connection's cache.
+    private struct Statements {
+        let leafIDs, children, upsert, delete: Statement
+        init(_ db: Database) throws(StoreError) {
+            leafIDs = try db.cachedStatement(leafIDsSQL)
+            children = try db.cachedStatement(childrenSQL)
+            upsert = try db.cachedStatement(upsertSQL)
+            delete = try db.cachedStatement(deleteSQL)
+        }
+
+        func write(_ node: ReconNode?, depth: Int, prefix: UInt16) throws(StoreError) {
+            let k = key(depth: depth, prefix: prefix)
+            if let node {
+                try upsert.run([.integer(k), .integer(Int64(node.count)), .blob(node.hash)])
+            } else {
+                try delete.run([.integer(k)])
+            }
+        }
+
+        func leaf(_ prefix: UInt16) throws(StoreError) -> ReconNode? {
+            let (low, high) = ReconTree.idRange(depth: ReconTree.leafDepth, prefix: prefix)
+            let ids = try leafIDs.query([.blob(low), .blob(high)]).compactMap { $0.blob(0) }
+            return ids.isEmpty ? nil : ReconNode(count: UInt32(ids.count), hash: ReconHash.leaf(ids))
+        }
+
+        func inner(depth: Int, prefix: UInt16) throws(StoreError) -> ReconNode? {
+            let keys = childKeys(depth: depth, prefix: prefix)
+            let shift = UInt16(12 - 4 * depth)
+            let kids: [(nibble: UInt8, node: ReconNode)] = try children.query([.integer(keys.lowerBound), .integer(keys.upperBound)]).compactMap { row in
+                guard let k = row.int64(0), let count = row.int64(1), let hash = row.blob(2) else { return nil }
+                return (UInt8(UInt16(truncatingIfNeeded: k) >> shift & 0xf), ReconNode(count: UInt32(clamping: count), hash: hash))
+            }
+            return combine(kids)
         }
     }
 
     /// Recomputes the dirty leaves, then their ancestors level by level (each node once).
     static func update(_ db: Database, _ dirty: inout ReconDirty) throws(StoreError) {
         guard !dirty.leaves.isEmpty else { return }
+        let st = try Statements(db)
         var level = dirty.leaves.sorted()
         dirty.leaves.removeAll(keepingCapacity: true)
         for prefix in level {
-            let ids = try ids(db, depth: ReconTree.leafDepth, prefix: prefix)
-            let leaf = ids.isEmpty ? nil : ReconNode(count: UInt32(ids.count), hash: ReconHash.leaf(ids))
-            try write(db, leaf, depth: ReconTree.leafDepth, prefix: prefix)
+            try st.write(try st.leaf(prefix), depth: ReconTree.leafDepth, prefix: prefix)
         }
         for depth in stride(from: ReconTree.leafDepth - 1, through: 0, by: -1) {
             // `level` is sorted, so equal ancestors are adjacent.
@@ -104,7 +130,7 @@ enum ReconIndex {
                 if parents.last != a { parents.append(a) }
             }
             for prefix in parents {
-                try write(db, combine(try children(db, depth: depth, prefix: prefix)), depth: depth, prefix: prefix)
+                try st.write(try st.inner(depth: depth, prefix: prefix), depth: depth, prefix: prefix)
             }
             level = parents
         }
@@ -140,9 +166,10 @@ enum ReconIndex {
                 nodes[depth][p] = combine(kids.sorted { $0.nibble < $1.nibble })
             }
         }
+        let st = try Statements(db)
         for (depth, level) in nodes.enumerated() {
             for (prefix, node) in level.sorted(by: { $0.key < $1.key }) {
-                try write(db, node, depth: depth, prefix: prefix)
+                try st.write(node, depth: depth, prefix: prefix)
             }
         }
     }
