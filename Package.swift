@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "MentorFuzzTargets", dependencies: ["MentorCore", "MentorCrypto", "MentorAPI"],
                 path: "Tests/FuzzTargets"),
 
-        .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore"], path: "Tests/MentorCoreTests"),
+        .testTarget(name: "MentorCoreTests", dependencies: ["MentorCore", "MentorCrypto"], path: "Tests/MentorCoreTests"),
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
         .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),

@@ -19,7 +19,12 @@ public struct AppliedRecord: Sendable, Equatable {
     public let author: PublicKey
     public let seq: UInt64
     public let bytes: [UInt8]
-    public init(author: PublicKey, seq: UInt64, bytes: [UInt8]) { self.author = author; self.seq = seq; self.bytes = bytes }
+    /// The link it came over (the peer manager's serial; nil: written here, or released from
+    /// the hold-back area): pushed to every other link, not back over this one.
+    public let origin: UInt64?
+    public init(author: PublicKey, seq: UInt64, bytes: [UInt8], origin: UInt64? = nil) {
+        self.author = author; self.seq = seq; self.bytes = bytes; self.origin = origin
+    }
 }
 
 /// The node: the API's methods over the replica, for the local users' accounts.
@@ -203,11 +208,15 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Applies records that came from elsewhere (peers) and publishes the resulting events.
-    public func applyRemote(_ batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
+    public func applyRemote(_ batch: [[UInt8]], origin: UInt64? = nil) throws(StoreError) -> [ApplyOutcome] {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
         let (outcomes, stored) = try replica.applyReporting(batch: batch)
         queue.sync { afterApply(stored.map(\.record)) }
-        let applied = stored.map { AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded) }
+        let inBatch = origin == nil ? [] : Set(batch)
+        let applied = stored.map {
+            AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded,
+                          origin: inBatch.contains($0.encoded) ? origin : nil)
+        }
         if !applied.isEmpty {
             onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
         }

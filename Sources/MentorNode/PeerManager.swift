@@ -63,8 +63,9 @@ public final class PeerManager: @unchecked Sendable {
         public var recordsBurst = 20_000
         /// First delay before asking a link again for a photo it said it lacks.
         public var blobRetry: Duration = .milliseconds(500)
-        /// A summary (vector with digests) goes out on a link at most this often, when caught up.
-        public var summaryInterval: Duration = .seconds(60)
+        /// The initiator of a link starts a reconciliation round this often while it is up (and
+        /// after applying a fork variant); equal sets cost one short message each way.
+        public var reconInterval: Duration = .seconds(60)
         /// Bytes one author's records and photos may take on this node (`author_storage_mb`):
         /// past it, further records of the author are dropped (not stored, no offence) and its
         /// photo is not fetched. Accounts of this node are exempt.
@@ -72,11 +73,11 @@ public final class PeerManager: @unchecked Sendable {
         /// Bytes all photos together may take (`photo_storage_mb`): a photo that would go over it
         /// is not fetched (smallest photos are fetched first).
         public var photoBudget: Int64 = 2 << 30
-        /// `summary` messages a peer may send: a burst of this many (one round names up to
-        /// 100,000 authors in 7 parts), refilled at that rate per `summaryPeriod`; past it the
-        /// session ends as an offence. An honest node sends one round a minute at most.
-        public var summaryBurst = 8
-        public var summaryPeriod: Duration = .seconds(30)
+        /// `recon` messages a peer may send: a burst of this many, refilled at that rate per
+        /// `reconPeriod`; past it the session ends as an offence (each one makes us read the
+        /// tree). An honest round takes a handful of messages, one round a minute.
+        public var reconBurst = 128
+        public var reconPeriod: Duration = .seconds(30)
         /// `want` messages a peer may send, likewise (an honest session sends at most
         /// `SyncSession.wantsPerPeriod` per `SyncSession.wantPeriod`: half of this).
         public var wantBurst = 256
@@ -161,14 +162,14 @@ public final class PeerManager: @unchecked Sendable {
         var announced: (received: Int, sent: Int, caughtUp: Bool) = (0, 0, false)
         var announcedAt: ContinuousClock.Instant?
         var syncTimer: DispatchWorkItem?
-        /// When our summary last went out on this link.
-        var summarizedAt: ContinuousClock.Instant?
+        /// Starts the next reconciliation round (links we dialled).
+        var roundTimer: DispatchWorkItem?
         /// Asks the peer again for records the replica could not take now.
         var deferralTimer: DispatchWorkItem?
         /// Kinds of "not taken now" already logged at info on this link.
         var notNowLogged: Set<String> = []
         /// How often the peer may send the messages that cost us the most (§13.4).
-        var summaryRate: MessageRate
+        var reconRate: MessageRate
         var wantRate: MessageRate
         var hereRate: MessageRate
         /// The newest `here` that came over its rate, and the timer that takes it once the
@@ -177,15 +178,16 @@ public final class PeerManager: @unchecked Sendable {
         var hereTimer: DispatchWorkItem?
 
         init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64,
-             summaryRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate) {
-            self.summaryRate = summaryRate
+             reconRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate) {
+            self.reconRate = reconRate
             self.wantRate = wantRate
             self.hereRate = hereRate
             self.serial = serial
             self.link = link
             self.via = via
             self.staticIndex = staticIndex
-            self.session = SyncSession(settings: sync)
+            self.session = SyncSession(role: link.role == .initiator ? .initiator : .responder, settings: sync,
+                                       hashing: ReconHash.hashing)
             self.tokens = Double(burst)
         }
 
@@ -482,7 +484,7 @@ public final class PeerManager: @unchecked Sendable {
         serials += 1
         let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
                                     burst: settings.recordsBurst, serial: serials,
-                                    summaryRate: MessageRate(capacity: settings.summaryBurst, per: settings.summaryPeriod),
+                                    reconRate: MessageRate(capacity: settings.reconBurst, per: settings.reconPeriod),
                                     wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod),
                                     hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod))
         let id = ObjectIdentifier(connection)
@@ -538,12 +540,13 @@ public final class PeerManager: @unchecked Sendable {
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()
         announcePeer(connection, "connected")
-        let summary: [PublicKey: AuthorSummary]
-        do { summary = try node.replica.versionSummary() } catch {
-            end(connection, "reading the version vector failed: \(error)")
+        let held: Int
+        do { held = try node.replica.reconSetSize() } catch {
+            end(connection, "reading the size of the record set failed: \(error)")
             return
         }
-        run(connection.session.start(localVector: summary.mapValues(\.seq), digests: summary.mapValues(\.digest)), on: connection)
+        run(connection.session.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held)), on: connection)
+        if connection.session.role == .initiator { scheduleRound(connection) }
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
         findMissingPhotos()
     }
@@ -555,6 +558,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.syncTimer?.cancel()
         connection.deferralTimer?.cancel()
         connection.hereTimer?.cancel()
+        connection.roundTimer?.cancel()
         publishSnapshot()
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
@@ -601,10 +605,13 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Sessions (on queue)
 
+    /// Pushes what was applied to every link but the one it came over (echo suppression by
+    /// link: a fork variant of a seq a peer holds is pushed too, the peer does not hold it).
     private func localRecordsAdded(_ records: [AppliedRecord]) {
         guard !stopped else { return }
-        let tuples = records.map { (author: $0.author, seq: $0.seq, bytes: $0.bytes) }
         for connection in connections.values where !connection.closing && connection.since != 0 {
+            let tuples = records.filter { $0.origin != connection.serial }.map { (author: $0.author, seq: $0.seq, bytes: $0.bytes) }
+            guard !tuples.isEmpty else { continue }
             run(connection.session.localRecordsAdded(tuples), on: connection)
         }
         if records.contains(where: Self.setsAPhoto) { findMissingPhotos() }
@@ -628,6 +635,31 @@ public final class PeerManager: @unchecked Sendable {
                     return
                 }
                 pending = connection.session.fetched(records)[...] + pending
+            case .fetchIDs(let ids):
+                let records: [[UInt8]]
+                do { records = try node.replica.reconRecords(ids: ids) } catch {
+                    end(connection, "reading records from the replica failed: \(error)")
+                    return
+                }
+                pending = connection.session.fetched(records)[...] + pending
+            case .fetchSubtree(let depth, let prefix, let after, let limit):
+                let page: (records: [[UInt8]], next: ReconCursor?)
+                do { page = try node.replica.reconRecords(depth: depth, prefix: prefix, after: after, limit: limit) } catch {
+                    end(connection, "reading records from the replica failed: \(error)")
+                    return
+                }
+                pending = connection.session.fetched(page.records, next: page.next)[...] + pending
+            case .reconcile:
+                let next: [SyncDirective]
+                do { next = try node.replica.withReconView { view in try connection.session.reconcile(in: view) } } catch {
+                    end(connection, "reading the reconciliation tree failed: \(error)")
+                    return
+                }
+                pending = next[...] + pending
+            case .end(let reason):
+                // No offence (another protocol version): logged once, not punished.
+                end(connection, reason)
+                return
             case .apply(let batch):
                 apply(batch, from: connection)
             case .close(let reason):
@@ -637,20 +669,6 @@ public final class PeerManager: @unchecked Sendable {
                 return
             case .progress:
                 announceSync(connection)
-            case .compare(let entries):
-                // Same seq, different digest: one side holds a fork variant the other never saw.
-                let local: [PublicKey: AuthorSummary]
-                do { local = try node.replica.versionSummary(of: entries.map(\.author)) } catch {
-                    end(connection, "reading the version vector failed: \(error)")
-                    return
-                }
-                let differ = entries.filter { e in local[e.author].map { $0.seq == e.seq && $0.digest != e.digest } ?? false }.map(\.author)
-                if !differ.isEmpty {
-                    logger.info("records of an author differ from the peer's at the same seqs (a fork); exchanging all of them",
-                                ["peer.address": "\(connection.link.remote)", "authors": "\(differ.count)",
-                                 "author": differ[0].shortID])
-                    pending = connection.session.resend(differ)[...] + pending
-                }
             case .peerAccounts(let accounts):
                 connection.accounts = Set(accounts)
                 publishNearby()
@@ -720,14 +738,25 @@ public final class PeerManager: @unchecked Sendable {
         publishSnapshot()
     }
 
-    /// After catching up, sends our vector with digests again (at most once a minute per link):
-    /// forks below where the two sides stood at hello show up as equal seqs with other digests.
-    private func sendSummary(_ connection: Connection) {
-        let now = ContinuousClock.now
-        if let last = connection.summarizedAt, now - last < settings.summaryInterval { return }
-        connection.summarizedAt = now
-        guard let summary = try? node.replica.versionSummary() else { return }
-        run(connection.session.summary(localVector: summary.mapValues(\.seq), digests: summary.mapValues(\.digest)), on: connection)
+    /// Starts a reconciliation round on a link we dialled every `reconInterval` while it is up.
+    private func scheduleRound(_ connection: Connection) {
+        connection.roundTimer?.cancel()
+        let timer = DispatchWorkItem { [weak self, weak connection] in
+            guard let self, let connection, !self.stopped, !connection.closing else { return }
+            connection.roundTimer = nil
+            self.run(connection.session.startRound(), on: connection)
+            self.scheduleRound(connection)
+        }
+        connection.roundTimer = timer
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(settings.reconInterval.nanoseconds)), execute: timer)
+    }
+
+    /// A fork variant was applied: the links we dialled start a round now (the variant's
+    /// siblings elsewhere are found without waiting for the minute).
+    private func reconcileNow() {
+        for connection in connections.values where !connection.closing && connection.since != 0 && connection.session.role == .initiator {
+            run(connection.session.startRound(), on: connection)
+        }
     }
 
     // MARK: Nearby (on queue)
@@ -776,7 +805,7 @@ public final class PeerManager: @unchecked Sendable {
         applyQueue.async { [weak self] in
             guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
             let (admitted, overBudget) = self.withinBudget(batch)
-            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(admitted) }
+            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(admitted, origin: serial) }
             if case .success(let outcomes) = result { self.countStored(admitted, outcomes) }
             self.queue.async {
                 guard let connection = self.connections[key], connection.serial == serial,
@@ -794,6 +823,7 @@ public final class PeerManager: @unchecked Sendable {
                     if let delay { self.scheduleAcks(connection, after: delay) }
                     self.run(next, on: connection)
                     if !overBudget.isEmpty { self.run(connection.session.abandon(overBudget), on: connection) }
+                    if outcomes.contains(.forked) { self.reconcileNow() }
                 }
             }
         }
@@ -860,7 +890,7 @@ public final class PeerManager: @unchecked Sendable {
         let timer = DispatchWorkItem { [weak self, weak connection] in
             guard let self, let connection, !self.stopped, !connection.closing else { return }
             connection.deferralTimer = nil
-            self.run(connection.session.retryDeferred(now: .now), on: connection)
+            self.run(connection.session.retryDeferred(now: .now, held: { (try? self.node.replica.contiguousSeq(of: $0)) ?? 0 }), on: connection)
             self.scheduleDeferralRetry(connection)
         }
         connection.deferralTimer = timer
@@ -1105,8 +1135,8 @@ public final class PeerManager: @unchecked Sendable {
         guard let tag = bytes.first else { return nil }
         let now = ContinuousClock.now
         switch tag {
-        case 0x08 where !connection.summaryRate.take(now: now):
-            return "more than \(settings.summaryBurst) summary messages in \(settings.summaryPeriod) (an honest node sends one round a minute)"
+        case SyncMessage.reconTag where !connection.reconRate.take(now: now):
+            return "more than \(settings.reconBurst) recon messages in \(settings.reconPeriod) (an honest node runs one round a minute)"
         case 0x04 where !connection.wantRate.take(now: now):
             return "more than \(settings.wantBurst) want messages in \(settings.wantPeriod)"
         default:
@@ -1193,7 +1223,6 @@ public final class PeerManager: @unchecked Sendable {
             return
         }
         if totals.caughtUp && !connection.announced.caughtUp {
-            sendSummary(connection)
             if photosDeferredSince != nil { findMissingPhotos() }
         }
         connection.announced = totals

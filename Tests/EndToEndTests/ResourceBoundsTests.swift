@@ -162,7 +162,7 @@ extension EndToEndTests {
         return (value("VmRSS"), value("VmHWM"))
     }
 
-    /// (3) Four links each say a hello naming 100,000 authors A lacks, and stay up: A's memory
+    /// (3) Four links each send the largest recon message (120,000 short IDs A lacks), and stay up: A's memory
     /// grows by a bounded amount per link (the old code held ~20 MiB per link).
     @Test func aHelloNamingAHundredThousandAuthorsCostsABoundedAmountOfMemoryPerLink() throws {
         try E2E.requireRoot()
@@ -254,7 +254,7 @@ extension EndToEndTests {
         }
     }
 
-    /// (4) Floods of `summary` (40 × 768 KiB) and `want` (4,000) messages: each flooding link is
+    /// (4) Floods of `recon` (400 × 128 KiB, each after the answer to the last) and `want` (4,000) messages: each flooding link is
     /// cut off as an offence after the burst the rate allows, within a bounded CPU time of A;
     /// the honest peer B keeps syncing.
     @Test func aFloodOfSummaryOrWantMessagesIsCutOffWithinBoundedCPUAndTheHonestPeerSyncs() throws {
@@ -262,7 +262,7 @@ extension EndToEndTests {
         let pair = try FloodPair()
         defer { pair.close() }
         try pair.honestWrite("before the floods")
-        for (attack, address, reason) in [("summaries", "127.0.0.61", "summary messages in"), ("wants", "127.0.0.62", "want messages in")] {
+        for (attack, address, reason) in [("summaries", "127.0.0.61", "recon messages in"), ("wants", "127.0.0.62", "want messages in")] {
             let (output, cpu) = try pair.flood(attack, from: address, wait: 10)
             #expect(Self.field(output, "closed") == "true", "a \(attack) flood should be cut off: \(output)\n\(pair.a.log)")
             #expect(pair.a.log.contains(reason) && pair.a.log.contains("peer.address=\(address)"), "logged with the address: \(pair.a.log)")

@@ -258,12 +258,17 @@ public enum FuzzTargets {
         if let m = try? SyncMessage.decode(data), m.encoded != data {
             throw violation("a non-canonical sync message decoded: \(m)")
         }
-        var session = SyncSession(settings: SyncSettings(window: 2, batchSize: 4))
-        _ = session.start(localVector: [recordAuthor.publicKey.key: 3])
-        _ = session.receive(.hello([:]))
+        var session = SyncSession(role: .responder, settings: SyncSettings(window: 2, batchSize: 4), hashing: ReconHash.hashing)
+        _ = session.start(salt: [UInt8](repeating: 1, count: 16), held: 3)
+        _ = session.receive(.hello(salt: [UInt8](repeating: 2, count: 16), held: 0))
         var directives = session.receive(bytes: data)
         directives += session.receive(bytes: data)
-        let closes = directives.filter { if case .close = $0 { true } else { false } }.count
+        // A round step is answered over a small tree, as the daemon answers it over the replica's.
+        if directives.contains(.reconcile) {
+            let tree = MemoryReconTree((0..<40).map { BLAKE2b.hash([UInt8($0)]) })
+            directives += (try? session.reconcile(in: tree)) ?? []
+        }
+        let closes = directives.filter { if case .close = $0 { true } else if case .end = $0 { true } else { false } }.count
         if closes > 1 { throw violation("a session closed \(closes) times") }
         if session.isClosed, !session.receive(bytes: data).isEmpty { throw violation("a closed session answered") }
     }

@@ -13,8 +13,7 @@ import Testing
 
     /// The documented messages, by name.
     static let messages: [(name: String, message: SyncMessage)] = [
-        ("hello-one-part", .hello(version: 1, vector: [.init(author: author, seq: 5, digest: 0x0123_4567_89AB_CDEF)], more: false)),
-        ("hello-first-of-parts", .hello(version: 1, vector: [.init(author: author, seq: 1, digest: 1)], more: true)),
+        ("hello", .hello(salt: Array(0x00...0x0F), held: 1_000)),
         ("records", .records([[0x4D, 0x4D, 0x52], [0x01]])),
         ("ack", .ack(count: 2)),
         ("want", .want(author: author, from: 7)),
@@ -22,7 +21,15 @@ import Testing
         ("blob-part", .blob(hash: hash, total: 10, offset: 4, bytes: [0xFF, 0xD8])),
         ("blob-not-held", .blob(hash: hash, total: 0, offset: 0, bytes: [])),
         ("here", .here([author, other])),
-        ("summary", .summary(vector: [.init(author: other, seq: 3, digest: 0xFFFF_FFFF_FFFF_FFFF)], more: false)),
+        ("recon-fingerprint", .recon([ReconItem(depth: 0, prefix: 0, .fingerprint(count: 3, fingerprint: 0x0123_4567_89AB_CDEF))])),
+        ("recon-split-ids-need", .recon([
+            ReconItem(depth: 1, prefix: 0xA000, .split([.init(nibble: 0, count: 20, fingerprint: 1), .init(nibble: 15, count: 1, fingerprint: 0xFFFF_FFFF_FFFF_FFFF)])),
+            ReconItem(depth: 4, prefix: 0xABCD, .ids([2, 0x8000_0000_0000_0000])),
+            ReconItem(depth: 2, prefix: 0xA100, .ids([])),
+            ReconItem(depth: 4, prefix: 0xABCD, .need([5])),
+        ])),
+        ("recon-empty", .recon([])),
+        ("caughtUp", .caughtUp),
     ]
 
     static func documented() throws -> [String: String] {

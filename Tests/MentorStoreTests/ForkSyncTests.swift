@@ -3,27 +3,29 @@ import MentorCrypto
 @testable import MentorStore
 import Testing
 
-/// Two real replicas synced by two `SyncSession`s over an in-memory link, with a shell that does
-/// what `PeerManager` does: fetch from and apply to the replica, compare digests, resend.
+/// Two real replicas synced by two `SyncSession`s (v2) over an in-memory link, with a shell that
+/// does what `PeerManager` does: reconcile against the replica's tree, fetch from and apply to
+/// the replica. The tree is built in memory from the replica's records here (the SQLite tree is
+/// the "recon-store" work; its tests check it against `MemoryReconTree`).
 private final class ReplicaLink {
     let replicas: [Replica]
-    var sessions: [SyncSession] = [SyncSession(), SyncSession()]
+    var sessions: [SyncSession] = [SyncSession(role: .initiator, hashing: ReconHash.hashing),
+                                   SyncSession(role: .responder, hashing: ReconHash.hashing)]
     var wire: [[[UInt8]]] = [[], []]          // wire[i]: messages sent by side i
-    var resends = 0
     var closed: [String] = []
 
     init(_ a: Replica, _ b: Replica) { replicas = [a, b] }
 
-    func start() throws {
-        for i in 0..<2 {
-            let summary = try replicas[i].versionSummary()
-            try run(i, sessions[i].start(localVector: summary.mapValues(\.seq), digests: summary.mapValues(\.digest)))
+    func entries(_ i: Int) throws -> [(id: [UInt8], bytes: [UInt8])] {
+        try replicas[i].knownAuthors().flatMap { a in
+            try replicas[i].records(of: a, seqs: 1...Limits.maxSeq).map { (VerifiedRecord.id(of: $0), $0) }
         }
     }
 
-    func summarize(_ i: Int) throws {
-        let summary = try replicas[i].versionSummary()
-        try run(i, sessions[i].summary(localVector: summary.mapValues(\.seq), digests: summary.mapValues(\.digest)))
+    func start() throws {
+        for i in 0..<2 {
+            try run(i, sessions[i].start(salt: [UInt8](repeating: UInt8(i + 1), count: 16), held: UInt64(try entries(i).count)))
+        }
     }
 
     func run(_ i: Int, _ directives: [SyncDirective]) throws {
@@ -33,18 +35,20 @@ private final class ReplicaLink {
             case .send(let m): wire[i].append(m.encoded)
             case .fetch(let author, let seqs):
                 pending = sessions[i].fetched(try replicas[i].records(of: author, seqs: seqs))[...] + pending
+            case .reconcile:
+                let tree = MemoryReconTree(try entries(i).map(\.id))
+                pending = try sessions[i].reconcile(in: tree)[...] + pending
+            case .fetchIDs(let ids):
+                let wanted = Set(ids)
+                pending = sessions[i].fetched(try entries(i).filter { wanted.contains($0.id) }.map(\.bytes))[...] + pending
+            case .fetchSubtree(let depth, let prefix, _, _):
+                let under = try entries(i).filter { ReconTree.prefix(of: $0.id, depth: depth) == prefix }.map(\.bytes)
+                pending = sessions[i].fetched(under, next: nil)[...] + pending
             case .apply(let batch):
                 let outcomes = try replicas[i].apply(batch: batch)
                 let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
                 pending = sessions[i].applied(stored: outcomes.count - refused, refused: refused)[...] + pending
-            case .compare(let entries):
-                let local = try replicas[i].versionSummary(of: entries.map(\.author))
-                let differ = entries.filter { e in local[e.author].map { $0.seq == e.seq && $0.digest != e.digest } ?? false }
-                if !differ.isEmpty {
-                    resends += 1
-                    pending = sessions[i].resend(differ.map(\.author))[...] + pending
-                }
-            case .close(let reason): closed.append(reason)
+            case .close(let reason), .end(let reason): closed.append(reason)
             case .progress, .serveBlob, .blobPart, .peerAccounts: break
             }
         }
@@ -87,26 +91,27 @@ private final class ReplicaLink {
     }
 
     /// Ana's key signed different records for seq 5 on two machines, each of which only ever saw
-    /// its own: equal contiguous seqs, so hello alone would exchange nothing. The digests differ,
-    /// both sides resend the author, and both end with both variants and equal digests.
-    @Test func aForkAtTheSameSeqIsFoundByTheHelloDigestsAndExchanged() throws {
+    /// its own: each variant is one more ID in a set, so one round exchanges them and both end
+    /// with both variants, the author flagged as forked.
+    @Test func aForkAtTheSameSeqIsExchangedByOneRound() throws {
         let x = try memoryReplica(), y = try memoryReplica()
         let common = try (1...4).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: common + [try card(5, "laptop")])
         _ = try y.apply(batch: common + [try card(5, "lab machine")])
-        #expect(try x.digest() != y.digest())
         let link = ReplicaLink(x, y)
         try link.start()
         try link.settle()
         #expect(link.closed.isEmpty, "\(link.closed)")
-        #expect(link.resends == 2, "both sides should find the difference")
-        #expect(try x.digest() == y.digest())
+        #expect(link.sessions[0].recordsSent == 1 && link.sessions[1].recordsSent == 1, "only the variants travel")
+        #expect(try Set(link.entries(0).map(\.id)) == Set(link.entries(1).map(\.id)))
         #expect(try x.counts().records == 6 && x.card(of: ana.publicKey.key)?.forked == true)
+        #expect(try y.card(of: ana.publicKey.key)?.forked == true)
+        #expect(link.sessions[0].isCaughtUp && link.sessions[1].isCaughtUp)
     }
 
-    /// The fork lies below where the two sides stood at hello (y is behind), so hello digests
-    /// cannot compare it; after catching up the summary does.
-    @Test func aForkBelowTheHelloIsFoundByTheSummaryAfterCatchingUp() throws {
+    /// The fork lies below where the two sides stand (y is behind): v1 needed a later summary
+    /// to find it; v2's round finds it with the rest.
+    @Test func aForkBelowTheOtherSidesHighestSeqIsFoundInTheSameRound() throws {
         let x = try memoryReplica(), y = try memoryReplica()
         let common = try (1...4).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: common + [try card(5, "laptop"), try card(6, "later")])
@@ -114,17 +119,12 @@ private final class ReplicaLink {
         let link = ReplicaLink(x, y)
         try link.start()
         try link.settle()
-        #expect(try y.versionSummary()[ana.publicKey.key]?.seq == 6, "y caught up to seq 6")
-        #expect(try x.digest() != y.digest(), "the fork at seq 5 is still hidden")
-        try link.summarize(0)
-        try link.summarize(1)
-        try link.settle()
         #expect(link.closed.isEmpty, "\(link.closed)")
-        #expect(try x.digest() == y.digest(), "the summaries exchanged the hidden variants")
+        #expect(try Set(link.entries(0).map(\.id)) == Set(link.entries(1).map(\.id)))
         #expect(try x.counts().records == 7)
     }
 
-    @Test func equalReplicasExchangeNothingAfterHelloOrSummary() throws {
+    @Test func equalReplicasExchangeNothing() throws {
         let x = try memoryReplica(), y = try memoryReplica()
         let records = try (1...20).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: records)
@@ -132,9 +132,7 @@ private final class ReplicaLink {
         let link = ReplicaLink(x, y)
         try link.start()
         try link.settle()
-        try link.summarize(0)
-        try link.summarize(1)
-        try link.settle()
-        #expect(link.resends == 0 && link.sessions[0].recordsSent == 0 && link.sessions[1].recordsSent == 0)
+        #expect(link.sessions[0].recordsSent == 0 && link.sessions[1].recordsSent == 0)
+        #expect(link.sessions[0].reconMessagesSent == 2 && link.sessions[1].reconMessagesSent == 1)
     }
 }

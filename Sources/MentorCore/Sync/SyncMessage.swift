@@ -34,12 +34,11 @@ public enum SyncLimits {
     public static let maxHereAccounts = 1024
     /// Bytes of a blob in one `blob` message.
     public static let maxBlobPart = 256 * 1024
-    /// Authors named in one hello (over all its parts).
-    public static let maxVectorEntries = 100_000
-    /// Authors named in one `hello` or `summary` message (48 bytes each: 786 KiB, under a frame).
-    public static let maxVectorPart = 16_384
-    /// Parts of one hello: the most entries in parts of the most a part holds (7), and one more.
-    public static let maxHelloParts = (maxVectorEntries + maxVectorPart - 1) / maxVectorPart + 1
+    /// Bytes of one `recon` message the sender fills at most (a side with more to say keeps the
+    /// rest for its next message), under the 1 MiB frame.
+    public static let maxReconBytes = 1_000_000
+    /// Short IDs in one `ids` or `need` item, at most (what fits a frame).
+    public static let maxReconIDs = 131_072
     /// Records in one `records` batch.
     public static let maxBatchRecords = 256
     /// Bytes of one `records` message, encoded (so that it fits one frame: 1 MiB of plaintext).
@@ -48,13 +47,53 @@ public enum SyncLimits {
     public static let maxRecordBytes = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
 }
 
-/// The messages of the anti-entropy protocol. Canonical encoding (integers big-endian):
+/// One item of a `recon` message (sync protocol v2, PROTOCOL.md §13.3): what the sender says
+/// about the node (depth, prefix) of its reconciliation tree (`ReconTree`).
+public struct ReconItem: Equatable, Hashable, Sendable {
+    /// A non-empty child in a `split`: its nibble, count and fingerprint.
+    public struct Child: Equatable, Hashable, Sendable {
+        public let nibble: UInt8
+        public let count: UInt32
+        public let fingerprint: UInt64
+        public init(nibble: UInt8, count: UInt32, fingerprint: UInt64) {
+            self.nibble = nibble; self.count = count; self.fingerprint = fingerprint
+        }
+    }
+
+    public enum Kind: Equatable, Hashable, Sendable {
+        /// My node here: its count (≥ 1) and fingerprint.
+        case fingerprint(count: UInt32, fingerprint: UInt64)
+        /// My non-empty children of a node whose fingerprint did not match (depth < 4), by
+        /// nibble ascending; a child not named is empty on my side.
+        case split([Child])
+        /// The short IDs of every ID I hold under the node, ascending (may be none).
+        case ids([UInt64])
+        /// Send me the records with these short IDs (from your `ids` of this node).
+        case need([UInt64])
+    }
+
+    public let depth: UInt8
+    public let prefix: UInt16
+    public let kind: Kind
+
+    public init(depth: UInt8, prefix: UInt16, _ kind: Kind) { self.depth = depth; self.prefix = prefix; self.kind = kind }
+
+    /// Bytes of the item on the wire.
+    public var encodedSize: Int {
+        switch kind {
+        case .fingerprint: 4 + 12
+        case .split(let c): 4 + 2 + 12 * c.count
+        case .ids(let s), .need(let s): 4 + 4 + 8 * s.count
+        }
+    }
+
+    enum KindTag: UInt8 { case fingerprint = 1, split = 2, ids = 3, need = 4 }
+}
+
+/// The messages of the anti-entropy protocol, v2 (PROTOCOL.md §13.3). Canonical encoding
+/// (integers big-endian):
 ///
-///     hello    0x01 ‖ version u8 ‖ flags u8 ‖ count u32 ‖ count × entry
-///              entry = author 32 bytes ‖ contiguous seq u64 ‖ digest u64 (of the author's record IDs)
-///              flags: bit 0 = more parts follow (the vector is split into parts of ≤ 16,384
-///              entries, ≤ 100,000 in all); other bits 0. Authors strictly ascending across the
-///              parts, seqs 1 ... 2^63-1 (authors we hold nothing of are omitted)
+///     hello    0x01 ‖ version u8 (2) ‖ salt 16 bytes ‖ held u64 (the size of the set, informational)
 ///     records  0x02 ‖ count u16 ‖ count × (length u32 ‖ record encoding)
 ///              1 ... 256 records, each ≤ SyncLimits.maxRecordBytes, ≤ 1 MiB in all
 ///     ack      0x03 ‖ batches u32 (≥ 1)
@@ -64,24 +103,26 @@ public enum SyncLimits {
 ///              total 0 (with offset 0, length 0): not held; else total ≤ 4 MiB, length 1 ... 256 KiB,
 ///              offset + length ≤ total
 ///     here     0x07 ‖ count u16 ‖ count × account key 32 bytes (strictly ascending, ≤ 1024)
-///     summary  0x08 ‖ flags u8 ‖ count u32 ‖ count × entry — what hello says, again, later (to
-///              find forks hidden below where the two sides stood at hello)
+///     (0x08, v1's summary, is gone: receiving it is a protocol violation)
+///     recon    0x09 ‖ count u16 ‖ count × item
+///              item = depth u8 (0...4) ‖ prefix u16 (no bits below the depth) ‖ kind u8 ‖ body
+///              1 fingerprint: count u32 (≥ 1) ‖ fp u64
+///              2 split (depth < 4): bitmap u16 (≥ 1 bit) ‖ per set bit ascending: count u32 (≥ 1) ‖ fp u64
+///              3 ids:  n u32 ‖ n × short ID u64, strictly ascending (n may be 0)
+///              4 need: n u32 (≥ 1) ‖ n × short ID u64, strictly ascending
+///     caughtUp 0x0a
 ///
-/// Decoding is strict: every count and length is checked against its limit and against the
-/// bytes that remain before anything is allocated, and trailing bytes are refused.
+/// A hello of another version decodes (version and nothing else) so that the session can say
+/// which version the peer speaks. Decoding is strict: every count and length is checked against
+/// its limit and against the bytes that remain before anything is allocated, and trailing bytes
+/// are refused.
 public enum SyncMessage: Equatable, Sendable {
-    /// One entry of a hello's vector: the author's records held contiguously from seq 1, and the
-    /// digest of the IDs of all of them (fork variants included; 0 = not given).
-    public struct Entry: Hashable, Sendable {
-        public let author: PublicKey
-        public let seq: UInt64
-        public let digest: UInt64
-        public init(author: PublicKey, seq: UInt64, digest: UInt64 = 0) { self.author = author; self.seq = seq; self.digest = digest }
-    }
+    public static let protocolVersion: UInt8 = 2
+    /// Bytes of each side's salt in its hello.
+    public static let saltBytes = 16
 
-    public static let protocolVersion: UInt8 = 1
-
-    case hello(version: UInt8, vector: [Entry], more: Bool = false)
+    /// `salt` is empty and `held` 0 for a hello of another version (whose body is not read).
+    case hello(version: UInt8, salt: [UInt8], held: UInt64)
     case records([[UInt8]])
     case ack(count: UInt32)
     case want(author: PublicKey, from: UInt64)
@@ -92,38 +133,30 @@ public enum SyncMessage: Equatable, Sendable {
     /// The accounts that live on the sending node (all of them, replacing what it said before):
     /// what makes them "nearby now" for the receiver while the link is up.
     case here([PublicKey])
-    /// The sender's vector again (parts like hello's), for the receiver to compare digests.
-    case summary(vector: [Entry], more: Bool)
+    /// One step of a reconciliation round.
+    case recon([ReconItem])
+    /// Every record the round just finished found the receiver lacks has been sent.
+    case caughtUp
 
-    /// A hello in canonical form (sorted, zero counters dropped) from a version vector, in one
-    /// part, without digests.
-    public static func hello(_ vector: [PublicKey: UInt64]) -> SyncMessage {
-        .hello(version: protocolVersion,
-               vector: vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }.map { Entry(author: $0.key, seq: $0.value) })
+    /// A v2 hello.
+    public static func hello(salt: [UInt8], held: UInt64) -> SyncMessage {
+        .hello(version: protocolVersion, salt: salt, held: held)
     }
 
-    /// The canonical entries of a vector with digests (sorted, zero counters dropped) in parts
-    /// of at most `SyncLimits.maxVectorPart`.
-    public static func parts(_ vector: [PublicKey: UInt64], digests: [PublicKey: UInt64]) -> [[Entry]] {
-        let entries = vector.filter { $0.value > 0 }.sorted { $0.key < $1.key }
-            .map { Entry(author: $0.key, seq: $0.value, digest: digests[$0.key] ?? 0) }
-        guard !entries.isEmpty else { return [[]] }
-        return stride(from: 0, to: entries.count, by: SyncLimits.maxVectorPart).map {
-            Array(entries[$0..<min($0 + SyncLimits.maxVectorPart, entries.count)])
-        }
-    }
-
-    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8 }
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8, recon = 9, caughtUp = 10 }
     /// The first byte of an encoded `here`, for a shell that rates messages before decoding them.
     public static let hereTag = Tag.here.rawValue
+    /// The first byte of an encoded `recon` (rated by the shell like `here`).
+    public static let reconTag = Tag.recon.rawValue
 
     public var encoded: [UInt8] {
         var w = ByteWriter()
         switch self {
-        case .hello(let version, let vector, let more):
+        case .hello(let version, let salt, let held):
             w.u8(Tag.hello.rawValue)
             w.u8(version)
-            Self.encode(vector, more: more, into: &w)
+            w.raw(salt)
+            w.u64(held)
         case .records(let batch):
             w.u8(Tag.records.rawValue)
             w.u16(UInt16(batch.count))
@@ -149,9 +182,12 @@ public enum SyncMessage: Equatable, Sendable {
             w.u8(Tag.here.rawValue)
             w.u16(UInt16(accounts.count))
             for a in accounts { w.raw(a.bytes) }
-        case .summary(let vector, let more):
-            w.u8(Tag.summary.rawValue)
-            Self.encode(vector, more: more, into: &w)
+        case .recon(let items):
+            w.u8(Tag.recon.rawValue)
+            w.u16(UInt16(items.count))
+            for item in items { Self.encode(item, into: &w) }
+        case .caughtUp:
+            w.u8(Tag.caughtUp.rawValue)
         }
         return w.bytes
     }
@@ -164,8 +200,12 @@ public enum SyncMessage: Equatable, Sendable {
             switch Tag(rawValue: tag) {
             case .hello:
                 let version = try r.u8("hello version")
-                let (vector, more) = try Self.decodeVector(&r, "hello")
-                message = .hello(version: version, vector: vector, more: more)
+                guard version == protocolVersion else {
+                    // Another version's body is its own business: say which version it is.
+                    return .hello(version: version, salt: [], held: 0)
+                }
+                let salt = try r.raw(saltBytes, "hello salt")
+                message = .hello(version: version, salt: salt, held: try r.u64("hello held"))
             case .records:
                 let count = Int(try r.u16("record count"))
                 guard count >= 1 else { throw SyncError(.malformed, "an empty records batch") }
@@ -236,8 +276,18 @@ public enum SyncMessage: Equatable, Sendable {
                 }
                 message = .here(accounts)
             case .summary:
-                let (vector, more) = try Self.decodeVector(&r, "summary")
-                message = .summary(vector: vector, more: more)
+                throw SyncError(.protocolViolation, "a summary message (type 8): sync protocol v2 has none (v1 had)")
+            case .recon:
+                let count = Int(try r.u16("recon item count"))
+                guard r.remaining >= count * 4 else {
+                    throw SyncError(.malformed, "recon announces \(count) items but only \(r.remaining) bytes follow")
+                }
+                var items: [ReconItem] = []
+                items.reserveCapacity(count)
+                for i in 0..<count { items.append(try Self.decodeItem(&r, i)) }
+                message = .recon(items)
+            case .caughtUp:
+                message = .caughtUp
             case nil:
                 throw SyncError(.malformed, "unknown sync message type \(tag)")
             }
@@ -256,41 +306,77 @@ public enum SyncMessage: Equatable, Sendable {
 }
 
 extension SyncMessage {
-    static func encode(_ vector: [Entry], more: Bool, into w: inout ByteWriter) {
-        w.u8(more ? 1 : 0)
-        w.u32(UInt32(vector.count))
-        for e in vector { w.raw(e.author.bytes); w.u64(e.seq); w.u64(e.digest) }
+    static func encode(_ item: ReconItem, into w: inout ByteWriter) {
+        w.u8(item.depth)
+        w.u16(item.prefix)
+        switch item.kind {
+        case .fingerprint(let count, let fp):
+            w.u8(ReconItem.KindTag.fingerprint.rawValue)
+            w.u32(count)
+            w.u64(fp)
+        case .split(let children):
+            w.u8(ReconItem.KindTag.split.rawValue)
+            w.u16(children.reduce(UInt16(0)) { $0 | 1 << UInt16($1.nibble) })
+            for c in children { w.u32(c.count); w.u64(c.fingerprint) }
+        case .ids(let ids), .need(let ids):
+            if case .ids = item.kind { w.u8(ReconItem.KindTag.ids.rawValue) } else { w.u8(ReconItem.KindTag.need.rawValue) }
+            w.u32(UInt32(ids.count))
+            for id in ids { w.u64(id) }
+        }
     }
 
-    /// flags ‖ count ‖ entries, checked: count ≤ maxVectorPart and within the bytes left,
-    /// authors strictly ascending, seqs 1 ... maxSeq, unknown flag bits refused.
-    static func decodeVector(_ r: inout ByteReader, _ what: String) throws -> ([Entry], Bool) {
-        let flags = try r.u8("\(what) flags")
-        guard flags & ~1 == 0 else { throw SyncError(.malformed, "\(what) has unknown flag bits \(flags)") }
-        let count = Int(try r.u32("\(what) vector count"))
-        guard count <= SyncLimits.maxVectorPart else {
-            throw SyncError(.tooLarge, "\(what) part names \(count) authors; at most \(SyncLimits.maxVectorPart) allowed")
+    /// One item, checked: depth 0...4, no prefix bits below the depth, known kind, counts ≥ 1
+    /// where they must be, short IDs strictly ascending and within the bytes left.
+    static func decodeItem(_ r: inout ByteReader, _ i: Int) throws -> ReconItem {
+        let depth = try r.u8("recon item \(i) depth")
+        guard Int(depth) <= ReconTree.leafDepth else {
+            throw SyncError(.malformed, "recon item \(i) has depth \(depth); the tree has depths 0 ... \(ReconTree.leafDepth)")
         }
-        guard r.remaining >= count * 48 else {
-            throw SyncError(.malformed, "\(what) announces \(count) entries but only \(r.remaining) bytes follow")
+        let prefix = try r.u16("recon item \(i) prefix")
+        let below: UInt16 = depth == 0 ? .max : .max >> UInt16(4 * depth)
+        guard prefix & below == 0 else {
+            throw SyncError(.malformed, "recon item \(i) prefix \(prefix) has bits below its depth \(depth)")
         }
-        var vector: [Entry] = []
-        vector.reserveCapacity(count)
-        for i in 0..<count {
-            guard let author = PublicKey(bytes: try r.raw(32, "\(what) author \(i)")) else {
-                throw SyncError(.malformed, "\(what) author \(i) has the wrong length")
+        let tag = try r.u8("recon item \(i) kind")
+        switch ReconItem.KindTag(rawValue: tag) {
+        case .fingerprint:
+            let count = try r.u32("recon item \(i) count")
+            guard count >= 1 else { throw SyncError(.malformed, "recon item \(i): a fingerprint of an empty node") }
+            return ReconItem(depth: depth, prefix: prefix, .fingerprint(count: count, fingerprint: try r.u64("recon item \(i) fingerprint")))
+        case .split:
+            guard Int(depth) < ReconTree.leafDepth else { throw SyncError(.malformed, "recon item \(i): a split of a leaf") }
+            let bitmap = try r.u16("recon item \(i) bitmap")
+            guard bitmap != 0 else { throw SyncError(.malformed, "recon item \(i): a split with no children (an empty node is sent as ids)") }
+            var children: [ReconItem.Child] = []
+            for nibble in 0..<16 where bitmap & 1 << UInt16(nibble) != 0 {
+                let count = try r.u32("recon item \(i) child count")
+                guard count >= 1 else { throw SyncError(.malformed, "recon item \(i): child \(nibble) is named with count 0") }
+                children.append(.init(nibble: UInt8(nibble), count: count, fingerprint: try r.u64("recon item \(i) child fingerprint")))
             }
-            let seq = try r.u64("\(what) seq \(i)")
-            guard seq >= 1, seq <= Limits.maxSeq else {
-                throw SyncError(.malformed, "\(what) seq \(i) is \(seq); must be 1 ... \(Limits.maxSeq) (zero entries are omitted)")
+            return ReconItem(depth: depth, prefix: prefix, .split(children))
+        case .ids, .need:
+            let isNeed = tag == ReconItem.KindTag.need.rawValue
+            let n = Int(try r.u32("recon item \(i) short-ID count"))
+            guard n <= SyncLimits.maxReconIDs else {
+                throw SyncError(.tooLarge, "recon item \(i) names \(n) short IDs; at most \(SyncLimits.maxReconIDs) allowed")
             }
-            let digest = try r.u64("\(what) digest \(i)")
-            if let last = vector.last, !(last.author < author) {
-                throw SyncError(.malformed, "\(what) authors are not in strictly ascending order at entry \(i)")
+            guard r.remaining >= n * 8 else {
+                throw SyncError(.malformed, "recon item \(i) announces \(n) short IDs but only \(r.remaining) bytes follow")
             }
-            vector.append(Entry(author: author, seq: seq, digest: digest))
+            if isNeed, n == 0 { throw SyncError(.malformed, "recon item \(i): a need of nothing") }
+            var ids: [UInt64] = []
+            ids.reserveCapacity(n)
+            for j in 0..<n {
+                let id = try r.u64("recon item \(i) short ID \(j)")
+                if let last = ids.last, !(last < id) {
+                    throw SyncError(.malformed, "recon item \(i) short IDs are not strictly ascending at \(j)")
+                }
+                ids.append(id)
+            }
+            return ReconItem(depth: depth, prefix: prefix, isNeed ? .need(ids) : .ids(ids))
+        case nil:
+            throw SyncError(.malformed, "recon item \(i) has unknown kind \(tag)")
         }
-        return (vector, flags & 1 == 1)
     }
 }
 

@@ -3,24 +3,38 @@ public enum SyncDirective: Equatable, Sendable {
     /// Encode and send this message to the peer.
     case send(SyncMessage)
     /// Read these records of `author` from the replica (all stored variants, in seq order) and
-    /// hand them back with `SyncSession.fetched(_:)`.
+    /// hand them back with `SyncSession.fetched(_:next:)` (the peer's `want`).
     case fetch(author: PublicKey, seqs: ClosedRange<UInt64>)
+    /// Read the records with these IDs (by author, seq; unknown IDs skipped) and hand them back
+    /// with `SyncSession.fetched(_:next:)`.
+    case fetchIDs([[UInt8]])
+    /// Read up to `limit` records under this node of the tree after `after` (by author, seq,
+    /// id) and hand them back with `SyncSession.fetched(_:next:)`, with where the read stopped
+    /// (nil: the subtree is done).
+    case fetchSubtree(depth: Int, prefix: UInt16, after: ReconCursor?, limit: Int)
+    /// Open a read of the replica's reconciliation tree and call `SyncSession.reconcile(in:)`
+    /// with it (a round step is due: an answer to the peer's `recon`, or a round to start).
+    case reconcile
     /// Verify and apply this batch received from the peer, then call `SyncSession.applied(...)`.
     case apply([[UInt8]])
-    /// End the connection; the reason is for the log. Emitted at most once.
+    /// End the connection; the reason is for the log. Emitted at most once. The peer is at fault.
     case close(String)
+    /// End the connection without blame (the peer speaks another protocol version): the reason
+    /// is logged once. Emitted at most once, instead of `close`.
+    case end(String)
     /// Totals so far, in records (for `event.sync`).
     case progress(sent: Int, received: Int)
     /// The peer asks for this blob: send it in `blob` parts (or say it is not held).
     case serveBlob(hash: [UInt8])
     /// The accounts living on the peer's node (replacing what it said before).
     case peerAccounts([PublicKey])
-    /// The peer's hello or summary named these authors with these seqs and digests: the shell
-    /// compares them with its own and calls `resend(_:)` for those whose seqs agree but whose
-    /// digests do not (a fork one side never saw).
-    case compare([SyncMessage.Entry])
     /// A part of a blob the peer sent (the shell checks it against what it asked for).
     case blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
+}
+
+/// Which end of the link this session is: the side that dialled starts reconciliation rounds.
+public enum SyncRole: Sendable, Equatable {
+    case initiator, responder
 }
 
 /// Tuning of a sync session. Both ends of a connection must use the same `window`: a receiver
@@ -37,26 +51,27 @@ public struct SyncSettings: Sendable, Equatable {
     }
 }
 
-/// Anti-entropy with one connected peer, as a pure state machine (no I/O, no clock).
+
+/// Anti-entropy with one connected peer (sync protocol v2, PROTOCOL.md §13.3), as a pure state
+/// machine (no I/O, no clock, no cryptography: the salted hashes come from `makeHashing`).
 ///
-/// Both sides send `hello` with the version vector of what they hold contiguously per author.
-/// Each side then sends the peer what the peer lacks: it asks the shell to `fetch` ranges from
-/// the replica (no record bytes are queued for work that waits), packs them into batches and
-/// keeps at most `window` batches unacknowledged. The receiver applies each batch and acks it.
-/// New local records are pushed at once (`localRecordsAdded`), unless the peer is believed to
-/// hold them already (so records are never echoed to the peer that sent them); records applied
-/// from one peer and passed to the sessions of the others are relayed the same way.
+/// Both sides send `hello` with a fresh salt. The initiator then runs reconciliation rounds:
+/// the two sides walk their trees of record IDs down to where they differ (`Reconciler`, one
+/// `recon` message answering each `recon`), and each queues what the other lacks — lists of IDs
+/// and whole subtrees — which the shell reads from the replica (`fetchIDs`, `fetchSubtree`: no
+/// record bytes are queued for work that waits) and the session sends in `records` batches,
+/// at most `window` unacknowledged. When a side's round is over and all it queued is sent, it
+/// sends `caughtUp`. Records applied here are pushed at once (`localRecordsAdded`; the shell
+/// does not pass a session the records that came over its own link).
 ///
 /// Anything out of order or malformed from the peer yields one `.close`; afterwards the session
 /// ignores every input.
 public struct SyncSession: Sendable {
     public let settings: SyncSettings
+    public let role: SyncRole
+    /// Builds the session's hashing from our salt and the peer's (the shell: `ReconHash`).
+    private let makeHashing: @Sendable (_ mine: [UInt8], _ theirs: [UInt8]) -> ReconHashing
 
-    /// What we hold contiguously per author (start vector, raised by local additions).
-    public private(set) var localVector: [PublicKey: UInt64] = [:]
-    /// What we believe the peer holds contiguously: its hello, raised by what it sent us and by
-    /// what we sent it. Nil until the peer's hello arrives.
-    public private(set) var peerVector: [PublicKey: UInt64]? = nil
     /// Batches we sent that the peer has not acknowledged.
     public private(set) var inFlight = 0
     /// Batches the peer sent that we have not acknowledged yet (being applied, or applied with
@@ -67,56 +82,77 @@ public struct SyncSession: Sendable {
     public private(set) var isClosed = false
     public private(set) var recordsSent = 0
     public private(set) var recordsReceived = 0
+    /// What the peer's hello said it holds (informational).
+    public private(set) var peerHeld: UInt64 = 0
+    /// Rounds this side has finished (for tests and metrics).
+    public private(set) var roundsFinished = 0
+    /// `recon` messages sent and their bytes (for tests and benchmarks).
+    public private(set) var reconMessagesSent = 0
+    public private(set) var reconBytesSent = 0
 
     private var started = false
-    /// Hello parts received so far, and the last author of the last part (order check). Parts
-    /// are taken in as they come: entries of authors we hold go into `helloParts`; the others
-    /// only into `peerOnly`, so a hello naming many authors we lack costs 16 bytes per author,
-    /// not a key each (§13.4).
-    private var helloParts: [PublicKey: UInt64] = [:]
-    private var helloPartCount = 0
-    private var helloEntries = 0
-    private var helloLastAuthor: PublicKey?
-    /// What the peer's hello said it holds of authors we held nothing of then, by the first 8
-    /// bytes of the author's key (keys are uniformly distributed; a clash only makes us think
-    /// the peer holds what it may not, which its next hello corrects): two sorted arrays, as the
-    /// hello's authors ascend, 16 bytes an author. The top bit of a value marks an entry we have
-    /// caught up with; `peerOnlyMissing` counts the others.
-    private var peerOnlyKeys: [UInt64] = []
-    private var peerOnlySeqs: [UInt64] = []
-    private var peerOnlyMissing = 0
-    private static let caughtUpBit: UInt64 = 1 << 63
-    private var summaryLastAuthor: PublicKey?
-    /// Authors to resend once the hello is complete.
-    private var pendingResend: Set<PublicKey> = []
-    /// The peer's hello, until both ends are known; then the authors of which it held more than
-    /// we did, and up to which seq (what we lack to have caught up).
-    private var peerHello: [PublicKey: UInt64] = [:]
-    private var missing: [PublicKey: UInt64] = [:]
-    /// Authors with work (local > peer), in the order they got it; `queued` mirrors it.
-    private var workQueue: [PublicKey] = []
-    private var queued: Set<PublicKey> = []
+    private var mySalt: [UInt8] = []
+    private var peerSalt: [UInt8]?
+    private var reconciler: Reconciler?
+
+    // The round (PROTOCOL.md §13.3, "A round").
+    private var roundOpen = false
+    /// The initiator is to open a round at the next `reconcile(in:)`.
+    private var wantRound = false
+    /// A `.reconcile` went out and `reconcile(in:)` has not come back yet.
+    private var reconcileAsked = false
+    /// The peer's items still to answer.
+    private var inbox: [ReconItem]?
+    /// Items of ours that did not fit the last message: sent in the next one.
+    private var outbox: [ReconItem] = []
+    private var lastSentEmpty = false
+    private var lastReceivedEmpty = false
+    /// We sent a `recon` and the peer's answer has not come (the peer may not send one before).
+    private var awaitingPeer = false
+    /// A round finished and its `caughtUp` has not gone out yet.
+    private var caughtUpDue = false
+    private var batchesReceived = 0
+    private var batchesApplied = 0
+    /// `batchesReceived` when the peer's last `caughtUp` came.
+    private var peerCaughtUpAt: Int?
+    private var wasCaughtUp = false
+
+    /// What to send, read from the replica one fetch at a time.
+    enum Work: Equatable, Sendable {
+        case ids([[UInt8]])
+        case subtree(ReconNodeRef, ReconCursor?)
+        case author(PublicKey, from: UInt64)
+    }
+    private var work: [Work] = []
+    private var queuedIDs = 0
+    private var queuedSubtrees: Set<ReconNodeRef> = []
     /// The one outstanding fetch.
-    private var fetching: (author: PublicKey, seqs: ClosedRange<UInt64>)? = nil
-    /// Record bytes ready to send, waiting for the window: at most one fetch result plus the
-    /// pushes of one `localRecordsAdded` call (pushes never wait here while the window is full).
+    private var fetching: Work?
+    /// Record bytes ready to send, waiting for the window: at most one fetch result plus
+    /// pushes (at most `maxBufferedPushes`; past that a push waits for the next round).
     private var ready: [[UInt8]] = []
-    /// Per author, the highest seq the peer has shown it holds: its hello, and every record it
-    /// sent us. A record waiting in `ready` at or below it is dropped instead of sent back.
+    /// Per author, the highest seq the peer sent us (for deferrals; forgotten past 4096 authors).
     private var peerHolds: [PublicKey: UInt64] = [:]
     /// Authors of records the peer sent that the replica could not take now, through no fault
     /// of the peer (a sequence gap, a full hold-back area, a timestamp past the hold bound:
     /// `RecordError.Code.isDeferral`): asked for again with `want` from our contiguous seq,
-    /// after a back-off, until we hold what the peer showed it holds.
+    /// after a back-off, until we hold what the peer showed it holds. The next round would
+    /// find them too; `want` is quicker.
     private var deferrals: [PublicKey: (retryAt: ContinuousClock.Instant, attempts: Int)] = [:]
 
-    /// Authors tracked for a later `want` at most (more are left to the next session's hello).
+    /// IDs queued for sending at most; past that the rest waits for the next round.
+    public static let maxQueuedIDs = 262_144
+    /// Subtrees queued at most (there are 69,905 nodes; a hostile peer cannot make us queue more).
+    public static let maxQueuedSubtrees = 70_000
+    /// Pushed records waiting for the window, at most.
+    public static let maxBufferedPushes = 1024
+    /// Authors tracked for a later `want` at most (more are left to the next round).
     public static let maxDeferredAuthors = 1024
     /// The first `want` for deferred records goes this long after they were deferred; each
     /// further one waits twice as long, up to `maxDeferralRetry`.
     public static let firstDeferralRetry: Duration = .seconds(1)
     public static let maxDeferralRetry: Duration = .seconds(600)
-    /// `want`s one `retryDeferred(now:)` sends at most; the other due authors wait
+    /// `want`s one `retryDeferred(now:held:)` sends at most; the other due authors wait
     /// `firstDeferralRetry` more.
     public static let maxWantsPerRetry = 64
     /// `want`s this side sends at most per link: `wantsPerPeriod` at once, refilled at that many
@@ -126,40 +162,47 @@ public struct SyncSession: Sendable {
     public static let wantPeriod: Duration = .seconds(30)
     private var wantBudget = MessageRate(capacity: SyncSession.wantsPerPeriod, per: SyncSession.wantPeriod)
 
-    public init(settings: SyncSettings = SyncSettings()) {
+    public init(role: SyncRole, settings: SyncSettings = SyncSettings(),
+                hashing makeHashing: @escaping @Sendable (_ mine: [UInt8], _ theirs: [UInt8]) -> ReconHashing) {
+        self.role = role
         self.settings = settings
+        self.makeHashing = makeHashing
     }
 
-    public var isEstablished: Bool { started && peerVector != nil && !isClosed }
-    /// We hold everything the peer held when it said hello, and have applied all it sent —
-    /// apart from deferred records (`deferred(_:now:)`), which are asked for again later.
-    public var isCaughtUp: Bool { isEstablished && missing.isEmpty && peerOnlyMissing == 0 && unackedReceived == 0 }
+    public var isEstablished: Bool { started && peerSalt != nil && !isClosed }
+    /// A round has finished here, the peer said `caughtUp`, and every batch it sent before
+    /// that is applied (apart from deferred records, asked for again later). Stays true for the
+    /// session once it was (later rounds only find what was written meanwhile).
+    public var isCaughtUp: Bool {
+        guard isEstablished else { return false }
+        if wasCaughtUp { return true }
+        guard roundsFinished > 0, !roundOpen, let at = peerCaughtUpAt else { return false }
+        return batchesApplied >= at
+    }
+    /// Whether a round is in progress (for the shell's periodic rounds and tests).
+    public var isReconciling: Bool { roundOpen || wantRound }
     /// Authors whose deferred records will be asked for again (for tests and metrics).
     public var deferredAuthors: Set<PublicKey> { Set(deferrals.keys) }
-    /// When `retryDeferred(now:)` has something to ask for next (nil: nothing is deferred).
+    /// When `retryDeferred(now:held:)` has something to ask for next (nil: nothing is deferred).
     public var nextDeferralRetry: ContinuousClock.Instant? { deferrals.values.map(\.retryAt).min() }
-    /// Authors of the peer's hello kept by key prefix only (for tests and metrics).
-    public var peerOnlyAuthors: Int { peerOnlyKeys.count }
     /// Record encodings waiting for the window (for tests and metrics).
     public var bufferedRecords: Int { ready.count }
+    /// Nothing queued, fetching, buffered, in flight or unacknowledged, and no round open.
+    public var isIdle: Bool {
+        work.isEmpty && fetching == nil && ready.isEmpty && inFlight == 0 && unackedReceived == 0
+            && !roundOpen && !wantRound && inbox == nil && outbox.isEmpty && !caughtUpDue
+    }
 
     // MARK: Inputs
 
-    /// The connection is up: announce what we hold.
-    /// `digests` (per author, of its record IDs) go into the hello for the peer to compare.
-    public mutating func start(localVector vector: [PublicKey: UInt64], digests: [PublicKey: UInt64] = [:]) -> [SyncDirective] {
+    /// The connection is up: say hello with our fresh 16-byte salt and the size of our set.
+    public mutating func start(salt: [UInt8], held: UInt64) -> [SyncDirective] {
         guard !isClosed, !started else { return [] }
+        precondition(salt.count == SyncMessage.saltBytes, "the shell passes a 16-byte salt")
         started = true
-        for (author, seq) in vector { localVector[author] = max(localVector[author] ?? 0, seq) }
-        let parts = SyncMessage.parts(localVector, digests: digests)
-        var out: [SyncDirective] = parts.enumerated().map { i, part in
-            .send(.hello(version: SyncMessage.protocolVersion, vector: part, more: i < parts.count - 1))
-        }
-        if peerVector != nil {
-            noteMissing()
-            queueAllWork()
-            pump(&out)
-        }
+        mySalt = salt
+        var out: [SyncDirective] = [.send(.hello(salt: salt, held: held))]
+        if peerSalt != nil { establish(&out) }
         return out
     }
 
@@ -176,82 +219,38 @@ public struct SyncSession: Sendable {
     public mutating func receive(_ message: SyncMessage) -> [SyncDirective] {
         guard !isClosed else { return [] }
         var out: [SyncDirective] = []
-        switch message {
-        case .hello(let version, let vector, let more):
-            guard peerVector == nil else { return close("protocol violation: a second hello") }
+        if case .hello(let version, let salt, let held) = message {
+            guard peerSalt == nil else { return close("protocol violation: a second hello") }
             guard version == SyncMessage.protocolVersion else {
-                return close("unsupported sync protocol version \(version); this build speaks \(SyncMessage.protocolVersion)")
+                return end("the peer speaks sync protocol v\(version); this build speaks v\(SyncMessage.protocolVersion) — upgrade it")
             }
-            if let last = helloLastAuthor, let first = vector.first?.author, !(last < first) {
-                return close("protocol violation: hello parts out of order")
-            }
-            helloPartCount += 1
-            helloEntries += vector.count
-            guard helloEntries <= SyncLimits.maxVectorEntries else {
-                return close("hello names more than \(SyncLimits.maxVectorEntries) authors")
-            }
-            guard helloPartCount <= SyncLimits.maxHelloParts else {
-                return close("protocol violation: a hello in more than \(SyncLimits.maxHelloParts) parts")
-            }
-            for e in vector {
-                // Before `start` we do not know what we hold: keep every key.
-                if !started || localVector[e.author] != nil {
-                    helloParts[e.author] = e.seq
-                } else {
-                    let key = Self.prefix(e.author)
-                    if peerOnlyKeys.last == key {
-                        peerOnlySeqs[peerOnlySeqs.count - 1] = max(peerOnlySeqs[peerOnlySeqs.count - 1], e.seq)
-                    } else {
-                        peerOnlyKeys.append(key)
-                        peerOnlySeqs.append(e.seq)
-                        peerOnlyMissing += 1
-                    }
-                }
-            }
-            helloLastAuthor = vector.last?.author ?? helloLastAuthor
-            // Only authors we hold can differ at an equal seq: the rest cost no replica read.
-            if vector.contains(where: { $0.digest != 0 }) {
-                let comparable = vector.filter { !started || localVector[$0.author] != nil }
-                if !comparable.isEmpty { out.append(.compare(comparable)) }
-            }
-            guard !more else { return out }
-            // Without the spare capacity of growing (exactly 16 bytes an author from now on).
-            peerOnlyKeys = Array(peerOnlyKeys[...])
-            peerOnlySeqs = Array(peerOnlySeqs[...])
-            let pv = helloParts
-            helloParts = [:]
-            peerVector = pv
-            peerHello = pv
-            peerHolds = pv
-            for author in pendingResend { lowerForResend(author) }
-            pendingResend = []
-            if started {
-                noteMissing()
-                queueAllWork()
-                pump(&out)
-            }
+            guard salt.count == SyncMessage.saltBytes else { return close("malformed sync message: a hello salt of \(salt.count) bytes") }
+            peerSalt = salt
+            peerHeld = held
+            if started { establish(&out) }
+            return out
+        }
+        guard peerSalt != nil else { return close("protocol violation: \(Self.name(message)) before hello") }
+        switch message {
+        case .hello:
+            break
         case .records(let batch):
-            guard peerVector != nil else { return close("protocol violation: records before hello") }
             guard unackedReceived < settings.window else {
                 return close("protocol violation: more than \(settings.window) unacknowledged batches in flight")
             }
-            var positions: [RecordPosition] = []
-            positions.reserveCapacity(batch.count)
             for bytes in batch {
-                do { positions.append(try RecordPosition.peek(bytes)) } catch {
+                let p: RecordPosition
+                do { p = try RecordPosition.peek(bytes) } catch {
                     return close("malformed record in batch: \(error)")
                 }
-            }
-            // The peer holds what it sent: never send it back.
-            for p in positions {
-                if p.seq == peerHas(p.author) + 1 { peerVector?[p.author] = p.seq }
-                peerHolds[p.author] = max(peerHeld(p.author), p.seq)
+                if peerHolds[p.author] == nil, peerHolds.count >= 4096 { peerHolds = [:] }
+                peerHolds[p.author] = max(peerHolds[p.author] ?? 0, p.seq)
             }
             unackedReceived += 1
+            batchesReceived += 1
             recordsReceived += batch.count
             out.append(.apply(batch))
         case .ack(let count):
-            guard peerVector != nil else { return close("protocol violation: ack before hello") }
             guard Int(count) <= inFlight else {
                 return close("protocol violation: ack of \(count) batches but \(inFlight) in flight")
             }
@@ -259,56 +258,97 @@ public struct SyncSession: Sendable {
             pump(&out)
             out.append(.progress(sent: recordsSent, received: recordsReceived))
         case .want(let author, let from):
-            guard peerVector != nil else { return close("protocol violation: want before hello") }
-            if peerHas(author) >= from { peerVector?[author] = from - 1 }
-            enqueue(author)
+            if let i = work.firstIndex(where: { if case .author(author, _) = $0 { true } else { false } }) {
+                if case .author(_, let queued) = work[i], from < queued { work[i] = .author(author, from: from) }
+            } else {
+                work.append(.author(author, from: from))
+            }
             pump(&out)
         case .wantBlob(let hash):
-            guard peerVector != nil else { return close("protocol violation: wantBlob before hello") }
             out.append(.serveBlob(hash: hash))
         case .blob(let hash, let total, let offset, let bytes):
-            guard peerVector != nil else { return close("protocol violation: blob before hello") }
             out.append(.blobPart(hash: hash, total: total, offset: offset, bytes: bytes))
         case .here(let accounts):
-            guard peerVector != nil else { return close("protocol violation: here before hello") }
             out.append(.peerAccounts(accounts))
-        case .summary(let vector, let more):
-            guard peerVector != nil else { return close("protocol violation: summary before hello") }
-            if let last = summaryLastAuthor, let first = vector.first?.author, !(last < first) {
-                return close("protocol violation: summary parts out of order")
+        case .recon(let items):
+            // Ping-pong: the peer answers our message; only the initiator opens a round.
+            guard awaitingPeer || (role == .responder && !roundOpen) else {
+                return close("protocol violation: a recon message out of turn (one answers each of ours)")
             }
-            summaryLastAuthor = more ? (vector.last?.author ?? summaryLastAuthor) : nil
-            let comparable = vector.filter { localVector[$0.author] != nil }
-            if !comparable.isEmpty { out.append(.compare(comparable)) }
+            if !roundOpen {
+                roundOpen = true
+                lastSentEmpty = false
+            }
+            awaitingPeer = false
+            lastReceivedEmpty = items.isEmpty
+            if items.isEmpty, outbox.isEmpty, lastSentEmpty {
+                finishRound(&out)
+            } else {
+                inbox = items
+                askReconcile(&out)
+            }
+        case .caughtUp:
+            peerCaughtUpAt = batchesReceived
+            noteCaughtUp()
         }
         return out
     }
 
-    /// The shell stopped taking records of these authors (over their storage budget): do not
-    /// wait for them to have caught up.
+    /// The shell opened a read of the replica's tree for a `.reconcile`: answers the peer's
+    /// last `recon`, or opens a round. An error reading the view is the shell's to report.
+    public mutating func reconcile(in view: some ReconView) throws -> [SyncDirective] {
+        reconcileAsked = false
+        guard isEstablished, let reconciler else { return [] }
+        var out: [SyncDirective] = []
+        if let items = inbox {
+            inbox = nil
+            let step = try reconciler.respond(to: items, in: view)
+            queue(step)
+            outbox += step.reply
+            sendRecon(&out)
+        } else if wantRound, !roundOpen {
+            wantRound = false
+            roundOpen = true
+            lastReceivedEmpty = false
+            outbox = try reconciler.opening(view)
+            sendRecon(&out)
+        }
+        pump(&out)
+        return out
+    }
+
+    /// Opens a new round (the initiator, every minute and after a fork variant was applied);
+    /// nothing if one is under way or this side is the responder.
+    public mutating func startRound() -> [SyncDirective] {
+        guard isEstablished, role == .initiator, !roundOpen, !wantRound else { return [] }
+        wantRound = true
+        var out: [SyncDirective] = []
+        askReconcile(&out)
+        return out
+    }
+
+    /// The shell stopped taking records of these authors (over their storage budget): nothing
+    /// waits for them (kept for the shell's sake; v2 has no per-author catch-up).
     public mutating func abandon(_ authors: [PublicKey]) -> [SyncDirective] {
         guard !isClosed else { return [] }
-        for author in authors {
-            missing[author] = nil
-            satisfyPeerOnly(author, seq: UInt64.max >> 1)
-        }
         return [.progress(sent: recordsSent, received: recordsReceived)]
     }
 
-    /// The shell read the records of a `.fetch` (all stored variants of the range, in order).
-    public mutating func fetched(_ records: [[UInt8]]) -> [SyncDirective] {
+    /// The shell read the records of the outstanding fetch; for `fetchSubtree`, `next` is where
+    /// the read stopped (nil: the subtree is done).
+    public mutating func fetched(_ records: [[UInt8]], next: ReconCursor? = nil) -> [SyncDirective] {
         guard !isClosed, let f = fetching else { return [] }
         fetching = nil
-        let believed = peerHas(f.author)
-        if records.isEmpty {
-            // The replica no longer has them (or never had): stop asking for this author.
-            localVector[f.author] = min(localVector[f.author] ?? 0, believed)
-        } else if believed + 1 == f.seqs.lowerBound {
-            // Unless a `want` lowered the peer's vector meanwhile, it will hold the whole range.
-            peerVector?[f.author] = f.seqs.upperBound
+        switch f {
+        case .subtree(let node, _):
+            if let next, !records.isEmpty { work.insert(.subtree(node, next), at: 0) } else { queuedSubtrees.remove(node) }
+        case .author(let author, let from):
+            let upper = from + UInt64(settings.batchSize) - 1
+            if !records.isEmpty, upper < Limits.maxSeq { work.insert(.author(author, from: upper + 1), at: 0) }
+        case .ids(let ids):
+            queuedIDs -= ids.count
         }
         ready.append(contentsOf: records.filter { $0.count <= SyncLimits.maxRecordBytes })
-        if (localVector[f.author] ?? 0) > peerHas(f.author) { enqueue(f.author) }
         var out: [SyncDirective] = []
         pump(&out)
         return out
@@ -318,13 +358,15 @@ public struct SyncSession: Sendable {
     /// proves the peer misbehaved (`RecordError.Code.isOffence`: forged, malformed, over a
     /// limit); they end the session. Refusals that are nobody's fault on this link are not
     /// counted here (the shell reports those it can retry with `deferred(_:now:)`). Otherwise
-    /// the batch is acknowledged — at once, or with `holdAck`
-    /// (the shell's rate limit) when `releaseAcks()` is called. Held batches still count against
-    /// the window, so a peer that sends on without the ack breaks it and is closed.
+    /// the batch is acknowledged — at once, or with `holdAck` (the shell's rate limit) when
+    /// `releaseAcks()` is called. Held batches still count against the window, so a peer that
+    /// sends on without the ack breaks it and is closed.
     public mutating func applied(stored: Int, refused: Int = 0, holdAck: Bool = false) -> [SyncDirective] {
         guard !isClosed else { return [] }
         guard unackedReceived > heldAcks else { return [] }
         guard refused == 0 else { return close("peer sent \(refused) refused record(s)") }
+        batchesApplied += 1
+        noteCaughtUp()
         if holdAck {
             heldAcks += 1
             return [.progress(sent: recordsSent, received: recordsReceived)]
@@ -334,39 +376,29 @@ public struct SyncSession: Sendable {
     }
 
     /// The replica could not take records of these authors now, through no fault of the peer
-    /// (`RecordError.Code.isDeferral`). They are not ours yet — `localVector` does not move —
-    /// so once `firstDeferralRetry` has passed `retryDeferred(now:)` asks the peer for them
-    /// again from our contiguous seq (the peer believes it sent them, and would not otherwise
-    /// in this session). They no longer keep the session from being caught up.
+    /// (`RecordError.Code.isDeferral`). Once `firstDeferralRetry` has passed,
+    /// `retryDeferred(now:held:)` asks the peer for them again from our contiguous seq.
     public mutating func deferred(_ authors: [PublicKey], now: ContinuousClock.Instant) {
         guard !isClosed else { return }
         for author in authors {
-            missing[author] = nil
-            satisfyPeerOnly(author, seq: UInt64.max >> 1)
             guard deferrals[author] == nil, deferrals.count < Self.maxDeferredAuthors else { continue }
             deferrals[author] = (now + Self.firstDeferralRetry, 0)
         }
     }
 
-    /// The replica keeps records of these authors aside until they are due (dated ahead of its
-    /// clock): they will be ours without asking again, so the session does not wait for them
-    /// to be caught up (and the summary still goes out).
-    public mutating func heldAside(_ authors: [PublicKey]) {
-        guard !isClosed else { return }
-        for author in authors {
-            missing[author] = nil
-            satisfyPeerOnly(author, seq: UInt64.max >> 1)
-        }
-    }
+    /// The replica keeps records of these authors aside until they are due: nothing to do
+    /// (they will be ours without asking again).
+    public mutating func heldAside(_ authors: [PublicKey]) {}
 
     /// Sends a `want` for each deferred author whose retry is due and whose records we still
-    /// lack (below what the peer showed it holds), backing off each time; forgets the others.
-    public mutating func retryDeferred(now: ContinuousClock.Instant) -> [SyncDirective] {
+    /// lack (`held`: the replica's contiguous seq of an author, below what the peer sent us),
+    /// backing off each time; forgets the others.
+    public mutating func retryDeferred(now: ContinuousClock.Instant, held: (PublicKey) -> UInt64) -> [SyncDirective] {
         guard isEstablished else { return [] }
         var out: [SyncDirective] = []
         for (author, d) in deferrals.sorted(by: { $0.key < $1.key }) where d.retryAt <= now {
-            let have = localVector[author] ?? 0
-            guard have < peerHeld(author), have < Limits.maxSeq else {
+            let have = held(author)
+            guard have < peerHolds[author] ?? 0, have < Limits.maxSeq else {
                 deferrals[author] = nil
                 continue
             }
@@ -391,101 +423,20 @@ public struct SyncSession: Sendable {
         return [.send(.ack(count: UInt32(count))), .progress(sent: recordsSent, received: recordsReceived)]
     }
 
-    /// Records now held contiguously by the local replica (created here, or applied from any
-    /// peer). Pushed at once when the peer lacks them and the window allows; otherwise they
-    /// become work fetched from the replica later.
+    /// Records the local replica just applied (created here, or received over another link:
+    /// the shell never passes a session what came over its own link). Pushed at once, in
+    /// batches as the window allows; past `maxBufferedPushes` waiting, the rest is left to the
+    /// next round. Before the session is established the first round finds them anyway.
     public mutating func localRecordsAdded(_ records: [(author: PublicKey, seq: UInt64, bytes: [UInt8])]) -> [SyncDirective] {
-        guard !isClosed else { return [] }
-        for r in records {
-            if let need = missing[r.author], r.seq >= need { missing[r.author] = nil }
-            if deferrals[r.author] != nil, r.seq >= peerHeld(r.author) { deferrals[r.author] = nil }
-            satisfyPeerOnly(r.author, seq: r.seq)
-            let hadWork = (localVector[r.author] ?? 0) > peerHas(r.author)
-            localVector[r.author] = max(localVector[r.author] ?? 0, r.seq)
-            guard isEstablished else { continue }               // hello will bring it up
-            let peerHas = peerHas(r.author)
-            if peerHas >= r.seq { continue }                       // the peer has it (maybe sent it)
-            if r.seq == peerHas + 1, !hadWork, fetching?.author != r.author,
-               inFlight < settings.window, r.bytes.count <= SyncLimits.maxRecordBytes {
-                ready.append(r.bytes)
-                peerVector?[r.author] = r.seq
-            } else {
-                enqueue(r.author)
-            }
-        }
-        var out: [SyncDirective] = []
-        pump(&out)
-        return out
-    }
-
-    // MARK: Internals
-
-    private static func prefix(_ author: PublicKey) -> UInt64 {
-        var p: UInt64 = 0
-        for b in author.bytes.prefix(8) { p = p << 8 | UInt64(b) }
-        return p
-    }
-
-    /// Where `author` is in `peerOnlyKeys` (binary search), if it is.
-    private func peerOnlyIndex(_ author: PublicKey) -> Int? {
-        guard !peerOnlyKeys.isEmpty else { return nil }
-        let key = Self.prefix(author)
-        var low = 0, high = peerOnlyKeys.count
-        while low < high {
-            let mid = (low + high) / 2
-            if peerOnlyKeys[mid] < key { low = mid + 1 } else { high = mid }
-        }
-        return low < peerOnlyKeys.count && peerOnlyKeys[low] == key ? low : nil
-    }
-
-    /// What we believe the peer holds contiguously of `author` (0 before its hello).
-    private func peerHas(_ author: PublicKey) -> UInt64 {
-        if let seq = peerVector?[author] { return seq }
-        return peerOnlyIndex(author).map { peerOnlySeqs[$0] & ~Self.caughtUpBit } ?? 0
-    }
-
-    /// The highest seq the peer has shown it holds of `author`.
-    private func peerHeld(_ author: PublicKey) -> UInt64 {
-        if let seq = peerHolds[author] { return seq }
-        return peerOnlyIndex(author).map { peerOnlySeqs[$0] & ~Self.caughtUpBit } ?? 0
-    }
-
-    /// We now hold `seq` of an author kept by prefix: caught up with it if the peer had no more.
-    private mutating func satisfyPeerOnly(_ author: PublicKey, seq: UInt64) {
-        guard let i = peerOnlyIndex(author) else { return }
-        let entry = peerOnlySeqs[i]
-        guard entry & Self.caughtUpBit == 0, seq >= entry else { return }
-        peerOnlySeqs[i] = entry | Self.caughtUpBit
-        peerOnlyMissing -= 1
-    }
-
-    /// Sends our vector with digests again (in parts), for the peer to compare: run when the
-    /// session has caught up, so forks below where the two sides stood at hello are found too.
-    public mutating func summary(localVector vector: [PublicKey: UInt64], digests: [PublicKey: UInt64]) -> [SyncDirective] {
         guard isEstablished else { return [] }
-        let parts = SyncMessage.parts(vector, digests: digests)
-        return parts.enumerated().map { i, part in .send(.summary(vector: part, more: i < parts.count - 1)) }
-    }
-
-    /// The shell found that the peer's records of these authors differ from ours at the same
-    /// seqs (digests differ): send the peer every record of theirs we hold, all variants.
-    public mutating func resend(_ authors: [PublicKey]) -> [SyncDirective] {
-        guard !isClosed else { return [] }
-        guard peerVector != nil else {
-            pendingResend.formUnion(authors)
-            return []
+        for r in records {
+            if deferrals[r.author] != nil, r.seq >= peerHolds[r.author] ?? 0 { deferrals[r.author] = nil }
+            guard r.bytes.count <= SyncLimits.maxRecordBytes, ready.count < Self.maxBufferedPushes else { continue }
+            ready.append(r.bytes)
         }
-        for author in authors { lowerForResend(author) }
         var out: [SyncDirective] = []
         pump(&out)
         return out
-    }
-
-    private mutating func lowerForResend(_ author: PublicKey) {
-        guard (localVector[author] ?? 0) > 0 else { return }
-        peerVector?[author] = 0
-        peerHolds[author] = 0
-        enqueue(author)
     }
 
     /// The shell found the peer at fault (e.g. a blob it never asked for): close with `reason`.
@@ -493,39 +444,108 @@ public struct SyncSession: Sendable {
         close("protocol violation: \(reason)")
     }
 
-    private mutating func close(_ reason: String) -> [SyncDirective] {
-        guard !isClosed else { return [] }
-        isClosed = true
-        ready = []
-        workQueue = []
-        queued = []
-        missing = [:]
-        deferrals = [:]
-        peerOnlyKeys = []
-        peerOnlySeqs = []
-        peerOnlyMissing = 0
-        helloParts = [:]
-        fetching = nil
-        return [.close(reason)]
-    }
+    // MARK: Internals
 
-    private mutating func noteMissing() {
-        for (author, seq) in peerHello where seq > (localVector[author] ?? 0) { missing[author] = seq }
-        peerHello = [:]
-    }
-
-    private mutating func enqueue(_ author: PublicKey) {
-        if queued.insert(author).inserted { workQueue.append(author) }
-    }
-
-    private mutating func queueAllWork() {
-        guard let pv = peerVector else { return }
-        for (author, seq) in localVector.sorted(by: { $0.key < $1.key }) where seq > (pv[author] ?? peerHas(author)) {
-            enqueue(author)
+    private static func name(_ m: SyncMessage) -> String {
+        switch m {
+        case .hello: "hello"
+        case .records: "records"
+        case .ack: "ack"
+        case .want: "want"
+        case .wantBlob: "wantBlob"
+        case .blob: "blob"
+        case .here: "here"
+        case .recon: "recon"
+        case .caughtUp: "caughtUp"
         }
     }
 
-    /// Sends what the window allows, then asks for the next range when nothing waits.
+    private mutating func establish(_ out: inout [SyncDirective]) {
+        guard let peerSalt else { return }
+        reconciler = Reconciler(hashing: makeHashing(mySalt, peerSalt))
+        if role == .initiator {
+            wantRound = true
+            askReconcile(&out)
+        }
+        pump(&out)
+    }
+
+    private mutating func askReconcile(_ out: inout [SyncDirective]) {
+        guard !reconcileAsked else { return }
+        reconcileAsked = true
+        out.append(.reconcile)
+    }
+
+    /// Sends one `recon` with as many waiting items as fit.
+    private mutating func sendRecon(_ out: inout [SyncDirective]) {
+        var bytes = 3, n = 0
+        while n < outbox.count, n < Int(UInt16.max), bytes + outbox[n].encodedSize <= SyncLimits.maxReconBytes || n == 0 {
+            bytes += outbox[n].encodedSize
+            n += 1
+        }
+        let items = Array(outbox.prefix(n))
+        outbox.removeFirst(n)
+        out.append(.send(.recon(items)))
+        reconMessagesSent += 1
+        reconBytesSent += bytes
+        lastSentEmpty = items.isEmpty
+        awaitingPeer = true
+        if items.isEmpty, lastReceivedEmpty { finishRound(&out) }
+    }
+
+    private mutating func finishRound(_ out: inout [SyncDirective]) {
+        roundOpen = false
+        awaitingPeer = false
+        outbox = []
+        roundsFinished += 1
+        caughtUpDue = true
+        pump(&out)
+    }
+
+    private mutating func noteCaughtUp() {
+        if !wasCaughtUp, isCaughtUp { wasCaughtUp = true }
+    }
+
+    /// Queues what a step found the peer lacks (IDs in batch-sized fetches).
+    private mutating func queue(_ step: ReconStep) {
+        for node in step.sendSubtrees where queuedSubtrees.count < Self.maxQueuedSubtrees {
+            if queuedSubtrees.insert(node).inserted { work.append(.subtree(node, nil)) }
+        }
+        var ids = step.sendIDs[...]
+        while !ids.isEmpty, queuedIDs < Self.maxQueuedIDs {
+            let chunk = Array(ids.prefix(min(settings.batchSize, Self.maxQueuedIDs - queuedIDs)))
+            ids = ids.dropFirst(chunk.count)
+            queuedIDs += chunk.count
+            work.append(.ids(chunk))
+        }
+    }
+
+    private mutating func end(_ reason: String) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        reset()
+        return [.end(reason)]
+    }
+
+    private mutating func close(_ reason: String) -> [SyncDirective] {
+        guard !isClosed else { return [] }
+        reset()
+        return [.close(reason)]
+    }
+
+    private mutating func reset() {
+        isClosed = true
+        ready = []
+        work = []
+        queuedSubtrees = []
+        outbox = []
+        inbox = nil
+        deferrals = [:]
+        peerHolds = [:]
+        fetching = nil
+    }
+
+    /// Sends what the window allows, then asks for the next read when nothing waits; says
+    /// `caughtUp` once a finished round's records are all out.
     private mutating func pump(_ out: inout [SyncDirective]) {
         guard isEstablished else { return }
         while inFlight < settings.window, !ready.isEmpty {
@@ -536,27 +556,30 @@ public struct SyncSession: Sendable {
             while let next = ready.first, batch.count < settings.batchSize,
                   3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
                 ready.removeFirst()
-                // Pushed while the window was full, and the peer has sent it to us since.
-                if let p = try? RecordPosition.peek(next), p.seq <= peerHeld(p.author) { continue }
                 batch.append(next)
                 bytes += next.count
             }
-            guard !batch.isEmpty else { continue }
             inFlight += 1
             recordsSent += batch.count
             out.append(.send(.records(batch)))
         }
-        guard inFlight < settings.window, ready.isEmpty, fetching == nil else { return }
-        while !workQueue.isEmpty {
-            let author = workQueue.removeFirst()
-            queued.remove(author)
-            let have = localVector[author] ?? 0
-            let peerHas = peerHas(author)
-            guard have > peerHas else { continue }
-            let upper = min(have, peerHas + UInt64(settings.batchSize))
-            fetching = (author, (peerHas + 1)...upper)
-            out.append(.fetch(author: author, seqs: (peerHas + 1)...upper))
+        if inFlight < settings.window, ready.isEmpty, fetching == nil, !work.isEmpty {
+            let next = work.removeFirst()
+            fetching = next
+            switch next {
+            case .ids(let ids):
+                out.append(.fetchIDs(ids))
+            case .subtree(let node, let after):
+                out.append(.fetchSubtree(depth: node.depth, prefix: node.prefix, after: after, limit: settings.batchSize))
+            case .author(let author, let from):
+                let upper = min(Limits.maxSeq, from + UInt64(settings.batchSize) - 1)
+                out.append(.fetch(author: author, seqs: from...upper))
+            }
             return
+        }
+        if caughtUpDue, !roundOpen, work.isEmpty, fetching == nil, ready.isEmpty {
+            caughtUpDue = false
+            out.append(.send(.caughtUp))
         }
     }
 }

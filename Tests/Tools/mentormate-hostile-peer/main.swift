@@ -4,7 +4,7 @@
 // and then misbehaves, for the hostile-peer test (Tests/EndToEndTests/HostilePeerTests.swift).
 // It dials HOST:PORT (from ADDRESS when given, e.g. 127.0.0.23, so that the daemon's refusals
 // of this address do not touch an honest peer on 127.0.0.1), completes the handshake as an
-// initiator with a fresh node key, says hello with an empty vector, and then:
+// initiator with a fresh node key, says a v2 hello (holding nothing), and then:
 //
 //   forged      sends one batch holding a profile card whose signature is altered
 //   oversized   sends a frame header announcing 16 MiB (over the 1 MiB + 16 limit)
@@ -36,12 +36,16 @@
 //               --photo-kb KiB, default 1024), one batch each, the next once the daemon has
 //               fetched the last photo (it serves every `wantBlob`); prints
 //               `result photos edits=N asked=K current=true|false stored=true|false`
-//   backlog     the same edits, but its hello says it holds all N (a backlog): each batch after
-//               the last was acked, photos served when asked; `asked` counts photos the daemon
-//               asked for, `current` whether it asked only for the last
-//   hello100k   a hello in 7 parts naming 100,000 authors (--records N to name another number)
-//               that the daemon lacks, then keeps the link up (keep-alives) until --wait
-//   summaries   after hello, 40 summary messages of 16,384 authors each (768 KiB), at wire speed
+//   backlog     the same edits as a backlog: each batch after the last was acked, then a
+//               reconciliation round and `caughtUp` (the daemon looks for photos once caught up;
+//               `photos` runs its round before the edits), photos served when asked; `asked`
+//               counts photos the daemon asked for, `current` whether it asked only for the last
+//   hello100k   after hello, the largest recon message there is: one `ids` item at the root
+//               listing 120,000 short IDs (--records N for another number) the daemon lacks
+//               (it answers with a `need` as large), then keeps the link up until --wait
+//   summaries   after hello, recon messages of 16,384 short IDs (128 KiB) each, every one
+//               sent as soon as the daemon answered the last (by the ping-pong rule), 400 of them:
+//               a flood within the protocol but over the rate
 //   wants       after hello, 4,000 want messages at wire speed
 //   heres       after hello, --records N `here` messages (default 20,000) naming 1,024 accounts each, at wire speed
 //   duplicates  one valid card sent again and again (--records N copies, default 8,192, 256 a
@@ -130,11 +134,12 @@ if attack == "forged-msg3" && claimedKey == nil {
     fail("forged-msg3 needs --claim NODE-ID: the node key the forged msg3 claims", status: 2)
 }
 // Prepared before dialling, so that the link is never silent while they are made.
-let preparedStrangers: [SyncMessage.Entry] = switch attack {
-case "hello100k": strangers(recordsGiven ? streamRecords : 100_000, digest: false)
-case "summaries": strangers(SyncLimits.maxVectorPart, digest: true)
+let preparedShortIDs: [UInt64] = switch attack {
+case "hello100k": shortIDs(recordsGiven ? streamRecords : 120_000)
+case "summaries": shortIDs(16_384)
 default: []
 }
+let v2Hello = SyncMessage.hello(salt: randomBytes(SyncMessage.saltBytes), held: 0)
 
 // MARK: Socket (blocking, IPv4)
 
@@ -236,7 +241,7 @@ let identity = SigningKeyPair.generate()
     var opener = FrameOpener(key: mac("mm-session-ri", dh, h1, claimed.bytes, responder.bytes))
     var writer = RecordWriter(keys: SigningKeyPair.generate())
     do {
-        _ = writeAll(try sealer.seal(SyncMessage.hello([:]).encoded))
+        _ = writeAll(try sealer.seal(v2Hello.encoded))
         _ = writeAll(try sealer.seal(SyncMessage.records([card(&writer, "Impostor")]).encoded))
     } catch { fail("sealing: \(error)") }
     var began = timespec()
@@ -358,8 +363,7 @@ var writer = RecordWriter(keys: SigningKeyPair.generate())
 @MainActor func photoAttack(backlog: Bool) -> Never {
     let count = recordsGiven ? streamRecords : 5
     let (photos, order, edits) = photoEdits(count)
-    sendMessage(.hello(version: SyncMessage.protocolVersion,
-                       vector: backlog ? [SyncMessage.Entry(author: writer.author, seq: UInt64(count))] : []))
+    sendMessage(v2Hello)
     var asked: [[UInt8]] = []
     var closed = false
     var acks = 0
@@ -374,11 +378,22 @@ var writer = RecordWriter(keys: SigningKeyPair.generate())
                     asked.append(hash)
                     serve(hash, from: photos)
                 case .ack: acks += 1
+                case .recon: reconAnswers += 1
                 default: break
                 }
             }
         }
     }
+    var reconAnswers = 0
+    /// A round as the initiator holding nothing (the daemon sends us its records), then
+    /// `caughtUp`: the daemon's session with us is caught up once our batches are applied.
+    func round() {
+        sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids([]))]))
+        pump(until: { reconAnswers >= 1 }, seconds: 5)
+        sendMessage(.recon([]))
+        sendMessage(.caughtUp)
+    }
+    if !backlog { round() }
     for (i, edit) in edits.enumerated() where !closed {
         sendMessage(.records([edit]))
         if backlog {
@@ -387,6 +402,7 @@ var writer = RecordWriter(keys: SigningKeyPair.generate())
             pump(until: { asked.contains(order[i]) }, seconds: 3)
         }
     }
+    if backlog { round() }
     pump(until: { false }, seconds: wait)
     let current = !asked.isEmpty && asked.allSatisfy { $0 == order.last }
     print("result \(attack) edits=\(count) asked=\(asked.count) current=\(current) closed=\(closed)")
@@ -404,18 +420,28 @@ func randomBytes(_ count: Int) -> [UInt8] {
     return out
 }
 
-/// Entries for authors the daemon has never heard of (random keys, ascending).
-func strangers(_ count: Int, digest: Bool) -> [SyncMessage.Entry] {
+/// Keys of accounts the daemon has never heard of (random, ascending).
+func strangers(_ count: Int) -> [PublicKey] {
     var keys: [PublicKey] = []
     keys.reserveCapacity(count)
     let bytes = randomBytes(count * 32)
     for i in 0..<count { keys.append(PublicKey(bytes: Array(bytes[i * 32..<(i + 1) * 32]))!) }
-    return keys.sorted().map { SyncMessage.Entry(author: $0, seq: 1 + UInt64($0.bytes[31] % 9), digest: digest ? UInt64($0.bytes[0]) + 1 : 0) }
+    return keys.sorted()
+}
+
+/// Random short IDs (strictly ascending) of records the daemon does not hold.
+func shortIDs(_ count: Int) -> [UInt64] {
+    let bytes = randomBytes(count * 8)
+    var ids = (0..<count).map { i in bytes[i * 8..<(i + 1) * 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+    ids.sort()
+    var out: [UInt64] = []
+    for id in ids where out.last != id { out.append(id) }
+    return out
 }
 
 if attack == "photos" || attack == "backlog" { photoAttack(backlog: attack == "backlog") }
 if attack == "duplicates" {
-    sendMessage(.hello([:]))
+    sendMessage(v2Hello)
     let copies = recordsGiven ? streamRecords : 8_192
     let first = card(&writer, "Dup One"), second = card(&writer, "Dup Two")
     var acked = 0, closed = false
@@ -439,32 +465,33 @@ if attack == "duplicates" {
     close(fd)
     exit(0)
 }
-if attack == "hello100k" {
-    let entries = preparedStrangers
-    let parts = stride(from: 0, to: entries.count, by: SyncLimits.maxVectorPart).map {
-        Array(entries[$0..<min($0 + SyncLimits.maxVectorPart, entries.count)])
-    }
-    for (i, part) in parts.enumerated() {
-        sendMessage(.hello(version: SyncMessage.protocolVersion, vector: part, more: i < parts.count - 1))
-    }
-    let line = Array("hello sent authors=\(entries.count) parts=\(parts.count)\n".utf8)
-    _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-} else {
-    sendMessage(.hello([:]))
-}
+sendMessage(v2Hello)
 switch attack {
 case "hello100k":
-    break
+    sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids(preparedShortIDs))]))
+    let line = Array("hello sent ids=\(preparedShortIDs.count) parts=1\n".utf8)
+    _ = line.withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
 case "summaries":
-    let part = preparedStrangers
-    for _ in 0..<40 { sendMessage(.summary(vector: part, more: false)) }
+    // Each message waits for the daemon's answer (one recon answers each), as an honest
+    // round does; the round never ends because every message names IDs.
+    let flood = SyncMessage.recon([ReconItem(depth: 0, prefix: 0, .ids(preparedShortIDs))])
+    var answered = 0, gone = false
+    for sent in 0..<400 where !gone {
+        sendMessage(flood)
+        var waited = 0.0
+        while answered <= sent, waited < 5 {
+            guard let messages = incoming(timeout: 0.05) else { gone = true; break }
+            waited += 0.05
+            for case .recon in messages { answered += 1 }
+        }
+    }
 case "wants":
     for i in 0..<4_000 { sendMessage(.want(author: writer.author, from: UInt64(i % 100 + 1))) }
 case "heres":
     // `here` messages naming 1,024 accounts each (the most one may), at wire speed: --records N
     // of them (default 20,000), each a different set.
     let count = recordsGiven ? streamRecords : 20_000
-    let sets = (0..<8).map { _ in strangers(SyncLimits.maxHereAccounts, digest: false).map(\.author) }
+    let sets = (0..<8).map { _ in strangers(SyncLimits.maxHereAccounts) }
     for i in 0..<count { sendMessage(.here(sets[i % sets.count])) }
 case "forged":
     var bytes = card(&writer, "Mallory")
