@@ -146,9 +146,8 @@ public final class PeerManager: @unchecked Sendable {
         /// Messages `send` refused (backpressure), in order; flushed on `onWritable`.
         var unsent: [[UInt8]] = []
         var closing = false
-        /// Records-per-second bucket (may go negative: the debt delays acks).
-        var tokens: Double
-        var refilledAt = ContinuousClock.now
+        /// Records per second: the bucket whose debt delays acks.
+        var pacer: AckPacer
         /// Sends the acks the rate limit held back.
         var ackTimer: DispatchWorkItem?
         /// Serial number (ObjectIdentifiers are reused after deallocation).
@@ -176,7 +175,7 @@ public final class PeerManager: @unchecked Sendable {
         var heldHere: [UInt8]?
         var hereTimer: DispatchWorkItem?
 
-        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64,
+        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, pacer: AckPacer, serial: UInt64,
              summaryRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate) {
             self.summaryRate = summaryRate
             self.wantRate = wantRate
@@ -186,7 +185,7 @@ public final class PeerManager: @unchecked Sendable {
             self.via = via
             self.staticIndex = staticIndex
             self.session = SyncSession(settings: sync)
-            self.tokens = Double(burst)
+            self.pacer = pacer
         }
 
         var info: PeerInfo? {
@@ -481,7 +480,8 @@ public final class PeerManager: @unchecked Sendable {
         guard !stopped else { link.close(); return }
         serials += 1
         let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
-                                    burst: settings.recordsBurst, serial: serials,
+                                    pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
+                                    serial: serials,
                                     summaryRate: MessageRate(capacity: settings.summaryBurst, per: settings.summaryPeriod),
                                     wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod),
                                     hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod))
@@ -1139,16 +1139,9 @@ public final class PeerManager: @unchecked Sendable {
         return "refused after offence \(entry.offences) (\(entry.reason))"
     }
 
-    /// Takes `records` from the connection's bucket; the delay before acks may go, if any (acks
-    /// already held keep later ones waiting too, so acks stay in order).
+    /// Takes `records` from the connection's bucket; the delay before acks may go, if any (`AckPacer`).
     private func rateDelay(_ connection: Connection, records: Int) -> Duration? {
-        let now = ContinuousClock.now
-        let rate = Double(max(1, settings.recordsPerSecond))
-        let elapsed = Double((now - connection.refilledAt).nanoseconds) / 1e9
-        connection.tokens = min(Double(max(1, settings.recordsBurst)), connection.tokens + elapsed * rate) - Double(records)
-        connection.refilledAt = now
-        guard connection.tokens < 0 || connection.session.heldAcks > 0 else { return nil }
-        return .nanoseconds(Int64(max(0, -connection.tokens) / rate * 1e9))
+        connection.pacer.take(records, heldAcks: connection.session.heldAcks, now: .now)
     }
 
     private func scheduleAcks(_ connection: Connection, after delay: Duration) {
