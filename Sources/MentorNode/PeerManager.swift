@@ -41,6 +41,11 @@ import MentorStore
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
 ///
+/// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
+/// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
+/// from which link, when), `AckPacer` (records per second). This class keeps the links, the
+/// timers and the I/O, and carries their decisions out.
+///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
 /// on `applyQueue` (serial) and its outcome comes back to `queue`;
