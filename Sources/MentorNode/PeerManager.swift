@@ -41,6 +41,11 @@ import MentorStore
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
 ///
+/// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
+/// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
+/// from which link, when), `AckPacer` (records per second). This class keeps the links, the
+/// timers and the I/O, and carries their decisions out.
+///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
 /// on `applyQueue` (serial) and its outcome comes back to `queue`;
@@ -99,8 +104,8 @@ public final class PeerManager: @unchecked Sendable {
         public var syncEventInterval: Duration = .milliseconds(250)
         /// Wall clock in Unix milliseconds (for `since`).
         public var now: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
-        /// Uniform in [0, 1): the jitter of each backoff (injected so tests can replay it).
-        public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+        /// The jitter of each backoff (injected so tests can replay it).
+        public var random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
         public init() {}
     }
 
@@ -139,7 +144,7 @@ public final class PeerManager: @unchecked Sendable {
         /// "config", "mdns" or "incoming" (an incoming link from an address found over mDNS
         /// becomes "mdns" when established: both ends dial, and one of the two links survives).
         var via: String
-        /// Index into `dialed` for a link we dialled.
+        /// The redialer's slot (`Redialer.targets`) for a link we dialled.
         let staticIndex: Int?
         var peerKey: SigningPublicKey?
         var session: SyncSession
@@ -147,9 +152,8 @@ public final class PeerManager: @unchecked Sendable {
         /// Messages `send` refused (backpressure), in order; flushed on `onWritable`.
         var unsent: [[UInt8]] = []
         var closing = false
-        /// Records-per-second bucket (may go negative: the debt delays acks).
-        var tokens: Double
-        var refilledAt = ContinuousClock.now
+        /// Records per second: the bucket whose debt delays acks.
+        var pacer: AckPacer
         /// Sends the acks the rate limit held back.
         var ackTimer: DispatchWorkItem?
         /// Serial number (ObjectIdentifiers are reused after deallocation).
@@ -177,7 +181,7 @@ public final class PeerManager: @unchecked Sendable {
         var heldHere: [UInt8]?
         var hereTimer: DispatchWorkItem?
 
-        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, burst: Int, serial: UInt64,
+        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, pacer: AckPacer, serial: UInt64,
              reconRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate) {
             self.reconRate = reconRate
             self.wantRate = wantRate
@@ -188,7 +192,7 @@ public final class PeerManager: @unchecked Sendable {
             self.staticIndex = staticIndex
             self.session = SyncSession(role: link.role == .initiator ? .initiator : .responder, settings: sync,
                                        hashing: ReconHash.hashing)
-            self.tokens = Double(burst)
+            self.pacer = pacer
         }
 
         var info: PeerInfo? {
@@ -196,58 +200,32 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
-    /// A peer we dial: a static one (`--peer`, via "config") or an mDNS instance (via "mdns").
-    private struct Dialed {
-        var peer: StaticPeer
-        var via: String
-        /// The mDNS instance name, for discovered peers.
-        var name: String?
-        /// False once a discovered instance was lost: no more dialling (its link, if any, stays).
-        var active = true
-        var attempt = 0
-        var connection: Connection?
-        var lastKey: SigningPublicKey?
-        /// The IP address the last link to it reached (for the penalty box).
-        var lastHost: String?
-        var timer: DispatchWorkItem?
-        /// Waiting for the link to `lastKey` (kept as a duplicate's survivor) to close.
-        var parked = false
-        /// Failed dials since the last link, for logging them once and then at a slowing rate.
-        var unreachable = RecurringFailure()
-    }
-
     // Confined to queue:
     private var connections: [ObjectIdentifier: Connection] = [:]
-    private var dialed: [Dialed]
+    /// When to dial the static peers and mDNS instances (`Redialer`; slots are `staticIndex`),
+    /// the timers that carry out its `dialAt`s, and the jitter's randomness.
+    private var redialer: Redialer
+    private var redialTimers: [Int: (at: ContinuousClock.Instant, timer: DispatchWorkItem)] = [:]
+    private var random: InjectedRandom
     private var stopped = false
     private var penalties: PenaltyBox
     private var serials: UInt64 = 0
-    /// mDNS instance name → index into `dialed`, bounded in size and time (`settings.discovery`).
-    private var discovered: DiscoveredTable
-    /// Indices into `dialed` of forgotten instances, for new ones to reuse.
-    private var freeSlots: [Int] = []
-    /// Whether an mDNS instance was not kept because the table was full (logged once per streak).
-    private var discoveryFullLogged = false
     /// Hosts whose failed handshake was logged at info (until one of their links is established).
     private var handshakeFailuresLogged: Set<String> = []
-    /// Photos to fetch: hash → size, the link fetching it and the links that said they lack it.
-    /// A link that lacks one is asked again after a delay that doubles with each "not held" (a
-    /// relay may fetch it meanwhile), from `blobRetry` up to a minute.
-    private var missingBlobs: [[UInt8]: (size: Int, fetching: UInt64?, lacking: Set<UInt64>, misses: Int)] = [:]
+    /// Which photos to fetch, from which link, when (`BlobFetcher`; links named by serial).
+    private var blobs: BlobFetcher
     /// Releases the records held until due when the earliest is due, and when it fires.
     private var dueTimer: DispatchWorkItem?
     private var dueTimerAt: ContinuousClock.Instant?
     /// Blobs received and stored since start (for tests and metrics).
     public private(set) var blobsFetched = 0
     /// Since when photo fetching waits for links catching up, and the timer that ends the wait.
-    private var photosDeferredSince: ContinuousClock.Instant?
+    private var photosDeferredSince: ContinuousClock.Instant? { blobs.waitingSince }
     private var photoTimer: DispatchWorkItem?
     /// Bytes of each author's records and photos, as last read or counted (on `applyQueue`;
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
     private var overBudgetLogged: Set<PublicKey> = []
-    /// Photos not fetched for a budget, logged once each.
-    private var photosSkipped: Set<[UInt8]> = []
 
     private let snapshotLock = NSLock()
     private var snapshot: [PeerInfo] = []
@@ -260,9 +238,12 @@ public final class PeerManager: @unchecked Sendable {
         self.logger = logger
         self.listenAddress = tcp.address
         self.myKey = node.nodeKeys.publicKey
-        self.dialed = staticPeers.map { Dialed(peer: $0, via: "config") }
+        self.redialer = Redialer(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
+                                                                          maxBackoff: settings.maxBackoff, discovery: settings.discovery))
+        self.random = InjectedRandom(source: settings.random)
         self.penalties = PenaltyBox(settings: settings.penalties)
-        self.discovered = DiscoveredTable(settings: settings.discovery)
+        self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
+                                                 photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
@@ -284,7 +265,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         listener.start()
         queue.async { [self] in
-            for index in dialed.indices { dial(index) }
+            for index in redialer.targets.indices { dial(index) }
             scheduleDueRelease()
         }
     }
@@ -295,10 +276,8 @@ public final class PeerManager: @unchecked Sendable {
         listener.close()
         queue.sync {
             stopped = true
-            for index in dialed.indices {
-                dialed[index].timer?.cancel()
-                dialed[index].timer = nil
-            }
+            for (_, entry) in redialTimers { entry.timer.cancel() }
+            redialTimers = [:]
             dueTimer?.cancel()
             dueTimer = nil
             photoTimer?.cancel()
@@ -336,80 +315,35 @@ public final class PeerManager: @unchecked Sendable {
                 relabelled = true
             }
             if relabelled { publishSnapshot() }
-            let now = ContinuousClock.now
-            for stale in discovered.expired(now: now) where stale != name {
-                // One with a link up answers (its link keeps it); the others are forgotten.
-                if let slot = discovered.slot(of: stale), dialed[slot].connection?.since ?? 0 != 0 {
-                    discovered.answered(stale, now: now)
-                } else {
-                    forgetInstance(stale, now: now)
-                }
+            let found = redialer.found(name: name, peer: peer, now: .now)
+            logForgotten()
+            if found.notKept {
+                logger.info("an mDNS instance was not kept: the table of found instances is full of peers that answer",
+                            ["dnssd.instance": name, "capacity": "\(settings.discovery.capacity)"])
             }
-            if let index = discovered.slot(of: name) {
-                discovered.refound(name)
-                let moved = dialed[index].peer != peer
-                dialed[index].peer = peer
-                let wasActive = dialed[index].active
-                dialed[index].active = true
-                if wasActive && !moved { return }
-                if dialed[index].connection == nil && dialed[index].timer == nil {
-                    dialed[index].attempt = 0
-                    dial(index)
-                }
-                return
-            }
-            if let victim = discovered.victim(now: now) { forgetInstance(victim, now: now) }
-            guard !discovered.isFull else {
-                if !discoveryFullLogged {
-                    discoveryFullLogged = true
-                    logger.info("an mDNS instance was not kept: the table of found instances is full of peers that answer",
-                                ["dnssd.instance": name, "capacity": "\(settings.discovery.capacity)"])
-                }
-                return
-            }
-            discoveryFullLogged = false
-            let entry = Dialed(peer: peer, via: "mdns", name: name)
-            let index: Int
-            if let free = freeSlots.popLast() {
-                dialed[free] = entry
-                index = free
-            } else {
-                dialed.append(entry)
-                index = dialed.count - 1
-            }
-            discovered.insert(name, slot: index, now: now)
-            logger.debug("peer found over mDNS", ["dnssd.instance": name, "peer.address": "\(address)"])
-            dial(index)
-            publishSnapshot()
+            if found.added { logger.debug("peer found over mDNS", ["dnssd.instance": name, "peer.address": "\(address)"]) }
+            if let index = found.dial { dial(index) }
+            if found.added { publishSnapshot() }
+            syncRedialTimers()
         }
     }
 
-    /// Forgets an mDNS instance that stayed silent (or makes room for a new one): it is not
-    /// dialled again, and its slot is reused once no link of its is left.
-    private func forgetInstance(_ name: String, now: ContinuousClock.Instant) {
-        guard let index = discovered.remove(name) else { return }
-        dialed[index].active = false
-        dialed[index].name = nil
-        dialed[index].timer?.cancel()
-        dialed[index].timer = nil
-        dialed[index].parked = false
-        if dialed[index].connection == nil { freeSlots.append(index) }
-        logger.debug("mDNS instance forgotten: it did not answer", ["dnssd.instance": name, "peer.address": "\(dialed[index].peer.host)"])
+    /// Logs the instances the redialer forgot (they stayed silent, or made room for new ones).
+    private func logForgotten() {
+        for (name, host) in redialer.takeForgotten() {
+            logger.debug("mDNS instance forgotten: it did not answer", ["dnssd.instance": name, "peer.address": host])
+        }
     }
 
     /// The mDNS instances kept now (for tests).
-    public var discoveredInstances: [String] { queue.sync { discovered.names } }
+    public var discoveredInstances: [String] { queue.sync { redialer.instances } }
 
     /// An mDNS instance said goodbye or expired: stop dialling it. A link to it stays while it
     /// works (keep-alives end it when the host is gone; an Avahi restart on either side must not).
     public func lost(name: String) {
         queue.async { [self] in
-            guard let index = discovered.slot(of: name) else { return }
-            discovered.lost(name)
-            dialed[index].active = false
-            dialed[index].timer?.cancel()
-            dialed[index].timer = nil
-            dialed[index].parked = false
+            guard redialer.lost(name: name) else { return }
+            syncRedialTimers()
             logger.debug("peer lost over mDNS", ["dnssd.instance": name])
             publishSnapshot()
         }
@@ -418,10 +352,7 @@ public final class PeerManager: @unchecked Sendable {
     // MARK: Links (on queue)
 
     private func dial(_ index: Int) {
-        guard !stopped, dialed[index].active else { return }
-        dialed[index].timer = nil
-        dialed[index].parked = false
-        let peer = dialed[index].peer
+        guard !stopped, let peer = redialer.startDial(index) else { return }
         TCPDialer.connect(host: peer.host, port: peer.port, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
             guard let self else { return }
             switch result {
@@ -429,70 +360,63 @@ public final class PeerManager: @unchecked Sendable {
                 guard !self.stopped else { return }
                 // Redialled with backoff: logged at info once, then at a slowing rate, until a link works.
                 let address = "\(PeerAddress(host: peer.host, port: peer.port))"
-                if let missed = self.dialed[index].unreachable.failed(now: .now) {
+                if let missed = self.redialer.dialFailed(index, now: .now, refusedUntil: self.refusedUntil, random: &self.random) {
+                    let target = self.redialer.targets[index]
                     self.logger.info("peer unreachable; redialling with backoff",
-                                     ["peer.address": address, "via": self.dialed[index].via, "error": "\(error)",
-                                      "failures": "\(self.dialed[index].unreachable.streak)", "unreported": "\(missed)"])
+                                     ["peer.address": address, "via": target.via, "error": "\(error)",
+                                      "failures": "\(target.unreachable.streak)", "unreported": "\(missed)"])
                 } else {
                     self.logger.debug("dialling a peer failed", ["peer.address": address, "error": "\(error)"])
                 }
-                self.scheduleRedial(index)
+                self.logForgotten()
+                self.syncRedialTimers()
             case .success(let stream):
                 guard !self.stopped else { stream.close(); return }
                 let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
                                     settings: self.settings.link, logger: self.logger)
-                self.adopt(link, via: self.dialed[index].via, staticIndex: index)
+                self.adopt(link, via: self.redialer.targets[index].via, staticIndex: index)
                 link.start()
             }
         }
     }
 
-    private func scheduleRedial(_ index: Int) {
-        guard !stopped, dialed[index].active, dialed[index].timer == nil else { return }
-        if let name = dialed[index].name, discovered.isExpired(name, now: .now) {
-            forgetInstance(name, now: .now)
-            return
-        }
-        let attempt = dialed[index].attempt
-        dialed[index].attempt += 1
-        let base = Double(settings.initialBackoff.nanoseconds) * pow(2, Double(min(attempt, 20)))
-        let capped = min(base, Double(settings.maxBackoff.nanoseconds))
-        // Jitter: somewhere between half and all of the delay, so peers do not redial in step.
-        var delay = capped * (0.5 + 0.5 * settings.random())
-        // A host under a refusal is not dialled before it ends.
-        let now = ContinuousClock.now
-        for host in [dialed[index].peer.host, dialed[index].lastHost].compactMap({ $0 }) {
-            if let refusal = penalties.refusal(of: host, now: now) {
-                delay = max(delay, Double((refusal.until - now).nanoseconds))
+    /// Until when `host` is refused, if it is (a redial waits for the end).
+    private func refusedUntil(_ host: String) -> ContinuousClock.Instant? {
+        penalties.refusal(of: host, now: .now)?.until
+    }
+
+    /// Makes the redial timers match the redialer's `dialAt`s (a target's timer is replaced when
+    /// its instant changes, cancelled when it has none). When one fires, the target is dialled —
+    /// or parked, if its node is linked through another link.
+    private func syncRedialTimers() {
+        guard !stopped else { return }
+        for (index, target) in redialer.targets.enumerated() where redialTimers[index]?.at != target.dialAt {
+            redialTimers.removeValue(forKey: index)?.timer.cancel()
+            guard let at = target.dialAt else { continue }
+            let timer = DispatchWorkItem { [weak self] in
+                guard let self, !self.stopped, self.redialTimers[index]?.at == at else { return }
+                self.redialTimers[index] = nil
+                if self.redialer.due(index, isLinked: self.isConnected) { self.dial(index) }
+                self.syncRedialTimers()
             }
+            redialTimers[index] = (at, timer)
+            let delay = max(.zero, at - .now)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
         }
-        let timer = DispatchWorkItem { [weak self] in
-            guard let self, !self.stopped else { return }
-            if let key = self.dialed[index].lastKey, self.isConnected(key) {
-                self.dialed[index].timer = nil
-                self.dialed[index].parked = true   // redialled when that link closes
-                return
-            }
-            self.dial(index)
-        }
-        dialed[index].timer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay)), execute: timer)
     }
 
     private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
         serials += 1
         let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
-                                    burst: settings.recordsBurst, serial: serials,
+                                    pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
+                                    serial: serials,
                                     reconRate: MessageRate(capacity: settings.reconBurst, per: settings.reconPeriod),
                                     wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod),
                                     hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
-        if let staticIndex {
-            dialed[staticIndex].connection = connection
-            dialed[staticIndex].lastHost = link.remote.host
-        }
+        if let staticIndex { redialer.adopted(staticIndex, link: connection.serial, host: link.remote.host) }
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
@@ -521,22 +445,16 @@ public final class PeerManager: @unchecked Sendable {
             let loser = mineInitiator < otherInitiator ? other : connection
             logger.debug("duplicate link to a peer closed", ["peer.address": "\(loser.link.remote)", "peer.node": key.key.id])
             loser.closing = true
-            if let index = loser.staticIndex { dialed[index].lastKey = key }
+            if let index = loser.staticIndex { redialer.duplicate(index, key: key) }
             loser.link.close()
             if loser === connection { return }
         }
         connection.since = settings.now()
         handshakeFailuresLogged.remove(connection.link.remote.host)
-        if connection.via == "incoming",
-           dialed.contains(where: { $0.via == "mdns" && $0.active && $0.peer.host == connection.link.remote.host }) {
+        if connection.via == "incoming", redialer.isDialledInstance(host: connection.link.remote.host) {
             connection.via = "mdns"
         }
-        if let index = connection.staticIndex {
-            dialed[index].attempt = 0
-            dialed[index].lastKey = key
-            dialed[index].unreachable.recovered()
-            if let name = dialed[index].name { discovered.answered(name, now: .now) }
-        }
+        if let index = connection.staticIndex { redialer.established(index, link: connection.serial, key: key, now: .now) }
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()
         announcePeer(connection, "connected")
@@ -567,10 +485,7 @@ public final class PeerManager: @unchecked Sendable {
         if connection.since != 0 { announcePeer(connection, "disconnected") }
         if !connection.accounts.isEmpty { publishNearby() }
         if photosDeferredSince != nil { findMissingPhotos() }
-        if let wanted = connection.blobIn?.hash, missingBlobs[wanted]?.fetching == connection.serial {
-            missingBlobs[wanted]?.fetching = nil
-            assignBlobs()
-        }
+        if blobs.linkClosed(connection.serial) { assignBlobs() }
         if let offence = Self.offence(reason) {
             punish(connection, offence)
         } else if connection.peerKey == nil, reason != .closedLocally {
@@ -581,22 +496,12 @@ public final class PeerManager: @unchecked Sendable {
             logger.log(first ? .info : .debug, "peer handshake did not complete",
                        ["peer.address": "\(connection.link.remote)", "via": connection.via, "reason": "\(reason)"])
         }
-        if let index = connection.staticIndex, dialed[index].connection === connection {
-            dialed[index].connection = nil
-            if let name = dialed[index].name, connection.since != 0 { discovered.answered(name, now: .now) }
-            if dialed[index].via == "mdns", dialed[index].name == nil, !freeSlots.contains(index) {
-                freeSlots.append(index)   // forgotten while this link was up
-            } else {
-                scheduleRedial(index)
-            }
-        }
-        // Static peers parked behind this node's surviving link dial again.
-        if let key = connection.peerKey, !isConnected(key) {
-            for index in dialed.indices where dialed[index].parked && dialed[index].lastKey == key {
-                dialed[index].parked = false
-                scheduleRedial(index)
-            }
-        }
+        // Its target is redialled, and so are the peers parked behind this node's surviving link.
+        redialer.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0,
+                        keyStillLinked: connection.peerKey.map(isConnected) ?? false, now: .now, refusedUntil: refusedUntil,
+                        random: &random)
+        logForgotten()
+        syncRedialTimers()
     }
 
     private func isConnected(_ key: SigningPublicKey) -> Bool {
@@ -675,7 +580,7 @@ public final class PeerManager: @unchecked Sendable {
             case .serveBlob(let hash):
                 // An honest peer asks for one blob at a time, after reading the last: a peer that
                 // asks on while our answers wait unsent would make us buffer without bound.
-                if connection.unsent.reduce(0, { $0 + $1.count }) > 2 * Limits.maxPhotoBytes {
+                if BlobFetcher.asksFasterThanItReads(unsentBytes: connection.unsent.reduce(0, { $0 + $1.count })) {
                     pending = connection.session.violation("asks for blobs faster than it reads them")[...] + pending
                     continue
                 }
@@ -690,21 +595,17 @@ public final class PeerManager: @unchecked Sendable {
                     connection.blobIn = assembly
                     if case .incomplete = progress { continue }
                     connection.blobIn = nil
-                    missingBlobs[hash]?.fetching = nil
+                    blobs.answered(hash)
                     if case .complete(let data) = progress {
                         if let problem = storeBlob(data, hash: hash) {
                             pending = connection.session.violation(problem)[...] + pending
                             continue
                         }
-                    } else if missingBlobs[hash] != nil {
-                        missingBlobs[hash]?.lacking.insert(connection.serial)
-                        missingBlobs[hash]?.misses += 1
-                        let misses = missingBlobs[hash]?.misses ?? 1
-                        let delay = min(settings.blobRetry * (1 << min(misses - 1, 10)), .seconds(60))
+                    } else if let delay = blobs.notHeld(hash, by: connection.serial) {
                         let serial = connection.serial
                         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds))) { [weak self] in
                             guard let self, !self.stopped else { return }
-                            self.missingBlobs[hash]?.lacking.remove(serial)
+                            self.blobs.retry(hash, by: serial)
                             self.assignBlobs()
                         }
                     }
@@ -1008,27 +909,22 @@ public final class PeerManager: @unchecked Sendable {
     private func findMissingPhotos() {
         let now = ContinuousClock.now
         let catchingUp = connections.values.contains { !$0.closing && $0.session.isEstablished && !$0.session.isCaughtUp }
-        if catchingUp {
-            let since = photosDeferredSince ?? now
-            photosDeferredSince = since
-            if now - since < settings.photoDeferral {
-                if photoTimer == nil {
-                    let timer = DispatchWorkItem { [weak self] in
-                        guard let self, !self.stopped else { return }
-                        self.photoTimer = nil
-                        self.findMissingPhotos()
-                    }
-                    photoTimer = timer
-                    queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.photoDeferral - (now - since)).nanoseconds)), execute: timer)
+        if let until = blobs.wait(catchingUp: catchingUp, now: now) {
+            if photoTimer == nil {
+                let timer = DispatchWorkItem { [weak self] in
+                    guard let self, !self.stopped else { return }
+                    self.photoTimer = nil
+                    self.findMissingPhotos()
                 }
-                return
+                photoTimer = timer
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int((until - now).nanoseconds)), execute: timer)
             }
+            return
         }
-        photosDeferredSince = nil
         photoTimer?.cancel()
         photoTimer = nil
         let refs: [(ref: PhotoRef, author: PublicKey)]
-        var used: Int64
+        let used: Int64
         do {
             refs = try node.replica.missingPhotos(limit: 1024)
             used = try node.replica.blobUsage().bytes
@@ -1036,52 +932,26 @@ public final class PeerManager: @unchecked Sendable {
             logger.info("listing missing photos failed", ["error": "\(error)"])
             return
         }
-        // Superseded while waiting: forget it (one being fetched finishes, and is not stored).
-        let current = Set(refs.map(\.ref.hash))
-        missingBlobs = missingBlobs.filter { current.contains($0.key) || $0.value.fetching != nil }
-        used += Int64(missingBlobs.values.reduce(0) { $0 + $1.size })
-        let local = Set(node.localAccounts())
-        var authorUse: [PublicKey: Int64] = [:]
-        for (ref, author) in refs where missingBlobs[ref.hash] == nil && missingBlobs.count < 4096 {
-            let size = Int64(ref.size)
-            if !local.contains(author) {
-                guard used + size <= settings.photoBudget else {
-                    skipPhoto(ref, author, "all photos would take more than the node's photo budget (\(settings.photoBudget >> 20) MiB)")
-                    continue
-                }
-                let use: Int64
-                if let known = authorUse[author] { use = known } else {
-                    use = (try? node.replica.authorUsage(author)) ?? 0
-                }
-                guard use + size <= settings.authorBudget else {
-                    skipPhoto(ref, author, "its author's records and photos would take more than \(settings.authorBudget >> 20) MiB")
-                    continue
-                }
-                authorUse[author] = use + size
-            }
-            used += size
-            missingBlobs[ref.hash] = (Int(ref.size), nil, [], 0)
+        let skipped = blobs.update(missing: refs, blobBytes: used, local: Set(node.localAccounts())) { author in
+            (try? node.replica.authorUsage(author)) ?? 0
+        }
+        for skip in skipped {
+            logger.info("a photo is not fetched", ["author": skip.author.shortID, "hash": String(Hex.encode(skip.ref.hash).prefix(16)),
+                                                   "size": "\(skip.ref.size)", "reason": skip.reason])
         }
         assignBlobs()
     }
 
-    /// A photo not fetched for a budget: logged once per photo (a bounded set).
-    private func skipPhoto(_ ref: PhotoRef, _ author: PublicKey, _ why: String) {
-        guard photosSkipped.count < 4096, photosSkipped.insert(ref.hash).inserted else { return }
-        logger.info("a photo is not fetched", ["author": author.shortID, "hash": String(Hex.encode(ref.hash).prefix(16)),
-                                               "size": "\(ref.size)", "reason": why])
-    }
-
     /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
     private func assignBlobs() {
-        guard !missingBlobs.isEmpty else { return }
-        for connection in connections.values.sorted(by: { $0.serial < $1.serial })
-        where !connection.closing && connection.since != 0 && connection.blobIn == nil && connection.session.isEstablished {
-            guard let (hash, entry) = missingBlobs.first(where: { $0.value.fetching == nil && !$0.value.lacking.contains(connection.serial) })
-            else { continue }
-            missingBlobs[hash]?.fetching = connection.serial
-            connection.blobIn = BlobAssembly(hash: hash, size: entry.size)
-            send(SyncMessage.wantBlob(hash: hash).encoded, on: connection)
+        guard !blobs.wanted.isEmpty else { return }
+        let idle = connections.values.sorted(by: { $0.serial < $1.serial })
+            .filter { !$0.closing && $0.since != 0 && $0.blobIn == nil && $0.session.isEstablished }
+        let bySerial = Dictionary(idle.map { ($0.serial, $0) }, uniquingKeysWith: { a, _ in a })
+        for request in blobs.assign(idle: idle.map(\.serial)) {
+            guard let connection = bySerial[request.link] else { continue }
+            connection.blobIn = BlobAssembly(hash: request.hash, size: request.size)
+            send(SyncMessage.wantBlob(hash: request.hash).encoded, on: connection)
         }
     }
 
@@ -1090,7 +960,7 @@ public final class PeerManager: @unchecked Sendable {
         guard BLAKE2b.hash(data, outputLength: 32) == hash else {
             return "blob \(Hex.encode(hash).prefix(16)) does not match its hash"
         }
-        missingBlobs[hash] = nil
+        blobs.arrived(hash)
         // Named by a card when asked for, and superseded since: not stored.
         guard (try? node.replica.isNamedPhoto(hash: hash)) == true else {
             logger.debug("a fetched photo no current card names was dropped", ["hash": String(Hex.encode(hash).prefix(16))])
@@ -1169,16 +1039,9 @@ public final class PeerManager: @unchecked Sendable {
         return "refused after offence \(entry.offences) (\(entry.reason))"
     }
 
-    /// Takes `records` from the connection's bucket; the delay before acks may go, if any (acks
-    /// already held keep later ones waiting too, so acks stay in order).
+    /// Takes `records` from the connection's bucket; the delay before acks may go, if any (`AckPacer`).
     private func rateDelay(_ connection: Connection, records: Int) -> Duration? {
-        let now = ContinuousClock.now
-        let rate = Double(max(1, settings.recordsPerSecond))
-        let elapsed = Double((now - connection.refilledAt).nanoseconds) / 1e9
-        connection.tokens = min(Double(max(1, settings.recordsBurst)), connection.tokens + elapsed * rate) - Double(records)
-        connection.refilledAt = now
-        guard connection.tokens < 0 || connection.session.heldAcks > 0 else { return nil }
-        return .nanoseconds(Int64(max(0, -connection.tokens) / rate * 1e9))
+        connection.pacer.take(records, heldAcks: connection.session.heldAcks, now: .now)
     }
 
     private func scheduleAcks(_ connection: Connection, after delay: Duration) {
@@ -1239,6 +1102,12 @@ public final class PeerManager: @unchecked Sendable {
             .sorted { $0.since < $1.since }
         snapshotLock.withLock { snapshot = list }
     }
+}
+
+/// `Settings.random` as a concrete generator (the redialer takes `some RandomNumberGenerator`).
+private struct InjectedRandom: RandomNumberGenerator {
+    var source: any RandomNumberGenerator & Sendable
+    mutating func next() -> UInt64 { source.next() }
 }
 
 private extension Duration {
