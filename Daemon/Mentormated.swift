@@ -149,10 +149,12 @@ struct Mentormated {
             : nil
         let runtimeSocket = Mutex(socketPath)
         node.runtimeInfo = { [weak peerManager] in
-            RuntimeInfo(socketPath: runtimeSocket.withLock { $0 }, listen: listenAddress, discovery: discovery?.status ?? "off",
-                        peers: peerManager?.peers ?? [], startedAt: started,
-                        discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
-                        networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
+            var info = RuntimeInfo(socketPath: runtimeSocket.withLock { $0 }, listen: listenAddress, discovery: discovery?.status ?? "off",
+                                   peers: peerManager?.peers ?? [], startedAt: started,
+                                   discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
+                                   networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
+            info.recordsReceived = peerManager?.recordsReceived ?? 0
+            return info
         }
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
         peerManager.start()

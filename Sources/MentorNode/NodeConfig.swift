@@ -41,6 +41,8 @@ public struct RuntimeInfo: Sendable {
     public var networkKeyFile: String?
     /// Whether the daemon runs as the system service (root, or under systemd's StateDirectory=).
     public var systemMode: Bool
+    /// Records received from peers since start, duplicates included (`PeerManager.recordsReceived`).
+    public var recordsReceived = 0
 
     public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64,
                 discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {

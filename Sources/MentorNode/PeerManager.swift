@@ -229,6 +229,7 @@ public final class PeerManager: @unchecked Sendable {
 
     private let snapshotLock = NSLock()
     private var snapshot: [PeerInfo] = []
+    private var received = 0   // guarded by snapshotLock
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -299,6 +300,9 @@ public final class PeerManager: @unchecked Sendable {
 
     /// The connected peers (established links), for `runtimeInfo().peers`. Never waits on `queue`.
     public var peers: [PeerInfo] { snapshotLock.withLock { snapshot } }
+    /// Records received from peers since start, over every link, duplicates included (what
+    /// `status` shows as `recordsReceived`: how many bodies reached this node per record written).
+    public var recordsReceived: Int { snapshotLock.withLock { received } }
 
     // MARK: Discovered peers
 
@@ -703,6 +707,7 @@ public final class PeerManager: @unchecked Sendable {
         let node = self.node
         // The connection stays on `queue`: it is found again there by its key and serial.
         let key = ObjectIdentifier(connection), serial = connection.serial
+        snapshotLock.withLock { received += batch.count }
         applyQueue.async { [weak self] in
             guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
             let (admitted, overBudget) = self.withinBudget(batch)

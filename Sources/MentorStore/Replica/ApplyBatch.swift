@@ -36,6 +36,11 @@ struct ApplyBatch {
     /// The reconciliation tree's leaves whose IDs this batch changed (`ReconIndex`).
     private var recon = ReconDirty()
 
+    /// What this batch added to and removed from the counted tables (`Replica.counts()`).
+    private(set) var countChanges = CountChanges()
+    /// Authors (by id) known to have card entries now: their next new entry adds no card.
+    private var withCard: Set<Int64> = []
+
     struct PairKey: Hashable { var account: PublicKey; var other: PublicKey }
     struct CardRegister: Hashable { var author: Int64; var field: UInt8 }
 
@@ -86,6 +91,7 @@ struct ApplyBatch {
             .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
         recon.touch(v.id)
         pendingCount = pending + 1
+        countChanges.pending += 1
         return .held
     }
 
@@ -127,6 +133,7 @@ struct ApplyBatch {
         try statement("INSERT INTO held_until_due(author, seq, id, timestamp, bytes) VALUES (?, ?, ?, ?, ?)")
             .run(key + [.integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
         heldUntilDueTotals = (totals.count + 1, totals.bytes + v.encoded.count)
+        countChanges.heldUntilDue += 1
         return .heldUntilDue
     }
 
@@ -138,6 +145,7 @@ struct ApplyBatch {
         let rows = try db.query("SELECT bytes FROM held_until_due WHERE timestamp <= ? ORDER BY author, seq, id", [due])
         guard !rows.isEmpty else { return }
         try db.execute("DELETE FROM held_until_due WHERE timestamp <= ?", [due])
+        countChanges.heldUntilDue -= db.changes
         heldUntilDueTotals = nil
         for row in rows {
             // Verified before it was held; one that no longer decodes (a damaged database) is dropped.
@@ -155,9 +163,12 @@ struct ApplyBatch {
         let evidence = try db.cachedStatement("INSERT OR IGNORE INTO evidence(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
         for row in siblings {
             try evidence.run([.integer(author.id), .integer(Int64(r.seq)), row[0], row[1]])
+            countChanges.evidence += db.changes
         }
         try evidence.run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
+        countChanges.evidence += db.changes
         if !author.forked {
+            countChanges.forkedAuthors += 1
             author.forked = true
             author.dirty = true
             authors[r.author] = author
@@ -186,6 +197,7 @@ struct ApplyBatch {
             try delete.run([.integer(author.id), .integer(Int64(next))])
             for row in rows { if let id = row.blob(0) { recon.touch(id) } }
             pendingCount = pendingCount.map { $0 - rows.count }
+            countChanges.pending -= rows.count
             // Held records were verified before they were held; one that no longer decodes
             // (a damaged database) is dropped, and the first that does becomes the seq's record.
             let held = rows.compactMap { row in row.blob(1).flatMap { try? VerifiedRecord(alreadyVerified: $0) } }
@@ -210,6 +222,7 @@ struct ApplyBatch {
 
     private mutating func store(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
         stored.append(v)
+        countChanges.records += 1
         let r = v.record
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
             .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
@@ -234,6 +247,7 @@ struct ApplyBatch {
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
         recon.touch(recordID)
+        countChanges.records -= db.changes
         try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(recordID)), .integer(authorID)])
         try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(authorID), .blob(recordID)])
         try rebuildCard(authorID: authorID)
@@ -282,6 +296,13 @@ struct ApplyBatch {
                     // only entry) would take a DELETE and an INSERT; the rows end up the same.
                     try replace.run(stored + [.integer(authorID), .integer(Int64(tag)), .blob(replaced.recordID)])
                 } else {
+                    // The author's first entry of any field makes a card (counted once).
+                    if !withCard.contains(authorID) {
+                        if try statement("SELECT 1 FROM card_entries WHERE author = ? LIMIT 1").queryOne([.integer(authorID)]) == nil {
+                            countChanges.cards += 1
+                        }
+                        withCard.insert(authorID)
+                    }
                     try insert.run([.integer(authorID), .integer(Int64(tag))] + stored)
                 }
             }
@@ -311,6 +332,7 @@ struct ApplyBatch {
     /// Recomputes an author's card registers from all its held card records.
     private mutating func rebuildCard(authorID: Int64) throws(StoreError) {
         cardRegisters.removeAll()
+        countChanges.exact = false   // the card may go or stay: counted afresh
         try db.execute("DELETE FROM card_entries WHERE author = ?", [.integer(authorID)])
         let rows = try db.query("SELECT bytes FROM records WHERE author = ? AND type = ? ORDER BY seq, id",
                                 [.integer(authorID), .integer(Int64(RecordType.profile.rawValue))])
@@ -429,6 +451,7 @@ struct ApplyBatch {
     private mutating func ensureRow(_ author: inout AuthorState, _ key: PublicKey) throws(StoreError) {
         guard author.id == 0 else { return }
         try statement("INSERT INTO authors(key, digest) VALUES (?, 0)").run([.blob(key.bytes)])
+        countChanges.authors += 1
         author.id = db.lastInsertRowID
         recordSeqBound[author.id] = 0
         authors[key] = author

@@ -32,7 +32,7 @@ extension Replica {
 
     /// Records a new local account; fails with a constraint error if the uid already has one.
     public func addNodeAccount(_ a: NodeAccount) throws(StoreError) {
-        try write { db throws(StoreError) in
+        try write(countsUnchanged: true) { db throws(StoreError) in
             try db.execute("INSERT INTO node_accounts(uid, account, email, protected, created) VALUES (?, ?, ?, ?, ?)",
                            [.integer(Int64(a.uid)), .blob(a.account.bytes), .text(a.email), .integer(a.protected ? 1 : 0),
                             .integer(Int64(clamping: a.created))])
@@ -40,7 +40,7 @@ extension Replica {
     }
 
     public func removeNodeAccount(uid: UInt32) throws(StoreError) {
-        try write { db throws(StoreError) in try db.execute("DELETE FROM node_accounts WHERE uid = ?", [.integer(Int64(uid))]) }
+        try write(countsUnchanged: true) { db throws(StoreError) in try db.execute("DELETE FROM node_accounts WHERE uid = ?", [.integer(Int64(uid))]) }
     }
 
     private static func nodeAccount(_ row: Row) -> NodeAccount? {
@@ -52,7 +52,7 @@ extension Replica {
     // MARK: Passes
 
     public func setPass(account: PublicKey, target: PublicKey, at: UInt64) throws(StoreError) {
-        try write { db throws(StoreError) in
+        try write(countsUnchanged: true) { db throws(StoreError) in
             try db.execute("INSERT OR REPLACE INTO passes(account, target, at) VALUES (?, ?, ?)",
                            [.blob(account.bytes), .blob(target.bytes), .integer(Int64(clamping: at))])
         }
@@ -60,7 +60,7 @@ extension Replica {
 
     /// Removes a pass; returns whether there was one.
     public func removePass(account: PublicKey, target: PublicKey) throws(StoreError) -> Bool {
-        try write { db throws(StoreError) in
+        try write(countsUnchanged: true) { db throws(StoreError) in
             try db.execute("DELETE FROM passes WHERE account = ? AND target = ?", [.blob(account.bytes), .blob(target.bytes)])
             return db.changes > 0
         }
@@ -115,7 +115,7 @@ extension Replica {
         }
         let ref = PhotoRef(hash: BLAKE2b.hash(data, outputLength: 32), size: UInt32(data.count), format: format)
         do {
-            try write { db throws(StoreError) in
+            try write(countsUnchanged: true) { db throws(StoreError) in
                 try db.execute("INSERT OR IGNORE INTO blobs(hash, format, size, data, uploaded) VALUES (?, ?, ?, ?, ?)",
                                [.blob(ref.hash), .integer(Int64(format.rawValue)), .integer(Int64(data.count)), .blob(data),
                                 uploadedAt.map { .integer(Int64(clamping: $0)) } ?? .null])
@@ -169,7 +169,7 @@ extension Replica {
     /// card edit may still follow). Returns how many blobs and bytes went.
     @discardableResult
     public func collectBlobs(now: UInt64, uploadGrace: UInt64 = 3_600_000) throws(StoreError) -> (blobs: Int, bytes: Int64) {
-        try write { db throws(StoreError) in
+        try write(countsUnchanged: true) { db throws(StoreError) in
             // Named by a card: one index look-up per blob held, asked first, so that `uploaded` —
             // stored after the data — is read only for the unnamed ones.
             let keep = "EXISTS (\(Self.cardNamingPhoto("blobs.hash"))) OR (uploaded IS NOT NULL AND uploaded > ?)"

@@ -67,8 +67,16 @@ public final class Replica: @unchecked Sendable {
     let queue: DatabaseQueue
     /// Unlocked local accounts, by key. Confined to `queue`.
     private var openers: [PublicKey: SealedOpener] = [:]
-    /// `counts()` until the next write. Confined to `queue`.
+    /// `counts()` until a write changes them in a way it cannot say exactly. Confined to `queue`.
     var cachedCounts: ReplicaCounts?
+    /// What the write in progress changed in the tables `counts()` counts, when it knows it
+    /// exactly (an `ApplyBatch` counts its own inserts and deletes); nil: unknown, so the counts
+    /// are read afresh next time. Keeping them across writes is what makes `status` cheap while
+    /// a sync applies thousands of small batches: reading them counts every row (every record
+    /// and every author's card). Confined to `queue`.
+    var countChanges: CountChanges?
+    /// How often `counts()` counted the tables (for tests). Confined to `queue`.
+    var countsRead = 0
 
     /// Opens (creating if needed) the replica at `path` and runs pending schema migrations.
     public init(path: String, settings: Settings = Settings()) throws(StoreError) {
@@ -148,6 +156,7 @@ public final class Replica: @unchecked Sendable {
             }
             try batch.finish()
             openers = batch.openers
+            countChanges = batch.countChanges
             return (outcomes, batch.stored)
         }
     }
@@ -162,6 +171,7 @@ public final class Replica: @unchecked Sendable {
             try batch.releaseDue(now: now)
             try batch.finish()
             openers = batch.openers
+            countChanges = batch.countChanges
             return batch.stored
         }
     }
@@ -190,15 +200,23 @@ public final class Replica: @unchecked Sendable {
 
     /// Stops opening sealed records for `account` (its materialized view stays).
     public func lock(_ account: PublicKey) throws(StoreError) {
-        try write { _ throws(StoreError) in openers[account] = nil }
+        try write(countsUnchanged: true) { _ throws(StoreError) in openers[account] = nil }
     }
 
     // MARK: Helpers
 
-    func write<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
-        try queue.write { db throws(StoreError) in
+    /// Runs `body` in a write transaction. The cached counts survive it when the body said what
+    /// it changed (`countChanges`), or when `countsUnchanged` (it writes none of the counted tables).
+    func write<T>(countsUnchanged: Bool = false, _ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
+        try queue.inDatabase { db throws(StoreError) in
+            let before = cachedCounts
             cachedCounts = nil
-            return try body(db)
+            countChanges = countsUnchanged ? CountChanges() : nil
+            defer { countChanges = nil }
+            let result = try db.inTransaction(.immediate, { () throws(StoreError) in try body(db) }, convert: { $0 })
+            // Committed: what the body counted is now true of the tables.
+            if let before, let changes = countChanges, changes.exact { cachedCounts = changes.applied(to: before) }
+            return result
         }
     }
 

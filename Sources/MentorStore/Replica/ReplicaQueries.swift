@@ -25,6 +25,20 @@ public struct ReplicaCounts: Sendable, Equatable {
     public var cards: Int
 }
 
+/// Rows a write added to (or, negative, removed from) the tables `ReplicaCounts` counts, as the
+/// write counted them itself; `exact` is false once it did something it cannot count cheaply
+/// (rebuilding a card), and then the counts are read afresh.
+struct CountChanges: Equatable {
+    var records = 0, authors = 0, pending = 0, heldUntilDue = 0, evidence = 0, forkedAuthors = 0, cards = 0
+    var exact = true
+
+    func applied(to c: ReplicaCounts) -> ReplicaCounts {
+        ReplicaCounts(records: c.records + records, authors: c.authors + authors, pending: c.pending + pending,
+                      heldUntilDue: c.heldUntilDue + heldUntilDue, evidence: c.evidence + evidence,
+                      forkedAuthors: c.forkedAuthors + forkedAuthors, cards: c.cards + cards)
+    }
+}
+
 enum PairQueries {
     static func entries(_ db: Database, account: PublicKey, other: PublicKey, likesOnly: Bool = false) throws(StoreError) -> [PairEntry] {
         try db.cachedStatement("""
@@ -213,6 +227,7 @@ extension Replica {
     public func counts() throws(StoreError) -> ReplicaCounts {
         try read { db throws(StoreError) in
             if let cached = cachedCounts { return cached }
+            countsRead += 1
             func count(_ sql: String) throws(StoreError) -> Int { try db.queryOne(sql)?.int(0) ?? 0 }
             let counts = ReplicaCounts(records: try count("SELECT count(*) FROM records"),
                                  authors: try count("SELECT count(*) FROM authors"),

@@ -61,6 +61,9 @@ enum Usage {
                     socket (10,000 cards, 1 and 8 clients), idle CPU and idle memory.
           peers     Two daemons over loopback: time to replicate a 15,000-record backlog,
                     bytes on the wire ÷ record bytes, push latency p50/p99 over 1,000 messages.
+          reconcile Issue 13's table: reconnecting equal and differing replicas (bytes, CPU),
+                    cold sync against the local merge rate, many authors against few, bodies
+                    per node per record in a mesh, replica size against the live state.
           discovery In the multi-host lab (root): time from starting a daemon on a fresh host
                     to it being listed in `peers`, and its card readable, on another host.
 

@@ -522,8 +522,14 @@ final class CountingRelay: @unchecked Sendable {
     private var open: [Int32] = []
     private var closed = false
 
-    init(targetPort: Int) throws {
+    /// Accepting waits for `letThrough()` (connections queue in the listen backlog meanwhile).
+    private let gate = DispatchSemaphore(value: 0)
+
+    /// A `gated` relay accepts nothing until `letThrough()`: a dialler's connection waits in the
+    /// listen backlog, so a benchmark can sample both daemons before their link starts.
+    init(targetPort: Int, gated: Bool = false) throws {
         self.targetPort = targetPort
+        if !gated { gate.signal() }
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw BenchFailure("relay socket: \(String(cString: strerror(errno)))") }
         var one: Int32 = 1
@@ -554,7 +560,11 @@ final class CountingRelay: @unchecked Sendable {
         return a
     }
 
+    /// Lets connections through (a gated relay).
+    func letThrough() { gate.signal() }
+
     private func acceptLoop() {
+        gate.wait()
         while true {
             let client = accept(listenFD, nil, nil)
             if client < 0 {
@@ -632,6 +642,7 @@ final class CountingRelay: @unchecked Sendable {
             return open
         }
         shutdown(listenFD, Int32(SHUT_RDWR))
+        gate.signal()   // a gated relay never let through: its accept loop ends too
         for fd in fds { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 }

@@ -17,6 +17,16 @@ struct Workload {
     let records: Int
     let authors: Int
     let seed: UInt64
+    /// Percent of records (after each author's first card) that are card edits; the rest are
+    /// likes and chats, 5 to 3.
+    var cardShare = 60
+
+    init(records: Int, authors: Int, seed: UInt64, cardShare: Int = 60) {
+        self.records = records
+        self.authors = authors
+        self.seed = seed
+        self.cardShare = min(max(cardShare, 0), 100)
+    }
 
     /// Longest run of one author's records in the delivery order.
     static let maxRun = 16
@@ -29,6 +39,10 @@ struct Workload {
         var likes = 0
         var chats = 0
         var bytes = 0
+        /// Bytes of the live state: per author, the latest record of each card field and of
+        /// each (liker, target) like register, and every chat (messages are never superseded).
+        var liveBytes = 0
+        var liveRecords = 0
         var deliveryRuns = 0
         var elapsed: Duration = .zero
     }
@@ -37,6 +51,7 @@ struct Workload {
     private struct AuthorOutput: Sendable {
         var buffer: [UInt8] = []
         var profiles = 0, likes = 0, chats = 0, count = 0
+        var liveBytes = 0, liveRecords = 0
         var failure: RecordError?
     }
 
@@ -60,10 +75,11 @@ struct Workload {
         defer { outputs.deinitialize(); outputs.deallocate() }
         // Each iteration writes only its own author's slot, so the unchecked sharing is race-free.
         nonisolated(unsafe) let slots = outputs
-        let (total, authors, perAuthorSeed) = (records, authors, authorSeeds)
+        let (total, authors, perAuthorSeed, cardShare) = (records, authors, authorSeeds, cardShare)
         DispatchQueue.concurrentPerform(iterations: authors) { a in
             let count = total / authors + (a < total % authors ? 1 : 0)
-            slots[a] = Self.generateAuthor(index: a, count: count, keys: keys[a], seed: perAuthorSeed[a], everyone: publicKeys)
+            slots[a] = Self.generateAuthor(index: a, count: count, keys: keys[a], seed: perAuthorSeed[a], everyone: publicKeys,
+                                           cardShare: cardShare)
         }
 
         var stats = Stats()
@@ -73,6 +89,8 @@ struct Workload {
             stats.profiles += outputs[a].profiles
             stats.likes += outputs[a].likes
             stats.chats += outputs[a].chats
+            stats.liveBytes += outputs[a].liveBytes
+            stats.liveRecords += outputs[a].liveRecords
             stats.bytes += outputs[a].buffer.count - 4 * outputs[a].count
         }
 
@@ -105,26 +123,31 @@ struct Workload {
     // MARK: One author
 
     private static func generateAuthor(index: Int, count: Int, keys: SigningKeyPair, seed: UInt64,
-                                       everyone: [PublicKey]) -> AuthorOutput {
+                                       everyone: [PublicKey], cardShare: Int) -> AuthorOutput {
         var rng = SeededRandom(seed: seed)
         var writer = RecordWriter(keys: keys)
         var out = AuthorOutput()
         out.buffer.reserveCapacity(count * 300)
         let role: ProfileCard.Role = rng.next() % 3 == 0 ? .tutor : .student
+        // The live state: sizes by record index; the latest writer of each register.
+        var sizes: [Int] = []
+        var chats: [Int] = []
+        var fieldWriter: [UInt8: Int] = [:], likeWriter: [PublicKey: Int] = [:]
+        let likeShare = cardShare + (100 - cardShare) * 5 / 8
         do {
             for i in 0..<count {
                 let timestamp = baseTimestamp + UInt64(i) * 45_000 + UInt64(index) * 7
                 let record: VerifiedRecord
                 let roll = Int.random(in: 0..<100, using: &rng)
-                if i == 0 {
-                    record = try writer.profile(Content.fullCard(role: role, rng: &rng), at: timestamp)
+                if i == 0 || roll < cardShare {
+                    let card = i == 0 ? Content.fullCard(role: role, rng: &rng) : Content.cardEdit(role: role, rng: &rng)
+                    record = try writer.profile(card, at: timestamp)
+                    for (tag, _) in card.fieldList.fields { fieldWriter[tag] = i }
                     out.profiles += 1
-                } else if roll < 60 {
-                    record = try writer.profile(Content.cardEdit(role: role, rng: &rng), at: timestamp)
-                    out.profiles += 1
-                } else if roll < 85 {
+                } else if roll < likeShare {
                     let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
                     record = try writer.like(target, liked: Int.random(in: 0..<100, using: &rng) < 85, at: timestamp)
+                    likeWriter[target] = i
                     out.likes += 1
                 } else {
                     let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
@@ -132,8 +155,10 @@ struct Workload {
                     record = try writer.chat(to: target, peerSeq: UInt64(Int.random(in: 0...i, using: &rng)),
                                              answers: [UInt8](repeating: 0xA5, count: ChatPayload.likeIDLength),
                                              text: Content.sentence(words: 3...30, rng: &rng), at: timestamp)
+                    chats.append(i)
                     out.chats += 1
                 }
+                sizes.append(record.encoded.count)
                 var w = ByteWriter(capacity: 4)
                 w.u32(UInt32(record.encoded.count))
                 out.buffer.append(contentsOf: w.bytes)
@@ -143,6 +168,9 @@ struct Workload {
         } catch {
             out.failure = error
         }
+        let live = Set(fieldWriter.values).union(likeWriter.values).union(chats)
+        out.liveRecords = live.count
+        out.liveBytes = live.reduce(0) { $0 + sizes[$1] }
         return out
     }
 }

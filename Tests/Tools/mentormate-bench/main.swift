@@ -58,6 +58,19 @@ case .argument(PeersCommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(PeersCommand.name) --help` for usage.")
         status = 2
     }
+case .argument(ReconcileCommand.name)?:
+    do {
+        switch try ReconcileCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(ReconcileCommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(ReconcileCommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(DiscoveryCommand.name)?:
     do {
         switch try DiscoveryCommand.parse(tokens.dropFirst()) {
