@@ -63,6 +63,8 @@ enum Usage {
                     bytes on the wire ÷ record bytes, push latency p50/p99 over 1,000 messages.
           discovery In the multi-host lab (root): time from starting a daemon on a fresh host
                     to it being listed in `peers`, and its card readable, on another host.
+          work      An account's proof of work on one core: hash rate, search time at a
+                    difficulty (median, mean), and the cost of the check a receiver runs.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.
