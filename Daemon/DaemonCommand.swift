@@ -1,4 +1,5 @@
 import MentorAPI
+import MentorCrypto
 import MentorNode
 
 /// `mentormated`'s flags (SPEC §5). Flags win over the config file.
@@ -20,6 +21,7 @@ struct DaemonCommand: ParsableCommand {
     var noMDNS = false
     var config: String?
     var networkKey: String?
+    var networkWorkBits: String?
     var logLevel: String?
     /// Tests only: the daemon's wall clock runs this many seconds ahead (negative: behind).
     var testClockOffset: String?
@@ -34,6 +36,8 @@ struct DaemonCommand: ParsableCommand {
         .flag("--no-mdns", \.noMDNS, help: "do not discover peers over mDNS"),
         .string("--config", value: "FILE", \.config, help: "read settings from FILE (key = value lines)"),
         .string("--network-key", value: "FILE", \.networkKey, help: "a 32-byte network key file (default: the built-in key)"),
+        .string("--network-work-bits", value: "N", \.networkWorkBits,
+                help: "the network's proof-of-work difficulty for new accounts, 0-\(AccountWork.maxBits) bits (default \(AccountWork.defaultBits); the same on every node)"),
         .choice("--log-level", DaemonConfiguration.LogLevel.allCases.map(\.rawValue), \.logLevel, help: "the least important level logged"),
         .string("--test-clock-offset", value: "SECONDS", \.testClockOffset,
                 help: "FOR TESTS ONLY: run the wall clock SECONDS ahead (negative: behind), e.g. 10800 for a clock 3 h fast"),
@@ -66,6 +70,7 @@ struct DaemonCommand: ParsableCommand {
             for p in peers { try c.set("peer", p) }
             if noMDNS { c.mdns = false }
             if let networkKey { try c.set("network_key_file", networkKey) }
+            if let networkWorkBits { try c.set("network_work_bits", networkWorkBits) }
             if let logLevel { try c.set("log_level", logLevel) }
         } catch {
             throw DaemonError(error.message, hint: "`mentormated --help` lists the flags")

@@ -93,11 +93,20 @@ struct Mentormated {
             fail("node key: \(error.message)")
         }
 
+        var linkSettings = PeerLink.Settings()
+        if networkKeyBytes != nil {
+            do { linkSettings.networkKey = try NetworkKey(bytes: networkKeyBytes ?? []) } catch { fail("network key: \(error)") }
+            networkKeyBytes?.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
+            networkKeyBytes = nil
+        }
+        // The network's two parameters, side by side: its key and the work a new account proves.
+        let accountWork = AccountWork.Requirement(bits: settings.networkWorkBits, network: linkSettings.networkKey)
 
         let replica: Replica
         do {
             var replicaSettings = Replica.Settings()
             replicaSettings.now = wallMillis
+            replicaSettings.accountWork = accountWork
             replica = try Replica(path: settings.stateDirectory + "/replica.db", settings: replicaSettings)
         } catch {
             if error.code == StoreError.Code.schemaTooNew.rawValue {
@@ -107,12 +116,6 @@ struct Mentormated {
             fail("cannot open the replica: \(error)", hint: "run `mentormate doctor`, or restore the state directory from a backup")
         }
 
-        var linkSettings = PeerLink.Settings()
-        if networkKeyBytes != nil {
-            do { linkSettings.networkKey = try NetworkKey(bytes: networkKeyBytes ?? []) } catch { fail("network key: \(error)") }
-            networkKeyBytes?.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
-            networkKeyBytes = nil
-        }
         guard let listenAt = PeerManager.StaticPeer(parsing: settings.listen) else {
             fail("--listen \(settings.listen) is not HOST:PORT", hint: "e.g. --listen 0.0.0.0:4711 (port 0 picks a free one)")
         }
@@ -227,6 +230,7 @@ struct Mentormated {
         logger.notice("mentormated started", [
             "version": MentorMateVersion.string, "node": nodeKeys.publicKey.key.shortID, "socket": socketPath,
             "listen": "\(peerManager.listenAddress)", "state_dir": settings.stateDirectory,
+            "network_work_bits": "\(accountWork.bits)",
         ])
 
         serviceWatch?.start()

@@ -19,6 +19,13 @@ public struct ProfileCard: RecordSchema, Equatable {
         }
     }
 
+    /// Tag of the proof-of-work field (PROTOCOL.md §6.1): a `u64` nonce, only in an account's
+    /// first record. Not a `Field`: it says nothing about the person and is no register of the
+    /// card, so it is checked when the record arrives and then not merged.
+    public static let workTag: UInt8 = 9
+    /// Every tag a card body may hold.
+    public static let bodyTags = Set(Field.allCases.map(\.rawValue)).union([workTag])
+
     public static let maxNameBytes = 100
     public static let maxBioBytes = 2000
     public static let maxAvailabilityBytes = 500
@@ -36,11 +43,15 @@ public struct ProfileCard: RecordSchema, Equatable {
     public var availability: String?
     /// `.some(nil)` removes the photo.
     public var photo: PhotoRef??
+    /// The account's proof-of-work nonce (`AccountWork`): set only in its seq-1 card.
+    public var work: UInt64?
 
     public init(name: String? = nil, role: Role? = nil, bio: String? = nil, courses: [String]? = nil,
-                wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photo: PhotoRef?? = nil) {
+                wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photo: PhotoRef?? = nil,
+                work: UInt64? = nil) {
         self.name = name; self.role = role; self.bio = bio; self.courses = courses
         self.wage = wage; self.budget = budget; self.availability = availability; self.photo = photo
+        self.work = work
     }
 
     /// Canonical course spelling (PROTOCOL.md §6): runs of Unicode White_Space scalars become
@@ -72,8 +83,11 @@ public struct ProfileCard: RecordSchema, Equatable {
     static func isControl(_ s: Unicode.Scalar) -> Bool { s.value < 0x20 || (0x7F...0x9F).contains(s.value) }
 
     public init(body: [UInt8]) throws(RecordError) {
-        let f = try FieldList.decode(body, known: Set(Field.allCases.map(\.rawValue)), what: "profile")
-        guard !f.fields.isEmpty else { throw RecordError(.invalidBody, "profile edit changes no field") }
+        let f = try FieldList.decode(body, known: Self.bodyTags, what: "profile")
+        guard f.fields.contains(where: { $0.tag != Self.workTag }) else {
+            throw RecordError(.invalidBody, f.fields.isEmpty ? "profile edit changes no field"
+                                                            : "profile edit changes no field (proof of work alone is not an edit)")
+        }
         try self.init(fieldValues: f.fields.map { ($0.tag, $0.value) })
     }
 
@@ -93,6 +107,23 @@ public struct ProfileCard: RecordSchema, Equatable {
         budget = try f.u64(Field.budget.rawValue, "budget", what: what)
         availability = try f.text(Field.availability.rawValue, "availability", maxBytes: Self.maxAvailabilityBytes, what: what)
         if let v = f[Field.photo.rawValue] { photo = v.isEmpty ? .some(nil) : .some(try PhotoRef.decode(v)) }
+        work = try f.u64(Self.workTag, "proof of work", what: what)
+    }
+
+    /// A card is valid only at its seq: the proof-of-work field belongs in an account's first
+    /// record alone (one meaning per byte string: a later edit has nothing to prove).
+    public static func validate(body: [UInt8], seq: UInt64) throws(RecordError) {
+        let card = try ProfileCard(body: body)
+        guard card.work == nil || seq == 1 else {
+            throw RecordError(.invalidBody, "a profile edit at seq \(seq) carries a proof-of-work field; only an account's first record (seq 1) may")
+        }
+    }
+
+    /// The proof-of-work nonce of a card body, without decoding the rest (the body was
+    /// validated already); nil when the field is absent or the body does not decode.
+    public static func workNonce(inBody body: [UInt8]) -> UInt64? {
+        guard let f = try? FieldList.decode(body, known: bodyTags, what: "profile") else { return nil }
+        return try? f.u64(workTag, "proof of work", what: "profile")
     }
 
     /// The fields this edit sets, as register writes.
@@ -110,6 +141,7 @@ public struct ProfileCard: RecordSchema, Equatable {
         if let budget { f.set(Field.budget.rawValue, u64: budget) }
         if let availability { f.set(Field.availability.rawValue, text: availability) }
         if let photo { f.set(Field.photo.rawValue, photo?.encoded ?? []) }
+        if let work { f.set(Self.workTag, u64: work) }
         return f
     }
 

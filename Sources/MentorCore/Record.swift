@@ -143,7 +143,7 @@ public struct Record: Hashable, Sendable {
         guard r.isAtEnd else {
             throw RecordError(.malformed, "\(r.remaining) trailing bytes after the signature")
         }
-        try schema.validate(body: body)
+        try schema.validate(body: body, seq: seq)
         return Record(type: type, author: author, seq: seq, timestamp: timestamp, clock: clock, body: body, signature: signature)
     }
 }

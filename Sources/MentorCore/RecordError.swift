@@ -28,6 +28,11 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let invalidBody = Code(name: "invalid-body")
         /// The record's timestamp is too far in the future.
         public static let timestampInFuture = Code(name: "timestamp-in-future")
+        /// An account's first record (seq 1) without the proof of work its network asks for: not
+        /// a profile card, no work field, or too few leading zero bits (PROTOCOL.md §6.1). An
+        /// offence: the difficulty is a parameter of the network, like its key, so every node
+        /// of the network refuses the record and an honest relay never passes it on.
+        public static let insufficientWork = Code(name: "insufficient-work")
 
         /// Whether a peer that sends a record refused with this code has proved that it
         /// misbehaves (PROTOCOL.md §10, "Whose fault"). Every node checks the same things before

@@ -11,6 +11,9 @@ public protocol RecordSchema: Sendable {
     static var publicMerge: PublicMerge { get }
     /// Decodes and validates a body; throws `.malformed` or `.invalidBody`.
     init(body: [UInt8]) throws(RecordError)
+    /// Validates a body as the body of the author's record `seq` (a rule may depend on it: the
+    /// proof-of-work field belongs only at seq 1). Defaults to `init(body:)`.
+    static func validate(body: [UInt8], seq: UInt64) throws(RecordError)
     /// The canonical body bytes.
     var body: [UInt8] { get }
 }
@@ -40,6 +43,7 @@ public enum RecordSchemas {
 
 extension RecordSchema {
     public static func validate(body: [UInt8]) throws(RecordError) { _ = try Self(body: body) }
+    public static func validate(body: [UInt8], seq: UInt64) throws(RecordError) { _ = try Self(body: body) }
 }
 
 /// A photo as a card refers to it: content-addressed by BLAKE2b-256, with its size and format.

@@ -2,19 +2,31 @@ import MentorCore
 
 /// Writes an account's records: signs each with the account key and numbers them 1, 2, 3…
 /// (the caller persists `lastSeq` — the replica's contiguous seq of the author is the truth).
+///
+/// The account's first record must be its profile card carrying the network's proof of work
+/// (PROTOCOL.md §6.1). Given `accountWork`, the writer searches for it itself when it writes
+/// seq 1 (2^bits hashes on the calling thread: tools and tests); the node instead searches on
+/// its work queue and hands the nonce in with the card (`ProfileCard.work`).
 public struct RecordWriter: Sendable {
     public let keys: SigningKeyPair
     public private(set) var lastSeq: UInt64
+    /// The network's requirement, when this writer is to meet it itself.
+    public var accountWork: AccountWork.Requirement?
 
-    public init(keys: SigningKeyPair, lastSeq: UInt64 = 0) {
+    public init(keys: SigningKeyPair, lastSeq: UInt64 = 0, accountWork: AccountWork.Requirement? = nil) {
         self.keys = keys
         self.lastSeq = lastSeq
+        self.accountWork = accountWork
     }
 
     public var author: PublicKey { keys.publicKey.key }
 
     public mutating func profile(_ card: ProfileCard, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try next(.profile, body: card.validated().body, at: timestamp)
+        var card = card
+        if lastSeq == 0, card.work == nil, let requirement = accountWork, requirement.bits > 0 {
+            card.work = AccountWork.solve(account: author, requirement: requirement)
+        }
+        return try next(.profile, body: card.validated().body, at: timestamp)
     }
 
     /// A like (or a withdrawal) of `target`; `peerSeq` is the highest seq of the target's records
@@ -46,6 +58,9 @@ public struct RecordWriter: Sendable {
 
     /// Signs the next record; `lastSeq` advances only if signing succeeded.
     public mutating func next(_ type: RecordType, body: [UInt8], clock: VectorClock = VectorClock(), at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        if lastSeq == 0, type != .profile, let requirement = accountWork, requirement.bits > 0 {
+            throw RecordError(.insufficientWork, "an account's first record must be its profile card, with proof of work; write the card first")
+        }
         let v = try VerifiedRecord.sign(type: type, by: keys, seq: lastSeq + 1, timestamp: timestamp, clock: clock, body: body)
         lastSeq += 1
         return v

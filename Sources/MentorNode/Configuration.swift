@@ -1,5 +1,6 @@
 import Foundation
 import MentorAPI
+import MentorCrypto
 
 /// The daemon's settings: defaults, then the config file, then the command-line flags (flags
 /// win). Documented key by key in docs/OPERATIONS.md.
@@ -16,6 +17,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var peers: [String] = []
     public var mdns: Bool = true
     public var networkKeyFile: String?
+    /// The network's difficulty: leading zero bits of proof of work an account's first record
+    /// must carry (PROTOCOL.md §6.1); 0 asks for none. A parameter of the network like its key:
+    /// every node of a network must use the same value.
+    public var networkWorkBits = AccountWork.defaultBits
     public var logLevel: LogLevel = .info
     public var emailDomains: [String] = []
     /// Records per second one peer may make us apply (sustained; the burst is one second's worth).
@@ -55,7 +60,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var description: String { line > 0 ? "\(path):\(line): \(message)" : "\(path): \(message)" }
     }
 
-    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "log_level", "email_domains",
+    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "network_work_bits", "log_level", "email_domains",
                               "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
                               "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb"]
 
@@ -98,6 +103,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
             default: throw ValueError(message: "mdns must be true or false, not \"\(value)\"")
             }
         case "network_key_file": networkKeyFile = try nonEmpty(key, value)
+        case "network_work_bits":
+            networkWorkBits = try Self.wholeNumber(key, value, 0...AccountWork.maxBits,
+                unit: " (leading zero bits of an account's proof of work; 0 asks for none, the default is \(AccountWork.defaultBits); every node of a network must use the same value)")
         case "log_level":
             guard let l = LogLevel(rawValue: value.lowercased()) else {
                 throw ValueError(message: "log_level must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")

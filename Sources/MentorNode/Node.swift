@@ -60,6 +60,9 @@ public final class Node: @unchecked Sendable {
 
     /// At most `config.passphraseChecksAtOnce` Argon2id runs at a time, node-wide.
     public let passphraseGate: PassphraseGate
+    /// At most `config.signupWorkAtOnce` proof-of-work searches (a few CPU-seconds each, one
+    /// core each) at a time, node-wide; more wait their turn, first come first served.
+    public let workGate: PassphraseGate
     /// Where `respond` runs node work and passphrase derivations: threads that may block, not
     /// Swift's few cooperative ones.
     private let work = DispatchQueue(label: "MentorNode.work", attributes: .concurrent)
@@ -98,6 +101,7 @@ public final class Node: @unchecked Sendable {
         self.replica = replica
         self.nodeKeys = nodeKeys
         passphraseGate = PassphraseGate(slots: config.passphraseChecksAtOnce)
+        workGate = PassphraseGate(slots: config.signupWorkAtOnce)
     }
 
     /// Loads the local accounts (unlocking those without a passphrase) and the card index.
@@ -129,9 +133,20 @@ public final class Node: @unchecked Sendable {
             return finish(method, params, caller, prepared: nil)
         case .check(let check):
             let arrived = ContinuousClock.now
-            passphraseGate.wait()
-            let prepared = prepareKey(check, caller, waited: .now - arrived)
-            passphraseGate.leave()
+            var prepared: PreparedKey
+            if check.needsArgon2id {
+                passphraseGate.wait()
+                prepared = prepareKey(check, caller, waited: .now - arrived)
+                passphraseGate.leave()
+            } else {
+                prepared = prepareKey(check, caller, waited: .zero)
+            }
+            if let keys = workToProve(check, prepared) {
+                let queued = ContinuousClock.now
+                workGate.wait()
+                prepared.work = proveWork(keys, waited: .now - queued)
+                workGate.leave()
+            }
             return finish(method, params, caller, prepared: prepared)
         }
     }
@@ -146,10 +161,25 @@ public final class Node: @unchecked Sendable {
             return await onWork { self.finish(method, params, caller, prepared: nil) }
         case .check(let check):
             let arrived = ContinuousClock.now
-            await passphraseGate.enter()
-            let prepared = await onWork { self.prepareKey(check, caller, waited: .now - arrived) }
-            passphraseGate.leave()
-            return await onWork { self.finish(method, params, caller, prepared: prepared) }
+            var prepared: PreparedKey
+            if check.needsArgon2id {
+                await passphraseGate.enter()
+                prepared = await onWork { self.prepareKey(check, caller, waited: .now - arrived) }
+                passphraseGate.leave()
+            } else {
+                prepared = await onWork { self.prepareKey(check, caller, waited: .zero) }
+            }
+            if let keys = workToProve(check, prepared) {
+                // Seconds of one core, on the work queue: never on the node's queue, and at
+                // most `signupWorkAtOnce` at a time (waiting holds no thread).
+                let queued = ContinuousClock.now
+                await workGate.enter()
+                let work = await onWork { self.proveWork(keys, waited: .now - queued) }
+                workGate.leave()
+                prepared.work = work
+            }
+            let ready = prepared
+            return await onWork { self.finish(method, params, caller, prepared: ready) }
         }
     }
 
@@ -244,20 +274,51 @@ public final class Node: @unchecked Sendable {
         var failure: RPCError?
         /// A login whose passphrase did not open the key (counted by `finish`, for the back-off).
         var wrongPassphrase = false
+        /// A signup's proof-of-work nonce for `keys` (nil when the network asks for none).
+        var work: UInt64?
     }
 
-    /// A passphrase check the node admitted: what to derive.
+    /// Slow work the node admitted for a request, done off its queue: a login's passphrase
+    /// check, or a signup's new key (written with Argon2id when it has a passphrase) and its
+    /// proof of work.
     enum PassphraseCheck: Sendable {
         case login(passphrase: String)
-        case signup(passphrase: String)
+        case signup(passphrase: String?)
+
+        var needsArgon2id: Bool {
+            switch self {
+            case .login: true
+            case .signup(let passphrase): passphrase != nil
+            }
+        }
+    }
+
+    /// The key whose proof of work a prepared signup still needs, if any.
+    private func workToProve(_ check: PassphraseCheck, _ prepared: PreparedKey) -> SigningKeyPair? {
+        guard case .signup = check, prepared.failure == nil, let keys = prepared.keys,
+              replica.settings.accountWork.bits > 0 else { return nil }
+        return keys
+    }
+
+    /// Off the queue, holding a work-gate slot: the new account's proof of work (PROTOCOL.md
+    /// §6.1), 2^bits hashes on average.
+    func proveWork(_ keys: SigningKeyPair, waited: Duration) -> UInt64? {
+        let started = ContinuousClock.now
+        let requirement = replica.settings.accountWork
+        let nonce = AccountWork.solve(account: keys.publicKey.key, requirement: requirement)
+        let ms = { (d: Duration) in "\(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)" }
+        logger.info("account proof of work made", ["account": keys.publicKey.key.shortID, "bits": "\(requirement.bits)",
+                                                   "waited_ms": ms(waited), "took_ms": ms(.now - started)])
+        return nonce
     }
 
     enum Admission: Sendable {
         /// Nothing slow to do: the method runs (and says what is wrong, if anything).
         case none
         case refused(RPCError)
-        /// Argon2id must run: wait for the gate, then `prepareKey`. The user's place in
-        /// `passphraseChecksInFlight` is taken; `finish` gives it back.
+        /// Slow work must run off the queue (Argon2id behind its gate, a signup's proof of work
+        /// behind its own), then the method. The user's place in `passphraseChecksInFlight` is
+        /// taken; `finish` gives it back.
         case check(PassphraseCheck)
     }
 
@@ -267,7 +328,7 @@ public final class Node: @unchecked Sendable {
     /// has updated yet.
     func admitPassphraseCheck(_ method: String, _ params: [String: JSON], _ caller: Requester) -> Admission {
         guard method == "account.login" || method == "account.signup" else { return .none }
-        let passphrase: String
+        let passphrase: String?
         do {
             let p = Params(params, method: method)
             if method == "account.login" {
@@ -282,9 +343,8 @@ public final class Node: @unchecked Sendable {
                 }
                 passphrase = given
             } else {
-                let request = try signupRequest(p, caller)
-                guard let given = request.passphrase else { return .none }
-                passphrase = given
+                // Every signup is prepared off the queue: its key, and its proof of work.
+                passphrase = try signupRequest(p, caller).passphrase
             }
         } catch let e as RPCError {
             return .refused(e)
@@ -292,10 +352,12 @@ public final class Node: @unchecked Sendable {
             return .none   // a storage error: the method meets it again and reports it
         }
         guard passphraseChecksInFlight.insert(caller.uid).inserted else {
-            let what = method == "account.login" ? "a login" : "a sign-up"
-            return .refused(RPCError(.limitReached, "\(what) of your user is being checked already (one passphrase check at a time per user); wait for its answer"))
+            let what = method == "account.login" ? "a login of your user is being checked already (one passphrase check at a time per user)"
+                                                  : "a sign-up of your user is under way already (one at a time per user)"
+            return .refused(RPCError(.limitReached, "\(what); wait for its answer"))
         }
-        return .check(method == "account.login" ? .login(passphrase: passphrase) : .signup(passphrase: passphrase))
+        if method == "account.login", let passphrase { return .check(.login(passphrase: passphrase)) }
+        return .check(.signup(passphrase: passphrase))
     }
 
     /// Off the queue, holding a gate slot: reads (decrypts) the key file for a login, or writes
@@ -323,8 +385,12 @@ public final class Node: @unchecked Sendable {
                 try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
                 let cost = config.passphraseCost
-                try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
-                    try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
+                if let passphrase {
+                    try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
+                        try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
+                    }
+                } else {
+                    try KeyFile.write(keys, to: path, passphrase: nil, parameters: cost)
                 }
                 prepared = PreparedKey(keys: keys, temporaryPath: path)
             } catch {
@@ -398,6 +464,11 @@ public final class Node: @unchecked Sendable {
         let record: VerifiedRecord
         do { record = try make(&writer, config.now()) } catch {
             throw RPCError(.invalidValue, error.message)
+        }
+        // Checked like a record from a peer (`Replica.verify`): one this node's peers would
+        // refuse must not be stored and relayed from here.
+        if let refusal = AccountWork.refusal(of: record.record, requirement: replica.settings.accountWork) {
+            throw RPCError(.internalError, "the new record was not applied (\(refusal)); nothing was changed")
         }
         let outcome = try replica.apply(verified: [.success(record)])[0]
         guard outcome == .applied else {

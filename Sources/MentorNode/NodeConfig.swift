@@ -13,6 +13,10 @@ public struct NodeConfig: Sendable {
     /// Passphrase derivations (Argon2id, `passphraseCost.memLimit` each: 256 MiB) that may run
     /// at once node-wide; more wait their turn (config `passphrase_checks_at_once`).
     public var passphraseChecksAtOnce = 1
+    /// Signups whose proof of work (one core for a few seconds each, at the default difficulty)
+    /// may be searched for at once node-wide; more wait their turn. The difficulty itself is the
+    /// replica's `Settings.accountWork`, a parameter of the network.
+    public var signupWorkAtOnce = 1
 
     public init(stateDirectory: String, emailDomains: [String] = [], passphraseCost: Argon2id.Parameters = .moderate,
                 now: @escaping @Sendable () -> UInt64) {

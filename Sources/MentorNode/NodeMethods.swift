@@ -70,33 +70,25 @@ extension Node {
         let request = try signupRequest(p, caller)
         let (email, name, role, passphrase) = (request.email, request.name, request.role, request.passphrase)
 
-        let keys: SigningKeyPair
+        // The key and its proof of work were made off the node's queue (`prepareKey`, with
+        // Argon2id behind its gate when there is a passphrase, then `proveWork`): neither
+        // Argon2id nor the work ever runs here.
         let path = config.keyPath(uid: caller.uid)
-        if let prepared = preparedKey, let k = prepared.keys, let temporary = prepared.temporaryPath {
-            // Written off the queue with the passphrase; move it into place.
-            keys = k
-            guard rename(temporary, path) == 0 else {
-                throw RPCError(.internalError, "could not put the account key in place at \(path)")
-            }
-        } else {
-            // Argon2id never runs here, on the node's queue: a passphrase was prepared by
-            // `prepareKey` (behind the gate), or there is none.
-            guard passphrase == nil else {
-                throw RPCError(.internalError, "the passphrase was not prepared; sign up again")
-            }
-            keys = SigningKeyPair.generate()
-            do {
-                try KeyFile.write(keys, to: path, passphrase: nil, parameters: config.passphraseCost)
-            } catch {
-                throw RPCError(.internalError, "could not write the account key: \(error.message)")
-            }
+        guard let prepared = preparedKey, let keys = prepared.keys, let temporary = prepared.temporaryPath else {
+            throw RPCError(.internalError, "the new key was not prepared; sign up again")
+        }
+        guard rename(temporary, path) == 0 else {
+            throw RPCError(.internalError, "could not put the account key in place at \(path)")
         }
         do {
             try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: keys.publicKey.key, email: email,
                                                    protected: passphrase != nil, created: config.now()))
             try unlock(uid: caller.uid, keys: keys)
             localKeys.insert(keys.publicKey.key)
-            try write(caller.uid) { w, now throws(RecordError) in try w.profile(ProfileCard(name: name, role: role), at: now) }
+            // The account's first record: its card, carrying the proof of work (PROTOCOL.md §6.1).
+            try write(caller.uid) { w, now throws(RecordError) in
+                try w.profile(ProfileCard(name: name, role: role, work: prepared.work), at: now)
+            }
         } catch {
             // Leave nothing half-made: no row, no key.
             writers[caller.uid] = nil

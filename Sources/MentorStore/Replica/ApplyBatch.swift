@@ -262,7 +262,7 @@ struct ApplyBatch {
 
     private mutating func mergeCardFields(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
         let fields: FieldList
-        do { fields = try FieldList.decode(v.record.body, known: Self.cardFieldTags, what: "profile") }
+        do { fields = try FieldList.decode(v.record.body, known: ProfileCard.bodyTags, what: "profile") }
         catch { return } // cannot happen: the body was validated when decoded
         let clock = v.record.effectiveClock
         let clockBytes = clock.encoded
@@ -275,7 +275,8 @@ struct ApplyBatch {
             UPDATE card_entries SET record_id = ?, clock = ?, timestamp = ?, value = ?
             WHERE author = ? AND field = ? AND record_id = ?
             """)
-        for (tag, value) in fields.fields {
+        // The proof of work (seq 1 only) was checked on arrival and is no register of the card.
+        for (tag, value) in fields.fields where tag != ProfileCard.workTag {
             let register = CardRegister(author: authorID, field: tag)
             let current: [RegisterEntry<[UInt8]>]
             if let known = cardRegisters[register] {
@@ -319,8 +320,6 @@ struct ApplyBatch {
             }
         }
     }
-
-    private static let cardFieldTags = Set(ProfileCard.Field.allCases.map(\.rawValue))
 
     static func registerEntry(_ row: Row) -> RegisterEntry<[UInt8]>? {
         guard let id = row.blob(0), let clockBytes = row.blob(1), let ts = row.int64(2), let value = row.blob(3) else { return nil }

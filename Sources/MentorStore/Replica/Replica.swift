@@ -58,6 +58,10 @@ public final class Replica: @unchecked Sendable {
         /// either, more are refused as `timestamp-in-future` (again not an offence).
         public var maxHeldUntilDue = 10_000
         public var maxHeldUntilDueBytes = 16 * 1024 * 1024
+        /// The proof of work an account's first record must carry (PROTOCOL.md §6.1): the
+        /// network's difficulty and ID. The daemon sets it from `network_work_bits` and the
+        /// network key; without it a replica asks for none (difficulty 0).
+        public var accountWork = AccountWork.Requirement.none
 
         public init() {}
     }
@@ -112,19 +116,33 @@ public final class Replica: @unchecked Sendable {
     /// Verifies (on all cores) and applies a batch in one transaction. A `StoreError` means the
     /// transaction did not commit and nothing of the batch was stored.
     public func apply(batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
-        try apply(verified: Self.verify(batch))
+        try apply(verified: verify(batch))
     }
 
     public func apply(_ encoded: [UInt8]) throws(StoreError) -> ApplyOutcome {
         try apply(batch: [encoded])[0]
     }
 
-    /// Decodes and verifies signatures in parallel. Pure: touches no state.
-    public static func verify(_ batch: [[UInt8]]) -> [Result<VerifiedRecord, RecordError>] {
-        parallelMap(batch) { bytes in Result { () throws(RecordError) in try VerifiedRecord(bytes) } }
+    /// Decodes and verifies signatures in parallel, and checks the proof of work of every
+    /// account's first record against `work` (one hash each). Pure: touches no state. Every
+    /// record from outside goes through this (or the instance method) before `apply(verified:)`.
+    public static func verify(_ batch: [[UInt8]], work: AccountWork.Requirement) -> [Result<VerifiedRecord, RecordError>] {
+        parallelMap(batch) { bytes in
+            Result { () throws(RecordError) in
+                let v = try VerifiedRecord(bytes)
+                if let refusal = AccountWork.refusal(of: v.record, requirement: work) { throw refusal }
+                return v
+            }
+        }
     }
 
-    /// Applies verified records (refusals pass through) in one transaction.
+    /// `verify(_:work:)` with this replica's `settings.accountWork`.
+    public func verify(_ batch: [[UInt8]]) -> [Result<VerifiedRecord, RecordError>] {
+        Self.verify(batch, work: settings.accountWork)
+    }
+
+    /// Applies verified records (refusals pass through) in one transaction. The records must
+    /// come from `verify` (or be this node's own, checked the same way by the caller).
     public func apply(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError) -> [ApplyOutcome] {
         try applyReporting(verified: verified).outcomes
     }
@@ -133,7 +151,7 @@ public final class Replica: @unchecked Sendable {
     /// replica — including held records that this batch released — in the order stored. This is
     /// what the node indexes and pushes on to its peers.
     public func applyReporting(batch: [[UInt8]]) throws(StoreError) -> (outcomes: [ApplyOutcome], stored: [VerifiedRecord]) {
-        try applyReporting(verified: Self.verify(batch))
+        try applyReporting(verified: verify(batch))
     }
 
     public func applyReporting(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError)

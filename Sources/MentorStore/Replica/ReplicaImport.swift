@@ -140,7 +140,7 @@ extension Replica {
 
         for batch in batches where !batch.isEmpty {
             let verifyStart = clock.now
-            let verified = Self.verify(batch)
+            let verified = verify(batch)
             summary.verifyTime += clock.now - verifyStart
             let previous = try finishApply()
             inFlight = true

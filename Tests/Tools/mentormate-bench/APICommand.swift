@@ -116,12 +116,12 @@ struct APICommand {
     func fillReplica(at path: String) throws {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
-        let replica = try Replica(path: path)
+        let replica = try Replica(path: path, settings: Workload.replicaSettings)
         let catalogue = ["CS 101", "CS 490", "MATH 221", "PHYS 150", "BIO 110", "ART 100", "ECON 201", "HIST 120"]
         var rng = SeededRandom(seed: 7)
         var batch: [[UInt8]] = []
         for i in 0..<cards {
-            var w = RecordWriter(keys: try SigningKeyPair(seed: rng.bytes(32)))
+            var w = RecordWriter(keys: try SigningKeyPair(seed: rng.bytes(32)), accountWork: Workload.accountWork)
             let courses = Array(catalogue.shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng)))
             let card = ProfileCard(name: "Tutor \(i)", role: .tutor, bio: "I can help with \(courses.joined(separator: " and ")).",
                                    courses: courses, wage: UInt64.random(in: 10...40, using: &rng), availability: "weekdays")
@@ -177,7 +177,7 @@ final class Daemon {
 
     init(path: String, stateDir: String, socket: String) throws {
         var pid: pid_t = 0
-        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", "127.0.0.1:0", "--no-mdns", "--log-level", "warning"]
+        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", "127.0.0.1:0", "--no-mdns", "--log-level", "warning"] + Workload.daemonFlags
         var cArgs = args.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
         let rc = posix_spawn(&pid, path, nil, nil, &cArgs, environ)

@@ -66,6 +66,8 @@ enum Usage {
                     per node per record in a mesh, replica size against the live state.
           discovery In the multi-host lab (root): time from starting a daemon on a fresh host
                     to it being listed in `peers`, and its card readable, on another host.
+          work      An account's proof of work on one core: hash rate, search time at a
+                    difficulty (median, mean), and the cost of the check a receiver runs.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.

@@ -304,7 +304,7 @@ private struct DiscoveryRun {
 
     /// A daemon: on lab host `host`, or (host nil) outside the lab with --no-mdns on loopback.
     mutating func startDaemon(_ name: String, host: Int?, stateDir: String, socket: String) throws -> SpawnedChild {
-        let args = [daemonPath, "--state-dir", stateDir, "--socket", socket, "--log-level", "info"]
+        let args = [daemonPath, "--state-dir", stateDir, "--socket", socket, "--log-level", "info"] + Workload.daemonFlags
             + (host == nil ? ["--listen", "127.0.0.1:0", "--no-mdns"] : ["--listen", "0.0.0.0:7000"])
         let argv = host.map { ["/bin/bash", labScript, "exec", "\($0)"] + args } ?? args
         let child = try SpawnedChild(name: name, argv: argv, environment: environment, logPath: dir + "/\(name).log")

@@ -159,7 +159,7 @@ private struct PeersRun {
             let file = dir + "/backlog.records"
             let stats = try Workload(records: n, authors: command.authors, seed: command.seed).write(to: file)
             try FileManager.default.createDirectory(atPath: stateA, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            let replica = try Replica(path: stateA + "/replica.db")
+            let replica = try Replica(path: stateA + "/replica.db", settings: Workload.replicaSettings)
             let summary = try replica.importBatches(try RecordFileReader(path: file, batchSize: 1000))
             try replica.close()
             try? FileManager.default.removeItem(atPath: file)
@@ -434,7 +434,7 @@ final class BenchNode {
         self.name = name
         self.socket = socket
         self.logPath = logPath
-        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", "127.0.0.1:0", "--no-mdns", "--log-level", "info"] + extra
+        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", "127.0.0.1:0", "--no-mdns", "--log-level", "info"] + Workload.daemonFlags + extra
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -44,7 +44,7 @@ enum Phases {
             guard result.records < limit else { break }
             let batch = Array(whole.prefix(limit - result.records))
             let start = clock.now
-            let verified = Replica.verify(batch)
+            let verified = Replica.verify(batch, work: Workload.accountWork)
             result.elapsed += clock.now - start
             result.records += batch.count
             result.failures += verified.filter { if case .failure = $0 { true } else { false } }.count
@@ -162,7 +162,7 @@ enum Phases {
     /// run after the clock stops.
     static func merge(path: String, replicaPath: String, batchSize: Int) throws -> MergeResult {
         let clock = ContinuousClock()
-        let replica = try Replica(path: replicaPath)
+        let replica = try Replica(path: replicaPath, settings: Workload.replicaSettings)
         defer { try? replica.close() }
         let reader = try RecordFileReader(path: path, batchSize: batchSize)
         let start = clock.now
@@ -179,7 +179,7 @@ extension Phases {
     /// batch verified (all cores), then applied, one after the other — so the summary's
     /// `verifyTime` and `applyTime` show what each stage costs alone.
     static func breakdown(path: String, replicaPath: String, batchSize: Int) throws -> ImportSummary {
-        let replica = try Replica(path: replicaPath)
+        let replica = try Replica(path: replicaPath, settings: Workload.replicaSettings)
         defer { try? replica.close() }
         let reader = try RecordFileReader(path: path, batchSize: batchSize)
         var settings = ImportSettings()

@@ -1,6 +1,7 @@
 import Dispatch
 import MentorCore
 import MentorCrypto
+import MentorStore
 
 /// A deterministic synthetic workload: `records` signed records from `authors` accounts.
 ///
@@ -30,6 +31,17 @@ struct Workload {
 
     /// Longest run of one author's records in the delivery order.
     static let maxRun = 16
+    /// The benchmarks' network: the built-in key at a cheap difficulty, so that 100,000
+    /// authors cost seconds to generate, not days. Every daemon a benchmark starts gets
+    /// `daemonFlags` (the same flag a campus sets), every replica it opens `replicaSettings`.
+    static let networkWorkBits = 8
+    static let accountWork = AccountWork.Requirement(bits: networkWorkBits, network: .default)
+    static let daemonFlags = ["--network-work-bits", "\(networkWorkBits)"]
+    static var replicaSettings: Replica.Settings {
+        var settings = Replica.Settings()
+        settings.accountWork = accountWork
+        return settings
+    }
     /// Timestamps start here (2025-06-15) and advance 45 s per record of an author.
     static let baseTimestamp: UInt64 = 1_750_000_000_000
 
@@ -125,7 +137,7 @@ struct Workload {
     private static func generateAuthor(index: Int, count: Int, keys: SigningKeyPair, seed: UInt64,
                                        everyone: [PublicKey], cardShare: Int) -> AuthorOutput {
         var rng = SeededRandom(seed: seed)
-        var writer = RecordWriter(keys: keys)
+        var writer = RecordWriter(keys: keys, accountWork: accountWork)
         var out = AuthorOutput()
         out.buffer.reserveCapacity(count * 300)
         let role: ProfileCard.Role = rng.next() % 3 == 0 ? .tutor : .student

@@ -84,6 +84,19 @@ case .argument(DiscoveryCommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(DiscoveryCommand.name) --help` for usage.")
         status = 2
     }
+case .argument(WorkCommand.name)?:
+    do {
+        switch try WorkCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(WorkCommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(WorkCommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(let other)?:
     printError("error: unknown command '\(other)'\n\n\(Usage.text)")
     status = 2

@@ -14,6 +14,10 @@
 //               records-per-second burst its acks are held, so the flood overruns the window
 //               (against a daemon with `peer_records_per_second` under 10,000)
 //   valid       sends one batch of one valid card and behaves (a control: must be stored)
+//   no-work     sends one batch of one card at seq 1 of a fresh account without the proof-of-work
+//               field (refused as insufficient-work when the network asks for work: an offence)
+//   weak-work   the same with a work field just short of the difficulty: a nonce with at least
+//               bits − 4 but fewer than bits leading zero bits
 //   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
 //               first) as fast as the daemon's acks allow, keeping the window full; prints
 //               `result stream sent=N acked=N seconds=S closed=true|false`
@@ -60,6 +64,10 @@
 //               the frame keys of that claimed identity. `received` counts the frames that open
 //               with those keys; a daemon that checks the signature closes with `received=0`.
 //
+// Records at seq 1 carry the proof of work of the network (the built-in key) at
+// --network-work-bits N (default 8, the difficulty the end-to-end tests start their daemons
+// with; give the daemon's value, e.g. 23 for a network at the default).
+//
 // It then reads until the daemon closes the connection or --wait passes (default 5 s), and
 // prints one line:  `result ATTACK closed=true|false after=MS received=N node=mm1...`
 // where `node` is the daemon's node ID as learned in the handshake and `received` the sync
@@ -91,6 +99,7 @@ var authorSeed: [UInt8]?
 var recordsGiven = false
 var photoKiB = 1024
 var claim: String?
+var workBits = 8
 while !arguments.isEmpty {
     let a = arguments.removeFirst()
     switch a {
@@ -105,16 +114,20 @@ while !arguments.isEmpty {
     case "--photo-kb": photoKiB = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
     case "--author-seed": authorSeed = arguments.isEmpty ? nil : Hex.decode(arguments.removeFirst())
     case "--claim": claim = arguments.isEmpty ? "" : arguments.removeFirst()
+    case "--network-work-bits": workBits = arguments.isEmpty ? -1 : Int(arguments.removeFirst()) ?? -1
     default: positional.append(a)
     }
 }
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
-               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "heres"]
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "heres",
+               "no-work", "weak-work"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
-      streamRecords > 0, (1...4096).contains(photoKiB) else {
+      streamRecords > 0, (1...4096).contains(photoKiB), (0...AccountWork.maxBits).contains(workBits) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
 }
 let host = positional[0], attack = positional[2]
+/// What the network asks of an account's first record (every writer here meets it).
+let accountWork = AccountWork.Requirement(bits: workBits, network: .default)
 if attack.hasPrefix("fork-"), authorSeed?.count != 32 {
     fail("\(attack) needs --author-seed with 64 hex digits (the same for both halves of the fork)", status: 2)
 }
@@ -239,7 +252,7 @@ let identity = SigningKeyPair.generate()
     // What a daemon that took us for `claimed` would expect: frames under k_ir/k_ri of (claimed, R).
     var sealer = FrameSealer(key: mac("mm-session-ir", dh, h1, claimed.bytes, responder.bytes))
     var opener = FrameOpener(key: mac("mm-session-ri", dh, h1, claimed.bytes, responder.bytes))
-    var writer = RecordWriter(keys: SigningKeyPair.generate())
+    var writer = RecordWriter(keys: SigningKeyPair.generate(), accountWork: accountWork)
     do {
         _ = writeAll(try sealer.seal(v2Hello.encoded))
         _ = writeAll(try sealer.seal(SyncMessage.records([card(&writer, "Impostor")]).encoded))
@@ -323,7 +336,7 @@ func card(_ writer: inout RecordWriter, _ name: String) -> [UInt8] {
     return out
 }
 
-var writer = RecordWriter(keys: SigningKeyPair.generate())
+var writer = RecordWriter(keys: SigningKeyPair.generate(), accountWork: accountWork)
 
 /// Distinct PNG-looking photos and the card edits naming them, signed in order.
 @MainActor func photoEdits(_ count: Int) -> (photos: [[UInt8]: [UInt8]], order: [[UInt8]], edits: [[UInt8]]) {
@@ -519,6 +532,24 @@ case "flood":
     for batch in batches { sendMessage(.records(batch)) }
 case "valid":
     sendMessage(.records([card(&writer, "Valid Val")]))
+case "no-work", "weak-work":
+    let keys = SigningKeyPair.generate()
+    var work: UInt64?
+    if attack == "weak-work" {
+        // The first nonce within 4 bits of the difficulty but short of it: a near miss.
+        let floor = AccountWork.Requirement(bits: max(0, workBits - 4), network: .default)
+        var from: UInt64 = 0
+        while true {
+            guard let nonce = AccountWork.solve(account: keys.publicKey.key, requirement: floor, startingAt: from) else { fail("no nonce found") }
+            if AccountWork.bits(account: keys.publicKey.key, nonce: nonce, network: floor.network) < workBits { work = nonce; break }
+            from = nonce + 1
+        }
+    }
+    var bare = RecordWriter(keys: keys)   // no requirement: the card goes out as given
+    do {
+        sendMessage(.records([try bare.profile(ProfileCard(name: "Cheap Cheng", role: .tutor, courses: ["EVIL 101"], work: work),
+                                               at: UInt64(time(nil)) * 1000).encoded]))
+    } catch { fail("signing: \(error)") }
 case "chat":
     guard let keyPath = chatOptions["key"], let to = chatOptions["to"], let seq = chatOptions["seq"].flatMap(UInt64.init), seq >= 1,
           let peerSeq = chatOptions["peer-seq"].flatMap(UInt64.init), let text = chatOptions["text"] else {
@@ -532,7 +563,7 @@ case "chat":
         guard let bytes = Hex.decode(hex) else { fail("--answers \(hex) is not hex", status: 2) }
         answers = bytes
     }
-    var sender = RecordWriter(keys: keys, lastSeq: seq - 1)
+    var sender = RecordWriter(keys: keys, lastSeq: seq - 1, accountWork: accountWork)
     let record: VerifiedRecord
     do {
         record = try sender.sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text),
@@ -547,7 +578,7 @@ case "fork-low", "fork-high":
     do { keys = try SigningKeyPair(seed: authorSeed ?? []) } catch { fail("--author-seed: \(error)", status: 2) }
     var variants: [VerifiedRecord] = []
     for name in ["Variant One", "Variant Two", "Variant Three"] {
-        var w = RecordWriter(keys: keys)
+        var w = RecordWriter(keys: keys, accountWork: accountWork)
         do {
             variants.append(try w.profile(ProfileCard(name: name, role: .tutor, courses: ["FORK 101"]), at: 1_700_000_000_000))
         } catch { fail("signing: \(error)") }
@@ -560,11 +591,11 @@ case "not-now":
     let now = UInt64(time(nil)) * 1000
     var batch: [[UInt8]] = []
     do {
-        var gap = RecordWriter(keys: SigningKeyPair.generate(), lastSeq: 4999)
+        var gap = RecordWriter(keys: SigningKeyPair.generate(), lastSeq: 4999, accountWork: accountWork)
         batch.append(try gap.profile(ProfileCard(name: "Gap Gus", role: .tutor, courses: ["EVIL 101"]), at: now).encoded)
-        var far = RecordWriter(keys: SigningKeyPair.generate())
+        var far = RecordWriter(keys: SigningKeyPair.generate(), accountWork: accountWork)
         batch.append(try far.profile(ProfileCard(name: "Far Fay", role: .tutor, courses: ["EVIL 101"]), at: now + 48 * 3_600_000).encoded)
-        var soon = RecordWriter(keys: SigningKeyPair.generate())
+        var soon = RecordWriter(keys: SigningKeyPair.generate(), accountWork: accountWork)
         batch.append(try soon.profile(ProfileCard(name: "Soon Sam", role: .tutor, courses: ["EVIL 101"]), at: now + 2 * 3_600_000).encoded)
     } catch { fail("signing: \(error)") }
     batch.append(card(&writer, "Valid Val"))
