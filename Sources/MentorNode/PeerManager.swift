@@ -1043,17 +1043,22 @@ public final class PeerManager: @unchecked Sendable {
         guard connection.syncTimer == nil, let key = connection.peerKey else { return }
         let session = connection.session
         let totals = (received: session.recordsReceived, sent: session.recordsSent, caughtUp: session.isCaughtUp)
-        guard totals != connection.announced else { return }
         let now = ContinuousClock.now
-        if let last = connection.announcedAt, now - last < settings.syncEventInterval, totals.caughtUp == connection.announced.caughtUp {
+        switch SyncEventThrottle.decide(totals, announced: connection.announced, announcedAt: connection.announcedAt,
+                                        interval: settings.syncEventInterval, now: now) {
+        case .unchanged:
+            return
+        case .later(let at):
             let timer = DispatchWorkItem { [weak self, weak connection] in
                 guard let self, let connection, !self.stopped, !connection.closing else { return }
                 connection.syncTimer = nil
                 self.announceSync(connection)
             }
             connection.syncTimer = timer
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.syncEventInterval - (now - last)).nanoseconds)), execute: timer)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((at - now).nanoseconds)), execute: timer)
             return
+        case .now:
+            break
         }
         if totals.caughtUp && !connection.announced.caughtUp {
             sendSummary(connection)
