@@ -44,8 +44,8 @@ import MentorStore
 /// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
 /// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
 /// from which link, when), `AckPacer` (records per second), `SyncEventThrottle` (when
-/// `event.sync` goes out). This class keeps the links, the
-/// timers and the I/O, and carries their decisions out.
+/// `event.sync` goes out). This class keeps the links, the timers and the I/O, and carries
+/// their decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
