@@ -43,8 +43,9 @@ import MentorStore
 ///
 /// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
 /// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
-/// from which link, when), `AckPacer` (records per second). This class keeps the links, the
-/// timers and the I/O, and carries their decisions out.
+/// from which link, when), `AckPacer` (records per second), `SyncEventThrottle` (when
+/// `event.sync` goes out). This class keeps the links, the timers and the I/O, and carries
+/// their decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
@@ -1078,17 +1079,22 @@ public final class PeerManager: @unchecked Sendable {
         guard connection.syncTimer == nil, let key = connection.peerKey else { return }
         let session = connection.session
         let totals = (received: session.recordsReceived, sent: session.recordsSent, caughtUp: session.isCaughtUp)
-        guard totals != connection.announced else { return }
         let now = ContinuousClock.now
-        if let last = connection.announcedAt, now - last < settings.syncEventInterval, totals.caughtUp == connection.announced.caughtUp {
+        switch SyncEventThrottle.decide(totals, announced: connection.announced, announcedAt: connection.announcedAt,
+                                        interval: settings.syncEventInterval, now: now) {
+        case .unchanged:
+            return
+        case .later(let at):
             let timer = DispatchWorkItem { [weak self, weak connection] in
                 guard let self, let connection, !self.stopped, !connection.closing else { return }
                 connection.syncTimer = nil
                 self.announceSync(connection)
             }
             connection.syncTimer = timer
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.syncEventInterval - (now - last)).nanoseconds)), execute: timer)
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((at - now).nanoseconds)), execute: timer)
             return
+        case .now:
+            break
         }
         if totals.caughtUp && !connection.announced.caughtUp {
             if photosDeferredSince != nil { findMissingPhotos() }

@@ -24,9 +24,12 @@ import Testing
         #expect(first == [.init(link: 7, hash: ref(1, size: 10).hash, size: 10), .init(link: 8, hash: ref(2, size: 20).hash, size: 20)],
                 "two photos, two links; the third link idles")
         #expect(f.assign(idle: [9]).isEmpty, "no photo is asked of a second link while one fetches it")
+        _ = f.update(missing: [(ref(1, size: 10), alice), (ref(2, size: 20), bob), (ref(3, size: 30), bob)], blobBytes: 0, local: []) { _ in 0 }
+        #expect(f.assign(idle: [7, 7]).isEmpty, "a link fetching one photo is not asked for a second")
+        #expect(f.assign(idle: [9, 9]).map(\.link) == [9], "nor twice at once")
         f.answered(ref(1, size: 10).hash)
         f.arrived(ref(1, size: 10).hash)
-        #expect(f.wanted.count == 1 && f.assign(idle: [9]).isEmpty)
+        #expect(f.wanted.count == 2 && f.assign(idle: [9]).isEmpty)
     }
 
     @Test func photosAreFetchedAndAdmittedSmallestFirst() {

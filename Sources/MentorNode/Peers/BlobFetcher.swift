@@ -107,13 +107,14 @@ struct BlobFetcher: Sendable {
     }
 
     /// Gives each idle link (in the order given) the smallest wanted photo that no link fetches
-    /// and that it has not said it lacks.
+    /// and that it has not said it lacks. A link fetching one already gets no second.
     mutating func assign(idle links: [UInt64]) -> [Request] {
         guard !wanted.isEmpty else { return [] }
+        var busy = Set(wanted.values.compactMap(\.fetching))
         var free = wanted.filter { $0.value.fetching == nil }
             .sorted { $0.value.size != $1.value.size ? $0.value.size < $1.value.size : $0.key.lexicographicallyPrecedes($1.key) }
         var requests: [Request] = []
-        for link in links {
+        for link in links where busy.insert(link).inserted {
             guard let i = free.firstIndex(where: { !$0.value.lacking.contains(link) }) else { continue }
             let (hash, entry) = free.remove(at: i)
             wanted[hash]?.fetching = link
