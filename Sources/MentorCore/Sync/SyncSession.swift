@@ -131,6 +131,13 @@ public struct SyncSession: Sendable {
     /// Record bytes ready to send, waiting for the window: at most one fetch result plus
     /// pushes (at most `maxBufferedPushes`; past that a push waits for the next round).
     private var ready: [[UInt8]] = []
+    /// Hashes (Swift's per-process seeded `Hasher`) of the last `recentlyReceivedBound` records
+    /// the peer sent: a push or fetched record among them is not sent back (it reached us from
+    /// elsewhere too, and the peer holds it). A chance clash only skips a push the next round
+    /// makes up for.
+    private var recentlyReceived: Set<Int> = []
+    private var recentlyReceivedOrder: [Int] = []
+    public static let recentlyReceivedBound = 8192
     /// Per author, the highest seq the peer sent us (for deferrals; forgotten past 4096 authors).
     private var peerHolds: [PublicKey: UInt64] = [:]
     /// Authors of records the peer sent that the replica could not take now, through no fault
@@ -245,6 +252,7 @@ public struct SyncSession: Sendable {
                 }
                 if peerHolds[p.author] == nil, peerHolds.count >= 4096 { peerHolds = [:] }
                 peerHolds[p.author] = max(peerHolds[p.author] ?? 0, p.seq)
+                noteReceived(bytes)
             }
             unackedReceived += 1
             batchesReceived += 1
@@ -431,7 +439,8 @@ public struct SyncSession: Sendable {
         guard isEstablished else { return [] }
         for r in records {
             if deferrals[r.author] != nil, r.seq >= peerHolds[r.author] ?? 0 { deferrals[r.author] = nil }
-            guard r.bytes.count <= SyncLimits.maxRecordBytes, ready.count < Self.maxBufferedPushes else { continue }
+            guard r.bytes.count <= SyncLimits.maxRecordBytes, ready.count < Self.maxBufferedPushes,
+                  !recentlyReceived.contains(r.bytes.hashValue) else { continue }
             ready.append(r.bytes)
         }
         var out: [SyncDirective] = []
@@ -502,6 +511,17 @@ public struct SyncSession: Sendable {
         pump(&out)
     }
 
+    private mutating func noteReceived(_ bytes: [UInt8]) {
+        let h = bytes.hashValue
+        guard recentlyReceived.insert(h).inserted else { return }
+        recentlyReceivedOrder.append(h)
+        if recentlyReceivedOrder.count > Self.recentlyReceivedBound {
+            let drop = recentlyReceivedOrder.count - Self.recentlyReceivedBound / 2
+            for old in recentlyReceivedOrder.prefix(drop) { recentlyReceived.remove(old) }
+            recentlyReceivedOrder.removeFirst(drop)
+        }
+    }
+
     private mutating func noteCaughtUp() {
         if !wasCaughtUp, isCaughtUp { wasCaughtUp = true }
     }
@@ -556,9 +576,12 @@ public struct SyncSession: Sendable {
             while let next = ready.first, batch.count < settings.batchSize,
                   3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
                 ready.removeFirst()
+                // Waiting while the peer sent it to us: it holds it.
+                if recentlyReceived.contains(next.hashValue) { continue }
                 batch.append(next)
                 bytes += next.count
             }
+            guard !batch.isEmpty else { continue }
             inFlight += 1
             recordsSent += batch.count
             out.append(.send(.records(batch)))
