@@ -11,7 +11,7 @@ public enum SyncDirective: Equatable, Sendable {
     /// Read up to `limit` records under this node of the tree after `after` (by author, seq,
     /// id) and hand them back with `SyncSession.fetched(_:next:)`, with where the read stopped
     /// (nil: the subtree is done).
-    case fetchSubtree(depth: Int, prefix: UInt16, after: ReconCursor?, limit: Int)
+    case fetchSubtree(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int)
     /// Open a read of the replica's reconciliation tree and call `SyncSession.reconcile(in:)`
     /// with it (a round step is due: an answer to the peer's `recon`, or a round to start).
     case reconcile
@@ -120,7 +120,7 @@ public struct SyncSession: Sendable {
     /// What to send, read from the replica one fetch at a time.
     enum Work: Equatable, Sendable {
         case ids([[UInt8]])
-        case subtree(ReconNodeRef, ReconCursor?)
+        case subtree(ReconNodeRef, FetchCursor?)
         case author(PublicKey, from: UInt64)
     }
     private var work: [Work] = []
@@ -344,7 +344,7 @@ public struct SyncSession: Sendable {
 
     /// The shell read the records of the outstanding fetch; for `fetchSubtree`, `next` is where
     /// the read stopped (nil: the subtree is done).
-    public mutating func fetched(_ records: [[UInt8]], next: ReconCursor? = nil) -> [SyncDirective] {
+    public mutating func fetched(_ records: [[UInt8]], next: FetchCursor? = nil) -> [SyncDirective] {
         guard !isClosed, let f = fetching else { return [] }
         fetching = nil
         switch f {
