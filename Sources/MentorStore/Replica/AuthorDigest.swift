@@ -13,6 +13,11 @@ public struct AuthorSummary: Sendable, Equatable {
 /// XOR makes it independent of the order records arrived in and lets a removed variant be
 /// taken out again; IDs are hashes, so two different sets of records at the same seqs differ
 /// in it with overwhelming probability.
+///
+/// Sync v1 only (its hello and `summary`), to be removed with v1 (issue 13): sync v2 compares
+/// the reconciliation tree (`ReconIndex`) instead. Once nothing reads `AuthorSummary.digest`,
+/// drop this, its toggles in `ApplyBatch.store`/`unstore`, `Replica.computeMissingDigests` and
+/// the column's use (the column itself stays: migrations are never edited).
 enum AuthorDigest {
     static func term(_ id: [UInt8]) -> Int64 {
         var v: UInt64 = 0

@@ -78,6 +78,7 @@ public final class Replica: @unchecked Sendable {
         try run { db throws(StoreError) in
             try ReplicaSchema.migrator.migrate(db)
             try Self.computeMissingDigests(db)
+            try ReconIndex.buildIfMissing(db)
         }
     }
 

@@ -154,6 +154,24 @@ enum ReplicaSchema {
         m.register(7, "card photos by hash", """
             CREATE INDEX card_entries_photo ON card_entries(substr(value, 1, 32)) WHERE field = 8 AND length(value) = 37;
             """)
+        // Sync v2's reconciliation tree (PROTOCOL.md §13.3; `ReconIndex` says why this shape).
+        // The set is the IDs of `records` and `pending`, through an index on each (an ID's entry
+        // holds its record's author and seq too, so a record is found by ID); `recon_nodes` is
+        // every non-empty node by `depth << 16 | prefix`. `Replica` fills `recon_nodes` from the
+        // rows on the first open after this migration (the hashes are BLAKE2b, not SQL), and
+        // every batch keeps it from then on, in its own transaction.
+        // Size at 1,000,000 records: the two indexes ~44 MB (~44 bytes a record: the 32-byte ID,
+        // author and seq, the cell's header), `recon_nodes` ~3 MB (65,536 leaves and 4,369
+        // internal nodes of ~45 bytes whatever the count); ~47 bytes a record in all.
+        m.register(8, "reconciliation tree of the held record IDs", """
+            CREATE INDEX records_by_id ON records(id);
+            CREATE INDEX pending_by_id ON pending(id);
+            CREATE TABLE recon_nodes (
+                node        INTEGER PRIMARY KEY,          -- depth << 16 | prefix
+                count       INTEGER NOT NULL,             -- IDs under the node (>= 1)
+                hash        BLOB NOT NULL                 -- ReconHash.leaf / ReconHash.node
+            );
+            """)
         return m
     }
 }

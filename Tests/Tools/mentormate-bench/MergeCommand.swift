@@ -224,6 +224,16 @@ struct MergeCommand {
         print("replica counts: records \(c.records), authors \(c.authors), pending \(c.pending), "
               + "forked authors \(c.forkedAuthors), cards \(c.cards)")
         print("integrity_check: \(merge.integrity.joined(separator: "; "))")
+        let rr = merge.recon, lookups = Double(max(rr.lookups, 1))
+        func micros(_ d: Duration) -> String { Format.fixed(d.seconds * 1e6 / lookups, 1) + " us" }
+        print("reconciliation tree reads (\(rr.lookups) random nodes): node \(micros(rr.node)), "
+              + "children of a depth-3 node \(micros(rr.children)), ids of a leaf \(micros(rr.ids))")
+        if let ib = rr.indexBytes, let nb = rr.nodeBytes {
+            let n = Double(max(c.records + c.pending, 1))
+            print("reconciliation index on disk: ID indexes \(Format.megabytes(ib)) (\(Format.fixed(Double(ib) / n, 1)) B/record), "
+                  + "tree \(Format.megabytes(nb)) (\(Format.fixed(Double(nb) / n, 1)) B/record), "
+                  + "together \(Format.fixed(Double(ib + nb) / n, 1)) B/record")
+        }
 
         if breakdown {
             let b = try Phases.breakdown(path: workloadPath, replicaPath: dir + "/breakdown.sqlite", batchSize: batchSize)

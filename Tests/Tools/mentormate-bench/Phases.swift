@@ -110,6 +110,51 @@ enum Phases {
         var elapsed: Duration
         var counts: ReplicaCounts
         var integrity: [String]
+        var recon: ReconReads
+    }
+
+    /// The reconciliation tree after the merge: what reading it costs (each read is O(d · log n)
+    /// rows, so the times stay flat as the replica grows) and what it takes on disk.
+    struct ReconReads {
+        var lookups = 0
+        var node: Duration = .zero
+        var children: Duration = .zero
+        var ids: Duration = .zero
+        /// Bytes of the ID indexes and of `recon_nodes` (SQLite's dbstat), nil if unavailable.
+        var indexBytes: Int?
+        var nodeBytes: Int?
+    }
+
+    static func reconReads(_ replica: Replica, path: String) throws -> ReconReads {
+        var out = ReconReads()
+        var rng = SeededRandom(seed: 13)
+        let clock = ContinuousClock()
+        out.lookups = 2000
+        let prefixes = (0..<out.lookups).map { _ in UInt16(truncatingIfNeeded: rng.next()) }
+        try replica.withReconView { view in
+            for p in prefixes {
+                let depth = Int(p % 5)
+                let node = p & ~(UInt16.max >> UInt16(4 * depth))
+                var t = clock.now
+                _ = try view.node(depth: depth, prefix: depth == 0 ? 0 : node)
+                out.node += clock.now - t
+                t = clock.now
+                _ = try view.children(depth: 3, prefix: p & 0xfff0)
+                out.children += clock.now - t
+                t = clock.now
+                _ = try view.ids(depth: 4, prefix: p)
+                out.ids += clock.now - t
+            }
+        }
+        let db = try Database(path: path)
+        defer { try? db.close() }
+        if let rows = try? db.query("SELECT name, sum(pgsize) FROM dbstat WHERE name IN ('records_by_id', 'pending_by_id', 'recon_nodes') GROUP BY name") {
+            var bytes: [String: Int] = [:]
+            for row in rows { if let n = row.text(0), let b = row.int(1) { bytes[n] = b } }
+            out.indexBytes = bytes["records_by_id", default: 0] + bytes["pending_by_id", default: 0]
+            out.nodeBytes = bytes["recon_nodes"]
+        }
+        return out
     }
 
     /// 3. `Replica.importBatches` into an empty file replica, streaming the file in batches of
@@ -125,7 +170,7 @@ enum Phases {
         let elapsed = clock.now - start
         if let failure = reader.failure { throw failure }
         return MergeResult(summary: summary, elapsed: elapsed, counts: try replica.counts(),
-                           integrity: try replica.integrityCheck())
+                           integrity: try replica.integrityCheck(), recon: try reconReads(replica, path: replicaPath))
     }
 }
 

@@ -1,0 +1,311 @@
+import Foundation
+import Testing
+import MentorCore
+import MentorCrypto
+@testable import MentorStore
+
+/// The SQLite reconciliation tree (`ReconIndex`) against `MemoryReconTree`, the reference a peer
+/// computes the same hashes with.
+@Suite struct ReconIndexTests {
+    /// Every ID the replica holds as the tree's set says it should: `records` ∪ `pending`.
+    static func heldIDs(_ replica: Replica) throws -> [[UInt8]] {
+        try replica.read { db throws(StoreError) in
+            try db.query("SELECT id FROM records UNION ALL SELECT id FROM pending").compactMap { $0.blob(0) }
+        }
+    }
+
+    /// Walks both trees from the root through every node non-empty in either and expects the
+    /// same node, children and IDs everywhere; also that `recon_nodes` holds no other row.
+    static func expectSameTree(_ replica: Replica, _ expected: MemoryReconTree,
+                               sourceLocation: SourceLocation = #_sourceLocation) throws {
+        var visited = 0
+        try replica.withReconView { (view: any ReconView) throws in
+            func visit(_ depth: Int, _ prefix: UInt16) throws {
+                visited += 1
+                let mine = try view.node(depth: depth, prefix: prefix)
+                #expect(mine == expected.node(depth: depth, prefix: prefix), "node (\(depth), \(prefix))", sourceLocation: sourceLocation)
+                if depth == ReconTree.leafDepth || mine == nil {
+                    #expect(try view.ids(depth: depth, prefix: prefix) == expected.ids(depth: depth, prefix: prefix), sourceLocation: sourceLocation)
+                    return
+                }
+                let kids = try view.children(depth: depth, prefix: prefix)
+                let theirs = expected.children(depth: depth, prefix: prefix)
+                #expect(kids.map(\.nibble) == theirs.map(\.nibble), "children of (\(depth), \(prefix))", sourceLocation: sourceLocation)
+                #expect(kids.map(\.node) == theirs.map(\.node), sourceLocation: sourceLocation)
+                let nibbles = Set(kids.map(\.nibble)).union(theirs.map(\.nibble))
+                for n in nibbles.sorted() { try visit(depth + 1, ReconTree.child(depth: depth, prefix: prefix, nibble: n)) }
+            }
+            try visit(0, 0)
+        }
+        let rows = try replica.read { db throws(StoreError) in try db.queryOne("SELECT count(*) FROM recon_nodes")?.int(0) ?? -1 }
+        // The walk visits the root even when the set is empty (no row then).
+        #expect(rows == (expected.count == 0 ? 0 : visited), "stale rows in recon_nodes", sourceLocation: sourceLocation)
+        #expect(try replica.reconSetSize() == expected.count, sourceLocation: sourceLocation)
+    }
+
+    static func expectTreeMatchesTables(_ replica: Replica, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try expectSameTree(replica, MemoryReconTree(try heldIDs(replica)), sourceLocation: sourceLocation)
+    }
+
+    /// An author's records 1...count, each `variants` times at the seqs in `forkAt`.
+    static func chain(_ keys: SigningKeyPair, count: UInt64, forkAt: Set<UInt64> = [], variants: Int = 3) throws -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        for seq in 1...count {
+            let n = forkAt.contains(seq) ? variants : 1
+            for v in 0..<n {
+                out.append(try signed(keys, type: 1, seq: seq, body: ProfileCard(bio: "seq \(seq) variant \(v)").body, timestamp: 1000 + seq))
+            }
+        }
+        return out
+    }
+
+    // MARK: The tree follows every change the apply path makes
+
+    @Test(arguments: [UInt64(1), 2, 3, 4])
+    func randomApplySequencesKeepTheTreeEqualToTheMemoryTreeOfTheHeldSet(seed: UInt64) throws {
+        var rng = SeededRandom(seed: seed)
+        let authors = (0..<5).map { keyPair(UInt8(40 + $0)) }
+        var all: [[UInt8]] = []
+        for (i, a) in authors.enumerated() {
+            // Forks with 3 variants (the highest ID loses its place when a lower one arrives).
+            all += try Self.chain(a, count: UInt64(6 + i * 3), forkAt: i % 2 == 0 ? [2, 5] : [3])
+        }
+        all.shuffle(using: &rng)
+        let replica = try memoryReplica()
+        var rest = all[...]
+        while !rest.isEmpty {
+            let n = Int.random(in: 1...9, using: &rng)
+            let batch = Array(rest.prefix(n))
+            rest = rest.dropFirst(n)
+            // Some batches repeat records already sent (duplicates change nothing).
+            let extra = Bool.random(using: &rng) ? [all[Int.random(in: 0..<all.count, using: &rng)]] : []
+            _ = try replica.apply(batch: batch + extra)
+            try Self.expectTreeMatchesTables(replica)
+        }
+        // All delivered: nothing is held back, every seq has its two lowest variants.
+        #expect(try replica.counts().pending == 0)
+        let set = Set(try Self.heldIDs(replica))
+        var expected: Set<[UInt8]> = []
+        var bySeq: [[UInt8]: [[UInt8]]] = [:]
+        for r in all {
+            let v = try VerifiedRecord(r)
+            bySeq[v.record.author.bytes + Self.be64(v.record.seq), default: []].append(v.id)
+        }
+        for ids in bySeq.values { expected.formUnion(ids.sorted { $0.lexicographicallyPrecedes($1) }.prefix(2)) }
+        #expect(set == expected)
+        // Another order, another batching: the same tree.
+        let other = try memoryReplica()
+        _ = try other.importBatches(stride(from: 0, to: all.count, by: 4).map { Array(all.reversed()[$0..<min($0 + 4, all.count)]) })
+        try Self.expectSameTree(other, MemoryReconTree(set))
+        let root = try replica.withReconView { try $0.node(depth: 0, prefix: 0) }
+        #expect(try other.withReconView { try $0.node(depth: 0, prefix: 0) } == root)
+    }
+
+    static func be64(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (56 - 8 * $0)) } }
+
+    @Test func heldRecordsAreInTheSetAndStayWhenReleasedEquivocationAndHeldUntilDueAreNot() throws {
+        let ana = keyPair(50)
+        let now = Box(testNow)
+        var settings = testSettings()
+        settings.now = { [now] in now.value }
+        let replica = try memoryReplica(settings: settings)
+        let recs = try Self.chain(ana, count: 4, forkAt: [2], variants: 4)   // seqs 1, 2×4, 3, 4
+        let ids = recs.map(VerifiedRecord.id(of:))
+        // Seq 3 and 4 arrive first: held back, part of the set.
+        #expect(try replica.apply(batch: [recs[5], recs[6]]) == [.held, .held])
+        try Self.expectTreeMatchesTables(replica)
+        #expect(try replica.reconSetSize() == 2)
+        // Seq 2's variants, highest ID first: the first three are held, the fourth too.
+        let seq2 = Array(recs[1...4]).sorted { VerifiedRecord.id(of: $0).lexicographicallyPrecedes(VerifiedRecord.id(of: $1)) }
+        _ = try replica.apply(batch: seq2.reversed())
+        try Self.expectTreeMatchesTables(replica)
+        #expect(try replica.reconSetSize() == 6)
+        // Seq 1 releases everything: two variants of seq 2 stay, the other two are evidence only.
+        #expect(try replica.apply(recs[0]) == .applied)
+        try Self.expectTreeMatchesTables(replica)
+        let held = Set(try Self.heldIDs(replica))
+        #expect(held == Set([ids[0], ids[5], ids[6]] + seq2.prefix(2).map(VerifiedRecord.id(of:))))
+        #expect(try replica.counts().evidence == 4)
+        // A record from the future: held until due, outside the set until it is applied.
+        let future = try signed(ana, type: 1, seq: 5, body: ProfileCard(bio: "later").body, timestamp: testNow + 3_600_000)
+        #expect(try replica.apply(future) == .heldUntilDue)
+        try Self.expectTreeMatchesTables(replica)
+        #expect(try replica.reconSetSize() == 5)
+        now.value = testNow + 3_600_000
+        #expect(try replica.releaseDue().count == 1)
+        try Self.expectTreeMatchesTables(replica)
+        #expect(try replica.reconSetSize() == 6)
+    }
+
+    /// The index's own maintenance on dense leaves (synthetic IDs: real records rarely share a
+    /// leaf in a small test): many IDs a leaf, leaves emptied, ancestors emptied, rebuilt.
+    @Test func denseLeavesInsertDeleteAndRebuildMatchTheMemoryTree() throws {
+        let replica = try memoryReplica()
+        var rng = SeededRandom(seed: 77)
+        // 600 IDs under 3 depth-2 nodes: about 2-3 per leaf, many shared depth-3 nodes.
+        let ids: [[UInt8]] = (0..<600).map { i in
+            let top: [UInt8] = [[0x12, 0x34, 0xff][i % 3], UInt8(truncatingIfNeeded: rng.next()) & (i % 3 == 2 ? 0x0f : 0xff)]
+            return top + rng.bytes(30)
+        }
+        func change(insert: [[UInt8]], delete: [[UInt8]]) throws {
+            try replica.write { db throws(StoreError) in
+                try db.execute("INSERT OR IGNORE INTO authors(id, key, digest) VALUES (1, ?, 0)", [.blob([UInt8](repeating: 9, count: 32))])
+                var dirty = ReconDirty()
+                for (i, id) in insert.enumerated() {
+                    try db.execute("INSERT INTO pending(author, seq, id, bytes) VALUES (1, ?, ?, x'00')", [.integer(Int64(i + 1)), .blob(id)])
+                    dirty.touch(id)
+                }
+                for id in delete {
+                    try db.execute("DELETE FROM pending WHERE id = ?", [.blob(id)])
+                    dirty.touch(id)
+                }
+                try ReconIndex.update(db, &dirty)
+            }
+        }
+        try change(insert: ids, delete: [])
+        var model = MemoryReconTree(ids)
+        try Self.expectSameTree(replica, model)
+        // Delete a third, including every ID under 0xff (its subtree empties and goes away).
+        let gone = ids.enumerated().filter { $0.offset % 3 == 2 || $0.offset % 5 == 0 }.map(\.element)
+        try change(insert: [], delete: gone)
+        for id in gone { model.remove(id) }
+        try Self.expectSameTree(replica, model)
+        #expect(try replica.withReconView { try $0.node(depth: 2, prefix: 0xff00) } == nil)
+        // A rebuild from the rows gives the same tree.
+        try replica.write { db throws(StoreError) in try ReconIndex.rebuild(db) }
+        try Self.expectSameTree(replica, model)
+        // Emptied completely: no node rows remain.
+        try change(insert: [], delete: ids)
+        try Self.expectSameTree(replica, MemoryReconTree([]))
+    }
+
+    // MARK: Migration 8
+
+    @Test func migrationEightBuildsTheTreeOfAReplicaWrittenAtSchemaSeven() throws {
+        let dir = try TempDir()
+        let path = dir.file("replica.sqlite")
+        var all: [[UInt8]] = []
+        for i in 0..<4 { all += try Self.chain(keyPair(UInt8(60 + i)), count: 8, forkAt: [4]) }
+        let gapped = try signed(keyPair(70), type: 1, seq: 3, body: ProfileCard(bio: "held").body)
+        do {
+            let replica = try Replica(path: path, settings: testSettings())
+            _ = try replica.apply(batch: all + [gapped])
+            #expect(try replica.counts().pending == 1)
+            try replica.close()
+        }
+        // What a build at migration 7 left: no ID indexes, no tree, user_version 7.
+        do {
+            let db = try Database(path: path)
+            try db.executeScript("DROP TABLE recon_nodes; DROP INDEX records_by_id; DROP INDEX pending_by_id; PRAGMA user_version = 7;")
+            try db.close()
+        }
+        let replica = try Replica(path: path, settings: testSettings())
+        #expect(try replica.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == 8)
+        let ids = try Self.heldIDs(replica)
+        #expect(ids.count == 4 * 9 + 1)   // 8 seqs, seq 4 with two of its three variants
+        try Self.expectSameTree(replica, MemoryReconTree(ids))
+        // And it is maintained from there on.
+        _ = try replica.apply(batch: try Self.chain(keyPair(70), count: 2))
+        try Self.expectTreeMatchesTables(replica)
+        #expect(try replica.counts().pending == 0)
+    }
+
+    // MARK: Reading records for a reconciliation
+
+    /// Records of 40 authors (some held back), enough that deeper nodes hold several.
+    static func pagingReplica() throws -> Replica {
+        let replica = try memoryReplica()
+        var all: [[UInt8]] = []
+        for i in 0..<40 { all += try chain(keyPair(UInt8(100 + i)), count: UInt64(3 + i % 7), forkAt: i % 9 == 0 ? [2] : []) }
+        _ = try replica.apply(batch: all)
+        // Held back: seqs 3...5 of a new author.
+        _ = try replica.apply(batch: Array(try chain(keyPair(200), count: 5)[2...]))
+        #expect(try replica.counts().pending == 3)
+        return replica
+    }
+
+    /// What a walk of (depth, prefix) must return: every held record under it, by (author, seq, id).
+    static func expectedUnder(_ replica: Replica, depth: Int, prefix: UInt16) throws -> [[UInt8]] {
+        let (low, high) = ReconTree.idRange(depth: depth, prefix: prefix)
+        return try replica.read { db throws(StoreError) in
+            try db.query("""
+                SELECT bytes FROM (SELECT author, seq, id, bytes FROM records UNION ALL SELECT author, seq, id, bytes FROM pending)
+                WHERE id BETWEEN ? AND ? ORDER BY author, seq, id
+                """, [.blob(low), .blob(high)]).compactMap { $0.blob(0) }
+        }
+    }
+
+    func walk(_ replica: Replica, depth: Int, prefix: UInt16, limit: Int, strategy: Replica.ReconPageStrategy?) throws -> [[UInt8]] {
+        var out: [[UInt8]] = []
+        var cursor: ReconCursor?
+        var pages = 0
+        repeat {
+            let page = try replica.reconRecords(depth: depth, prefix: prefix, after: cursor, limit: limit, strategy: strategy)
+            #expect(page.records.count <= limit)
+            #expect(page.next == nil || page.records.count == limit)
+            out += page.records
+            cursor = page.next
+            pages += 1
+        } while cursor != nil && pages < 10_000
+        return out
+    }
+
+    @Test func pagingReturnsEveryRecordUnderANodeOnceInAuthorSeqOrder() throws {
+        let replica = try Self.pagingReplica()
+        let all = try Self.expectedUnder(replica, depth: 0, prefix: 0)
+        #expect(all.count == (try replica.reconSetSize()))
+        for limit in [1, 7, 1000] {
+            #expect(try walk(replica, depth: 0, prefix: 0, limit: limit, strategy: nil) == all)
+        }
+        // Deeper nodes, through both reads (ID range + sort, and primary-key scan).
+        let firstID = VerifiedRecord.id(of: all[0])
+        for depth in 1...4 {
+            let prefix = ReconTree.prefix(of: firstID, depth: depth)
+            let expected = try Self.expectedUnder(replica, depth: depth, prefix: prefix)
+            #expect(!expected.isEmpty)
+            for strategy in [Replica.ReconPageStrategy.idRange, .scan, nil] {
+                for limit in [1, 3, 500] {
+                    #expect(try walk(replica, depth: depth, prefix: prefix, limit: limit, strategy: strategy) == expected,
+                            "depth \(depth) \(String(describing: strategy)) limit \(limit)")
+                }
+            }
+        }
+        for nibble in 0..<16 {
+            let prefix = ReconTree.child(depth: 0, prefix: 0, nibble: UInt8(nibble))
+            #expect(try walk(replica, depth: 1, prefix: prefix, limit: 4, strategy: nil) == Self.expectedUnder(replica, depth: 1, prefix: prefix))
+        }
+        // Not a node: nothing, no crash.
+        #expect(try replica.reconRecords(depth: 5, prefix: 0, after: nil, limit: 10).records.isEmpty)
+        #expect(try replica.reconRecords(depth: 1, prefix: 0x0001, after: nil, limit: 10).records.isEmpty)
+        #expect(try replica.reconRecords(depth: 0, prefix: 0, after: nil, limit: 0).records.isEmpty)
+    }
+
+    @Test func recordsByIDComeBackInAuthorSeqOrderUnknownAndRepeatedIDsSkipped() throws {
+        let replica = try Self.pagingReplica()
+        let all = try Self.expectedUnder(replica, depth: 0, prefix: 0)
+        let pick = stride(from: 0, to: all.count, by: 5).map { all[$0] }
+        let unknown = [UInt8](repeating: 0xee, count: 32)
+        let asked = (pick.map(VerifiedRecord.id(of:)) + [unknown, [1, 2, 3]] + pick.prefix(3).map(VerifiedRecord.id(of:))).reversed()
+        #expect(try replica.reconRecords(ids: Array(asked)) == pick)
+        // Held-back records are found too.
+        let pending = try replica.read { db throws(StoreError) in try db.query("SELECT id, bytes FROM pending ORDER BY seq") }
+        #expect(try replica.reconRecords(ids: pending.compactMap { $0.blob(0) }) == pending.compactMap { $0.blob(1) })
+    }
+
+    @Test func viewAnswersNothingForWhatIsNotANode() throws {
+        let replica = try Self.pagingReplica()
+        try replica.withReconView { (view: any ReconView) throws in
+            #expect(try view.node(depth: 5, prefix: 0) == nil)
+            #expect(try view.node(depth: -1, prefix: 0) == nil)
+            #expect(try view.node(depth: 1, prefix: 0x0100) == nil)
+            #expect(try view.children(depth: 4, prefix: 0).isEmpty)
+            #expect(try view.ids(depth: 2, prefix: 0x0001).isEmpty)
+        }
+    }
+}
+
+/// A value a test changes while a replica's injected clock reads it.
+final class Box<T: Sendable>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
