@@ -204,9 +204,9 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
         var out = try s.reconcile(in: OneLeaf())
         #expect(sent(out) == [.recon([])])
         #expect(out.contains(.fetchSubtree(depth: 0, prefix: 0, after: nil, limit: 256)))
-        out = s.fetched([recordBytes(key(1), 1)], next: ReconCursor(author: key(1), seq: 1, id: OneLeaf().id))
+        out = s.fetched([recordBytes(key(1), 1)], next: FetchCursor(token: 1))
         #expect(sent(out) == [.records([recordBytes(key(1), 1)])])
-        #expect(out.contains(.fetchSubtree(depth: 0, prefix: 0, after: ReconCursor(author: key(1), seq: 1, id: OneLeaf().id), limit: 256)),
+        #expect(out.contains(.fetchSubtree(depth: 0, prefix: 0, after: FetchCursor(token: 1), limit: 256)),
                 "the read goes on from where it stopped")
         out = s.fetched([], next: nil)
         // The peer's empty answer ends the round; everything queued is out: caughtUp.

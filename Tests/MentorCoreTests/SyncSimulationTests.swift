@@ -119,36 +119,49 @@ private struct SimReplica {
         return seqs.prefix { v[$0] != nil }.flatMap { v[$0]!.sorted { $0.lexicographicallyPrecedes($1) } }
     }
 
-    /// Every record by (author, seq, id), as the real replica reads them (cached until a change).
-    private final class OrderCache { var all: [(bytes: [UInt8], cursor: ReconCursor)]? }
+    /// Every record by (author, seq, id), as the real replica reads them (cached until a change),
+    /// and the last record of each page handed out, by token (the replica's cursors).
+    private final class OrderCache { var all: [(bytes: [UInt8], cursor: SimCursor)]? }
     private var orderCache = OrderCache()
+    private final class Cursors { var byToken: [SimCursor] = [] }
+    private var cursors = Cursors()
 
     /// A page of the records under a node after `after`, and where it stopped.
-    func page(depth: Int, prefix: UInt16, after: ReconCursor?, limit: Int) -> ([[UInt8]], ReconCursor?) {
+    func page(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int) -> ([[UInt8]], FetchCursor?) {
         let all = orderCache.all ?? ordered(Array(byID.keys))
         orderCache.all = all
         var start = 0
-        if let after, let i = all.firstIndex(where: { $0.cursor == after }) { start = i + 1 }
-        var out: [(bytes: [UInt8], cursor: ReconCursor)] = []
+        if let after {
+            let c = cursors.byToken[Int(after.token)]
+            start = all.firstIndex { !$0.cursor.precedesOrIs(c) } ?? all.count
+        }
+        var out: [(bytes: [UInt8], cursor: SimCursor)] = []
         var i = start
         while i < all.count, out.count <= limit {
             if ReconTree.prefix(of: all[i].cursor.id, depth: depth) == prefix { out.append(all[i]) }
             i += 1
         }
-        let more = out.count > limit
         let pageRecords = Array(out.prefix(limit))
-        return (pageRecords.map(\.bytes), more ? pageRecords.last?.cursor : nil)
+        guard out.count > limit, let last = pageRecords.last else { return (pageRecords.map(\.bytes), nil) }
+        cursors.byToken.append(last.cursor)
+        return (pageRecords.map(\.bytes), FetchCursor(token: UInt64(cursors.byToken.count - 1)))
     }
 
     /// By (author, seq, id), as the real replica reads them.
-    func ordered(_ ids: [[UInt8]]) -> [(bytes: [UInt8], cursor: ReconCursor)] {
+    func ordered(_ ids: [[UInt8]]) -> [(bytes: [UInt8], cursor: SimCursor)] {
         ids.compactMap { id in
-            byID[id].flatMap { b in (try? RecordPosition.peek(b)).map { (b, ReconCursor(author: $0.author, seq: $0.seq, id: id)) } }
-        }.sorted { x, y in
-            (x.cursor.author, x.cursor.seq) < (y.cursor.author, y.cursor.seq)
-                || ((x.cursor.author, x.cursor.seq) == (y.cursor.author, y.cursor.seq) && x.cursor.id.lexicographicallyPrecedes(y.cursor.id))
-        }
+            byID[id].flatMap { b in (try? RecordPosition.peek(b)).map { (b, SimCursor(author: $0.author, seq: $0.seq, id: id)) } }
+        }.sorted { $0.cursor.precedes($1.cursor) }
     }
+}
+
+/// A record's place in the order of reads.
+private struct SimCursor: Equatable {
+    let author: PublicKey, seq: UInt64, id: [UInt8]
+    func precedes(_ o: SimCursor) -> Bool {
+        (author, seq) < (o.author, o.seq) || ((author, seq) == (o.author, o.seq) && id.lexicographicallyPrecedes(o.id))
+    }
+    func precedesOrIs(_ o: SimCursor) -> Bool { self == o || precedes(o) }
 }
 
 /// The reconciliation tree of a replica, sparse: the same hashes as `MemoryReconTree` (checked

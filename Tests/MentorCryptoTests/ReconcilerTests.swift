@@ -15,6 +15,8 @@ struct ReconPair {
     var reconSenders: [Int] = []
     /// Recon messages up to the last one with items (after it only the empty ones that end the round).
     var lastWithItems = 0
+    /// The last ID of each page handed out, by token.
+    var cursorIDs: [[UInt8]] = []
 
     init(_ a: MemoryReconTree, _ b: MemoryReconTree, settings: SyncSettings = SyncSettings()) {
         trees = [a, b]
@@ -43,9 +45,13 @@ struct ReconPair {
                 pending = sessions[side].fetched(ids.filter(trees[side].contains).map(Self.record))[...] + pending
             case .fetchSubtree(let depth, let prefix, let after, let limit):
                 let all = trees[side].ids(depth: depth, prefix: prefix)
-                let rest = after.map { c in all.filter { c.id.lexicographicallyPrecedes($0) } } ?? all
+                let rest = after.map { c in all.filter { cursorIDs[Int(c.token)].lexicographicallyPrecedes($0) } } ?? all
                 let page = Array(rest.prefix(limit))
-                let next = rest.count > limit ? page.last.map { ReconCursor(author: PublicKey(bytes: $0)!, seq: 1, id: $0) } : nil
+                var next: FetchCursor?
+                if rest.count > limit, let last = page.last {
+                    cursorIDs.append(last)
+                    next = FetchCursor(token: UInt64(cursorIDs.count - 1))
+                }
                 pending = sessions[side].fetched(page.map(Self.record), next: next)[...] + pending
             case .apply(let batch):
                 for r in batch { trees[side].insert(Self.id(of: r)) }
