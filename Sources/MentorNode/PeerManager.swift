@@ -169,6 +169,9 @@ public final class PeerManager: @unchecked Sendable {
         var syncTimer: DispatchWorkItem?
         /// Starts the next reconciliation round (links we dialled).
         var roundTimer: DispatchWorkItem?
+        /// Where the replica's read of a subtree stopped, by the token the session carries.
+        var cursors: [UInt64: ReconCursor] = [:]
+        var cursorTokens: UInt64 = 0
         /// Asks the peer again for records the replica could not take now.
         var deferralTimer: DispatchWorkItem?
         /// Kinds of "not taken now" already logged at info on this link.
@@ -553,12 +556,23 @@ public final class PeerManager: @unchecked Sendable {
                 }
                 pending = connection.session.fetched(records)[...] + pending
             case .fetchSubtree(let depth, let prefix, let after, let limit):
+                // The session carries a token; the replica's cursor stays here (one read of a
+                // subtree is under way per session at a time).
+                let resume = after.flatMap { connection.cursors.removeValue(forKey: $0.token) }
+                if after != nil, resume == nil { connection.cursors = [:] }
                 let page: (records: [[UInt8]], next: ReconCursor?)
-                do { page = try node.replica.reconRecords(depth: depth, prefix: prefix, after: after, limit: limit) } catch {
+                do { page = try node.replica.reconRecords(depth: depth, prefix: prefix, after: resume, limit: limit) } catch {
                     end(connection, "reading records from the replica failed: \(error)")
                     return
                 }
-                pending = connection.session.fetched(page.records, next: page.next)[...] + pending
+                var next: FetchCursor?
+                if let cursor = page.next {
+                    connection.cursorTokens += 1
+                    if connection.cursors.count >= 16 { connection.cursors = [:] }
+                    connection.cursors[connection.cursorTokens] = cursor
+                    next = FetchCursor(token: connection.cursorTokens)
+                }
+                pending = connection.session.fetched(page.records, next: next)[...] + pending
             case .reconcile:
                 let next: [SyncDirective]
                 do { next = try node.replica.withReconView { view in try connection.session.reconcile(in: view) } } catch {

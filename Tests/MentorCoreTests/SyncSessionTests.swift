@@ -141,9 +141,8 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
     }
 
     @Test func theInitiatorOpensARoundAndEqualSetsEndInThreeMessages() throws {
-        var (a, outA) = established(.initiator)
-        var (b, outB) = established(.responder)
-        #expect(outA.contains(.reconcile) && !outB.contains(.reconcile), "only the initiator starts")
+        var a = SyncSession(role: .initiator, hashing: plainHashing), b = SyncSession(role: .responder, hashing: plainHashing)
+        let outA = a.start(salt: saltA, held: 0), outB = b.start(salt: saltB, held: 0)
         var wire: [[SyncMessage]] = [[], []]
         func run(_ side: Int, _ d: [SyncDirective]) throws {
             var pending = d[...]
@@ -157,14 +156,17 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
             }
         }
         try run(0, outA); try run(1, outB)
-        var recons = 0
+        var recons = 0, reconciles = [0, 0]
         while !wire[0].isEmpty || !wire[1].isEmpty {
             for side in 0..<2 where !wire[side].isEmpty {
                 let m = wire[side].removeFirst()
                 if case .recon = m { recons += 1 }
-                try run(1 - side, side == 0 ? b.receive(m) : a.receive(m))
+                let out = side == 0 ? b.receive(m) : a.receive(m)
+                if case .hello = m, out.contains(.reconcile) { reconciles[1 - side] += 1 }
+                try run(1 - side, out)
             }
         }
+        #expect(reconciles == [1, 0], "only the initiator starts a round, once both hellos are in")
         #expect(recons == 3, "opening, an empty answer, an empty answer to that")
         #expect(a.roundsFinished == 1 && b.roundsFinished == 1)
         #expect(a.isCaughtUp && b.isCaughtUp && a.isIdle && b.isIdle)
@@ -202,9 +204,9 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
         var out = try s.reconcile(in: OneLeaf())
         #expect(sent(out) == [.recon([])])
         #expect(out.contains(.fetchSubtree(depth: 0, prefix: 0, after: nil, limit: 256)))
-        out = s.fetched([recordBytes(key(1), 1)], next: ReconCursor(author: key(1), seq: 1, id: OneLeaf().id))
+        out = s.fetched([recordBytes(key(1), 1)], next: FetchCursor(token: 1))
         #expect(sent(out) == [.records([recordBytes(key(1), 1)])])
-        #expect(out.contains(.fetchSubtree(depth: 0, prefix: 0, after: ReconCursor(author: key(1), seq: 1, id: OneLeaf().id), limit: 256)),
+        #expect(out.contains(.fetchSubtree(depth: 0, prefix: 0, after: FetchCursor(token: 1), limit: 256)),
                 "the read goes on from where it stopped")
         out = s.fetched([], next: nil)
         // The peer's empty answer ends the round; everything queued is out: caughtUp.

@@ -88,7 +88,7 @@ private struct SimReplica {
     /// Records dated ahead of this node's clock, kept until due (simulated time), by author.
     var heldUntilDue = [[UInt64: (due: Int, bytes: [UInt8])]](repeating: [:], count: 7)
     var duplicates = 0
-    var tree = MemoryReconTree([[UInt8]]())
+    var tree = SimTree()
     var byID: [[UInt8]: [UInt8]] = [:]
 
     func contiguous(_ author: PublicKey) -> UInt64 { contiguousSeq[Int(author.bytes[0])] }
@@ -101,6 +101,7 @@ private struct SimReplica {
         if byID[id] != nil { duplicates += 1; return [] }
         byID[id] = bytes
         tree.insert(id)
+        orderCache = OrderCache()
         variants[a][p.seq, default: []].append(bytes)
         var added: [(author: PublicKey, seq: UInt64, bytes: [UInt8])] = []
         var c = contiguousSeq[a]
@@ -118,14 +119,99 @@ private struct SimReplica {
         return seqs.prefix { v[$0] != nil }.flatMap { v[$0]!.sorted { $0.lexicographicallyPrecedes($1) } }
     }
 
-    /// By (author, seq, id), as the real replica reads them.
-    func ordered(_ ids: [[UInt8]]) -> [(bytes: [UInt8], cursor: ReconCursor)] {
-        ids.compactMap { id in
-            byID[id].flatMap { b in (try? RecordPosition.peek(b)).map { (b, ReconCursor(author: $0.author, seq: $0.seq, id: id)) } }
-        }.sorted { x, y in
-            (x.cursor.author, x.cursor.seq) < (y.cursor.author, y.cursor.seq)
-                || ((x.cursor.author, x.cursor.seq) == (y.cursor.author, y.cursor.seq) && x.cursor.id.lexicographicallyPrecedes(y.cursor.id))
+    /// Every record by (author, seq, id), as the real replica reads them (cached until a change),
+    /// and the last record of each page handed out, by token (the replica's cursors).
+    private final class OrderCache { var all: [(bytes: [UInt8], cursor: SimCursor)]? }
+    private var orderCache = OrderCache()
+    private final class Cursors { var byToken: [SimCursor] = [] }
+    private var cursors = Cursors()
+
+    /// A page of the records under a node after `after`, and where it stopped.
+    func page(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int) -> ([[UInt8]], FetchCursor?) {
+        let all = orderCache.all ?? ordered(Array(byID.keys))
+        orderCache.all = all
+        var start = 0
+        if let after {
+            let c = cursors.byToken[Int(after.token)]
+            start = all.firstIndex { !$0.cursor.precedesOrIs(c) } ?? all.count
         }
+        var out: [(bytes: [UInt8], cursor: SimCursor)] = []
+        var i = start
+        while i < all.count, out.count <= limit {
+            if ReconTree.prefix(of: all[i].cursor.id, depth: depth) == prefix { out.append(all[i]) }
+            i += 1
+        }
+        let pageRecords = Array(out.prefix(limit))
+        guard out.count > limit, let last = pageRecords.last else { return (pageRecords.map(\.bytes), nil) }
+        cursors.byToken.append(last.cursor)
+        return (pageRecords.map(\.bytes), FetchCursor(token: UInt64(cursors.byToken.count - 1)))
+    }
+
+    /// By (author, seq, id), as the real replica reads them.
+    func ordered(_ ids: [[UInt8]]) -> [(bytes: [UInt8], cursor: SimCursor)] {
+        ids.compactMap { id in
+            byID[id].flatMap { b in (try? RecordPosition.peek(b)).map { (b, SimCursor(author: $0.author, seq: $0.seq, id: id)) } }
+        }.sorted { $0.cursor.precedes($1.cursor) }
+    }
+}
+
+/// A record's place in the order of reads.
+private struct SimCursor: Equatable {
+    let author: PublicKey, seq: UInt64, id: [UInt8]
+    func precedes(_ o: SimCursor) -> Bool {
+        (author, seq) < (o.author, o.seq) || ((author, seq) == (o.author, o.seq) && id.lexicographicallyPrecedes(o.id))
+    }
+    func precedesOrIs(_ o: SimCursor) -> Bool { self == o || precedes(o) }
+}
+
+/// The reconciliation tree of a replica, sparse: the same hashes as `MemoryReconTree` (checked
+/// in `theSimulationTreeHashesLikeTheReferenceTree`), but a change recomputes only its path, so
+/// the simulation can afford a round after every few records.
+struct SimTree: ReconView {
+    private var leaves: [UInt16: [[UInt8]]] = [:]
+    /// Non-empty nodes by depth 0...4: prefix → IDs under it.
+    private var counts = [[UInt16: UInt32]](repeating: [:], count: 5)
+    private final class Hashes { var byNode: [UInt32: [UInt8]] = [:] }
+    private var hashes = Hashes()
+
+    var count: Int { Int(counts[0][0] ?? 0) }
+
+    mutating func insert(_ id: [UInt8]) {
+        let leaf = ReconTree.prefix(of: id, depth: 4)
+        var list = leaves[leaf] ?? []
+        guard !list.contains(id) else { return }
+        list.append(id)
+        list.sort { $0.lexicographicallyPrecedes($1) }
+        leaves[leaf] = list
+        if !isKnownUniquelyReferenced(&hashes) { let copy = Hashes(); copy.byNode = hashes.byNode; hashes = copy }
+        for d in 0...4 {
+            let p = ReconTree.prefix(of: id, depth: d)
+            counts[d][p, default: 0] += 1
+            hashes.byNode[UInt32(d) << 16 | UInt32(p)] = nil
+        }
+    }
+
+    func node(depth: Int, prefix: UInt16) -> ReconNode? {
+        guard let count = counts[depth][prefix] else { return nil }
+        let key = UInt32(depth) << 16 | UInt32(prefix)
+        if let h = hashes.byNode[key] { return ReconNode(count: count, hash: h) }
+        let hash = depth == 4 ? ReconHash.leaf(leaves[prefix] ?? [])
+            : ReconHash.node(count: count, children: children(depth: depth, prefix: prefix).map { ($0.nibble, $0.node.hash) })
+        hashes.byNode[key] = hash
+        return ReconNode(count: count, hash: hash)
+    }
+
+    func children(depth: Int, prefix: UInt16) -> [(nibble: UInt8, node: ReconNode)] {
+        (0..<16).compactMap { n in
+            node(depth: depth + 1, prefix: ReconTree.child(depth: depth, prefix: prefix, nibble: UInt8(n))).map { (UInt8(n), $0) }
+        }
+    }
+
+    func ids(depth: Int, prefix: UInt16) -> [[UInt8]] {
+        guard counts[depth][prefix] != nil else { return [] }
+        if depth == 4 { return leaves[prefix] ?? [] }
+        return leaves.keys.filter { ReconTree.prefix(of: [UInt8($0 >> 8), UInt8($0 & 0xff)], depth: depth) == prefix }.sorted()
+            .flatMap { leaves[$0]! }
     }
 }
 
@@ -325,11 +411,8 @@ private final class Simulation {
             case .fetchIDs(let ids):
                 pending = c.sessions[side].fetched(replicas[node].ordered(ids).map(\.bytes))[...] + pending
             case .fetchSubtree(let depth, let prefix, let after, let limit):
-                var rest = replicas[node].ordered(replicas[node].tree.ids(depth: depth, prefix: prefix))[...]
-                if let after, let i = rest.firstIndex(where: { $0.cursor == after }) { rest = rest[(i + 1)...] }
-                let page = Array(rest.prefix(limit))
-                let next = rest.count > limit ? page.last?.cursor : nil
-                pending = c.sessions[side].fetched(page.map(\.bytes), next: next)[...] + pending
+                let (page, next) = replicas[node].page(depth: depth, prefix: prefix, after: after, limit: limit)
+                pending = c.sessions[side].fetched(page, next: next)[...] + pending
             case .reconcile:
                 do {
                     pending = try c.sessions[side].reconcile(in: replicas[node].tree)[...] + pending
@@ -732,6 +815,22 @@ private final class Simulation {
 }
 
 @Suite struct SyncSimulationTests {
+    @Test func theSimulationTreeHashesLikeTheReferenceTree() {
+        var g = SeededRandom(seed: 3)
+        var sim = SimTree(), ref = MemoryReconTree([[UInt8]]())
+        for i in 0..<600 {
+            var id = (0..<32).map { _ in UInt8(truncatingIfNeeded: g.next()) }
+            if i % 3 == 0 { id[0] = 0x12; id[1] = 0x34 }   // some full leaves and deep paths
+            sim.insert(id); ref.insert(id)
+            if i % 97 == 0 { #expect(sim.node(depth: 0, prefix: 0) == ref.node(depth: 0, prefix: 0)) }
+        }
+        for (d, p) in [(0, UInt16(0)), (1, 0x1000), (2, 0x1200), (3, 0x1230), (4, 0x1234)] {
+            #expect(sim.node(depth: d, prefix: p) == ref.node(depth: d, prefix: p))
+            #expect(sim.ids(depth: d, prefix: p) == ref.ids(depth: d, prefix: p))
+            #expect(sim.children(depth: min(d, 3), prefix: p).map(\.node) == ref.children(depth: min(d, 3), prefix: p).map(\.node))
+        }
+    }
+
     /// Steps of the faulty phase per seed (`MM_SIM_STEPS` for longer runs): sized so that 10,000
     /// seeds take about 30 s of CPU in a debug build.
     static let faultSteps = ProcessInfo.processInfo.environment["MM_SIM_STEPS"].flatMap { Int($0) } ?? 64

@@ -13,13 +13,11 @@ public struct ReconHashing: Sendable {
     }
 }
 
-/// Where a paged read of a subtree's records stopped: the (author, seq, id) of the last record
-/// handed out (reads are ordered by author, then seq, then id).
-public struct ReconCursor: Hashable, Sendable {
-    public let author: PublicKey
-    public let seq: UInt64
-    public let id: [UInt8]
-    public init(author: PublicKey, seq: UInt64, id: [UInt8]) { self.author = author; self.seq = seq; self.id = id }
+/// Where a paged read of a subtree's records stopped, as an opaque token the shell hands out
+/// with a page and maps back to its store's own cursor (the session only carries it back).
+public struct FetchCursor: Hashable, Sendable {
+    public let token: UInt64
+    public init(token: UInt64) { self.token = token }
 }
 
 /// What answering one `recon` message asks for: the reply's items, and the records to send

@@ -11,7 +11,7 @@ public enum SyncDirective: Equatable, Sendable {
     /// Read up to `limit` records under this node of the tree after `after` (by author, seq,
     /// id) and hand them back with `SyncSession.fetched(_:next:)`, with where the read stopped
     /// (nil: the subtree is done).
-    case fetchSubtree(depth: Int, prefix: UInt16, after: ReconCursor?, limit: Int)
+    case fetchSubtree(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int)
     /// Open a read of the replica's reconciliation tree and call `SyncSession.reconcile(in:)`
     /// with it (a round step is due: an answer to the peer's `recon`, or a round to start).
     case reconcile
@@ -120,7 +120,7 @@ public struct SyncSession: Sendable {
     /// What to send, read from the replica one fetch at a time.
     enum Work: Equatable, Sendable {
         case ids([[UInt8]])
-        case subtree(ReconNodeRef, ReconCursor?)
+        case subtree(ReconNodeRef, FetchCursor?)
         case author(PublicKey, from: UInt64)
     }
     private var work: [Work] = []
@@ -131,6 +131,13 @@ public struct SyncSession: Sendable {
     /// Record bytes ready to send, waiting for the window: at most one fetch result plus
     /// pushes (at most `maxBufferedPushes`; past that a push waits for the next round).
     private var ready: [[UInt8]] = []
+    /// Hashes (Swift's per-process seeded `Hasher`) of the last `recentlyReceivedBound` records
+    /// the peer sent: a push or fetched record among them is not sent back (it reached us from
+    /// elsewhere too, and the peer holds it). A chance clash only skips a push the next round
+    /// makes up for.
+    private var recentlyReceived: Set<Int> = []
+    private var recentlyReceivedOrder: [Int] = []
+    public static let recentlyReceivedBound = 8192
     /// Per author, the highest seq the peer sent us (for deferrals; forgotten past 4096 authors).
     private var peerHolds: [PublicKey: UInt64] = [:]
     /// Authors of records the peer sent that the replica could not take now, through no fault
@@ -245,6 +252,7 @@ public struct SyncSession: Sendable {
                 }
                 if peerHolds[p.author] == nil, peerHolds.count >= 4096 { peerHolds = [:] }
                 peerHolds[p.author] = max(peerHolds[p.author] ?? 0, p.seq)
+                noteReceived(bytes)
             }
             unackedReceived += 1
             batchesReceived += 1
@@ -336,7 +344,7 @@ public struct SyncSession: Sendable {
 
     /// The shell read the records of the outstanding fetch; for `fetchSubtree`, `next` is where
     /// the read stopped (nil: the subtree is done).
-    public mutating func fetched(_ records: [[UInt8]], next: ReconCursor? = nil) -> [SyncDirective] {
+    public mutating func fetched(_ records: [[UInt8]], next: FetchCursor? = nil) -> [SyncDirective] {
         guard !isClosed, let f = fetching else { return [] }
         fetching = nil
         switch f {
@@ -431,7 +439,8 @@ public struct SyncSession: Sendable {
         guard isEstablished else { return [] }
         for r in records {
             if deferrals[r.author] != nil, r.seq >= peerHolds[r.author] ?? 0 { deferrals[r.author] = nil }
-            guard r.bytes.count <= SyncLimits.maxRecordBytes, ready.count < Self.maxBufferedPushes else { continue }
+            guard r.bytes.count <= SyncLimits.maxRecordBytes, ready.count < Self.maxBufferedPushes,
+                  !recentlyReceived.contains(r.bytes.hashValue) else { continue }
             ready.append(r.bytes)
         }
         var out: [SyncDirective] = []
@@ -502,6 +511,17 @@ public struct SyncSession: Sendable {
         pump(&out)
     }
 
+    private mutating func noteReceived(_ bytes: [UInt8]) {
+        let h = bytes.hashValue
+        guard recentlyReceived.insert(h).inserted else { return }
+        recentlyReceivedOrder.append(h)
+        if recentlyReceivedOrder.count > Self.recentlyReceivedBound {
+            let drop = recentlyReceivedOrder.count - Self.recentlyReceivedBound / 2
+            for old in recentlyReceivedOrder.prefix(drop) { recentlyReceived.remove(old) }
+            recentlyReceivedOrder.removeFirst(drop)
+        }
+    }
+
     private mutating func noteCaughtUp() {
         if !wasCaughtUp, isCaughtUp { wasCaughtUp = true }
     }
@@ -556,9 +576,12 @@ public struct SyncSession: Sendable {
             while let next = ready.first, batch.count < settings.batchSize,
                   3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
                 ready.removeFirst()
+                // Waiting while the peer sent it to us: it holds it.
+                if recentlyReceived.contains(next.hashValue) { continue }
                 batch.append(next)
                 bytes += next.count
             }
+            guard !batch.isEmpty else { continue }
             inFlight += 1
             recordsSent += batch.count
             out.append(.send(.records(batch)))
