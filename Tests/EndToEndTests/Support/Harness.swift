@@ -264,9 +264,13 @@ final class E2E {
 
     /// Starts `mentormated --state-dir STATE --socket SOCKET --listen 127.0.0.1:0 --no-mdns` and
     /// waits until its socket answers.
+    /// `builtInDifficulty` leaves out the tests' `--network-work-bits`: the daemon runs at its
+    /// own default, the built-in network's (for the tests of what a real network asks).
     func startDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
-                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil) throws -> Daemon {
-        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra, as: user, umask: umask)
+                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil,
+                     builtInDifficulty: Bool = false) throws -> Daemon {
+        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra, as: user, umask: umask,
+                                     builtInDifficulty: builtInDifficulty)
         try daemon.waitUntilServing()
         return daemon
     }
@@ -274,11 +278,12 @@ final class E2E {
     /// Starts `mentormated` without waiting for it: as root, or as `user` (setpriv); with
     /// `umask` (an octal string such as "000") set just before it starts.
     func spawnDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
-                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil) throws -> Daemon {
+                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil,
+                     builtInDifficulty: Bool = false) throws -> Daemon {
         counter += 1
         let state = stateDir ?? self.stateDir, sock = socket ?? self.socket
         let log = path("daemon-\(counter).log")
-        var program = [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + Self.withNetwork(extra)
+        var program = [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + (builtInDifficulty ? extra : Self.withNetwork(extra))
         if let umask { program = ["/bin/sh", "-c", "umask \(umask) && exec \"$0\" \"$@\""] + program }
         let process = try ChildProcess(argv(program, as: user), stdout: .file(log + ".out"), stderr: .file(log))
         let daemon = Daemon(process: process, stateDir: state, socket: sock, logPath: log, uid: user?.uid ?? geteuid())
