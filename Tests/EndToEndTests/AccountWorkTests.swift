@@ -21,6 +21,7 @@ extension EndToEndTests {
         let statusA = try mmJSON(e2e, ["status"], socketA)
         let bits = Int(try #require(statusA["networkWorkBits"]?.intValue))
         #expect(bits == 23, "the built-in network's documented difficulty (AccountWork.defaultBits): \(statusA)")
+        #expect((statusA["signupWorkMillis"]?.intValue ?? 0) > 0, "status estimates what a signup's work takes here: \(statusA)")
         let portA = Int(try #require(statusA["listen"]?["port"]?.intValue))
         let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"],
                                     builtInDifficulty: true)
@@ -28,6 +29,7 @@ extension EndToEndTests {
 
         let signup = try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
         #expect(signup.stdout.contains("Signed up."), "\(signup)")
+        #expect(signup.stderr.contains("Making this account's proof of work (about"), "the client says why signup takes seconds: \(signup)")
 
         func digest(_ socket: String) throws -> (digest: String, records: Int64) {
             let r = try RPCClient(path: socket, timeout: .seconds(10)).call("replica.digest")
