@@ -65,6 +65,6 @@ _mentormated() {
         --log-level) COMPREPLY=($(compgen -W "debug info notice warning error" -- "$cur")); return ;;
         --listen|--peer) return ;;
     esac
-    COMPREPLY=($(compgen -W "--state-dir --socket --listen --peer --no-mdns --config --network-key --log-level --test-clock-offset --help -h --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "--state-dir --socket --listen --peer --no-mdns --config --network-key --network-work-bits --log-level --test-clock-offset --help -h --version" -- "$cur"))
 }
 complete -F _mentormated mentormated

@@ -93,6 +93,8 @@ public final class Node: @unchecked Sendable {
     /// Users with a passphrase check (login or signup) admitted and not finished: one at a time
     /// each, so parallel attempts cannot get around the back-off.
     var passphraseChecksInFlight: Set<UInt32> = []
+    /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
+    var workRate: Double?
     /// Last pair summaries seen per local account, to turn replica changes into events.
     var pairSnapshots: [PublicKey: [PublicKey: PairSummary]] = [:]
 
@@ -298,6 +300,15 @@ public final class Node: @unchecked Sendable {
         guard case .signup = check, prepared.failure == nil, let keys = prepared.keys,
               replica.settings.accountWork.bits > 0 else { return nil }
         return keys
+    }
+
+    /// The median seconds a signup's proof of work takes on this machine (one core), from a hash
+    /// rate measured once (2^14 hashes, a few milliseconds); 0 when the network asks for none.
+    func signupWorkSeconds() -> Double {
+        let bits = replica.settings.accountWork.bits
+        guard bits > 0 else { return 0 }
+        if workRate == nil { workRate = AccountWork.measureRate(tries: 1 << 14) }
+        return AccountWork.medianSeconds(bits: bits, rate: workRate ?? 1)
     }
 
     /// Off the queue, holding a work-gate slot: the new account's proof of work (PROTOCOL.md

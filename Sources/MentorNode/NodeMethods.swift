@@ -483,6 +483,8 @@ extension Node {
             "mdnsName": info.discoveryName.map(JSON.string) ?? .null,
             "uptime": .int(Int64((config.now() - min(config.now(), info.startedAt)) / 1000)),
             "health": .string(problems.isEmpty ? "ok" : "degraded"), "problems": .array(problems.map(JSON.string)),
+            "networkWorkBits": .int(Int64(replica.settings.accountWork.bits)),
+            "signupWorkMillis": .int(Int64((signupWorkSeconds() * 1000).rounded())),
         ]
     }
 }

@@ -756,6 +756,8 @@ public final class PeerManager: @unchecked Sendable {
     struct RefusalVerdict {
         /// Refusals that prove the sender misbehaved (`RecordError.Code.isOffence`).
         var offences = 0
+        /// The first of them, for the one log line that says why the link ends.
+        var firstOffence: RecordError?
         /// Authors of records refused for now (`isDeferral`): asked for again later.
         var deferred: [PublicKey] = []
         /// Records held until due, and how many of each refusal code that is no offence.
@@ -768,6 +770,7 @@ public final class PeerManager: @unchecked Sendable {
                 switch outcome {
                 case .refused(let e) where e.code.isOffence:
                     offences += 1
+                    if firstOffence == nil { firstOffence = e }
                 case .refused(let e):
                     notNow[e.code.name, default: 0] += 1
                     if e.code.isDeferral, i < batch.count, let p = try? RecordPosition.peek(batch[i]) { deferred.insert(p.author) }
@@ -786,6 +789,12 @@ public final class PeerManager: @unchecked Sendable {
     /// taken now — the first time per link and kind at info, after that at debug — and wakes
     /// the release of records held until due. Nothing here blames the peer.
     private func noteNotNow(_ verdict: RefusalVerdict, from connection: Connection) {
+        if let e = verdict.firstOffence {
+            // The session closes on it; this line says which rule the record broke (and, for
+            // `insufficient-work`, that a peer whose network_work_bits differs looks the same).
+            logger.info("a record from a peer was refused as its fault", ["peer.address": "\(connection.link.remote)",
+                        "code": e.code.name, "records": "\(verdict.offences)", "why": e.message])
+        }
         if !verdict.deferred.isEmpty {
             connection.session.deferred(verdict.deferred, now: .now)
             scheduleDeferralRetry(connection)

@@ -88,7 +88,7 @@ extension EndToEndTests {
         var env = ChildProcess.baseEnvironment
         for (k, v) in environment { env[k] = v }
         let process = try ChildProcess([e2e.binaries.daemon, "--state-dir", state, "--socket", socket, "--listen", "127.0.0.1:0",
-                                        "--no-mdns"] + arguments, environment: env, stderr: .file(log))
+                                        "--no-mdns"] + E2E.withNetwork(arguments), environment: env, stderr: .file(log))
         return Daemon(process: process, stateDir: state, socket: socket, logPath: log)
     }
 
@@ -307,7 +307,7 @@ extension EndToEndTests {
         let activate = try Self.program("systemd-socket-activate", package: "systemd")
         let socket = e2e.path("activated.sock"), log = e2e.path("activated.log")
         let process = try ChildProcess([activate, "-l", socket, e2e.binaries.daemon, "--state-dir", e2e.path("activated-state"),
-                                        "--listen", "127.0.0.1:0", "--no-mdns"], stderr: .file(log))
+                                        "--listen", "127.0.0.1:0", "--no-mdns"] + E2E.networkFlags, stderr: .file(log))
         let daemon = Daemon(process: process, stateDir: e2e.path("activated-state"), socket: socket, logPath: log)
         defer { daemon.kill() }
         _ = try poll(timeout: .seconds(10), { FileManager.default.fileExists(atPath: socket) }, until: { $0 })

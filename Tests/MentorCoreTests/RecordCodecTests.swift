@@ -61,6 +61,24 @@ import Testing
         #expect(code(encode(body: body)) == .malformed) // schema refuses the zeros, not the size
     }
 
+    /// The proof-of-work field (tag 9, PROTOCOL.md §6.1): a u64 nonce, at seq 1 only, never
+    /// alone, and no register of the card.
+    @Test func theWorkFieldIsAnEightByteNonceAllowedOnlyInTheFirstRecord() throws {
+        let card = ProfileCard(name: "Ana", work: 0x0102_0304_0506_0708)
+        #expect(card.body == ProfileCard(name: "Ana").body + [9, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(try ProfileCard(body: card.body) == card)
+        #expect(ProfileCard.workNonce(inBody: card.body) == 0x0102_0304_0506_0708)
+        #expect(ProfileCard.workNonce(inBody: ProfileCard(name: "Ana").body) == nil)
+        #expect(try Record.decode(encode(seq: 1, body: card.body)).seq == 1)
+        #expect { try Record.decode(self.encode(seq: 2, body: card.body)) } throws: { ($0 as? RecordError)?.code == .invalidBody }
+        let short = ProfileCard(name: "Ana").body + [9, 0, 7, 1, 2, 3, 4, 5, 6, 7]
+        #expect { try Record.decode(self.encode(seq: 1, body: short)) } throws: { ($0 as? RecordError)?.code == .malformed }
+        let alone: [UInt8] = [9, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1]
+        #expect { try Record.decode(self.encode(seq: 1, body: alone)) } throws: { ($0 as? RecordError)?.code == .invalidBody }
+        let unknown = ProfileCard(name: "Ana").body + [10, 0, 1, 0]
+        #expect { try Record.decode(self.encode(seq: 1, body: unknown)) } throws: { ($0 as? RecordError)?.code == .malformed }
+    }
+
     @Test func profileBodyRefusesUnknownOutOfOrderAndInvalidFields() {
         #expect(throws: RecordError.self) { try ProfileCard(body: [99, 0, 0]) }                   // unknown tag
         var f = FieldList(); f.set(1, text: "A"); f.set(2, text: "tutor")

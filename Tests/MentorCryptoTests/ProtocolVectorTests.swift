@@ -466,12 +466,31 @@ extension ProtocolVectors {
             if record.author.id != authorID { fail("author-id: documented \(authorID), actual \(record.author.id)") }
             if (try? AccountID.parse(authorID)) != .exact(record.author) { fail("author-id does not parse back to the author's key") }
 
+            if vector["work-nonce"] != nil { checkWork(record) }
             let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
             if isSealed {
                 checkSealed(verified, author: author)
             } else if vector["counterpart-seed"] != nil {
                 fail("a public record has sealed-record lines")
             }
+        }
+
+        /// Section 6.1: the work lines follow from the formulas, the nonce is the card's field 9,
+        /// and the card passes the check a node of the built-in network at the default runs.
+        private mutating func checkWork(_ record: Record) {
+            guard let network = bytes("network-id"), let nonce = number("work-nonce"), let hash = bytes("work-hash"),
+                  let bits = number("work-bits"), let difficulty = number("work-difficulty") else { return }
+            same(network, AccountWork.networkID(.default), "network-id (AccountWork.networkID of the built-in key)")
+            same(network, BLAKE2b.hash(Array("mm-pow-network-v1".utf8), key: NetworkKey.default.bytes, outputLength: 32), "network-id (the formula)")
+            var input = Array("mm-pow-v1".utf8) + network + record.author.bytes
+            withUnsafeBytes(of: nonce.bigEndian) { input.append(contentsOf: $0) }
+            same(hash, BLAKE2b.hash(input), "work-hash (the formula)")
+            if UInt64(AccountWork.leadingZeroBits(hash)) != bits { fail("work-bits: documented \(bits), the hash has \(AccountWork.leadingZeroBits(hash))") }
+            if ProfileCard.workNonce(inBody: record.body) != nonce { fail("work-nonce is not the card's field 9") }
+            if record.seq != 1 { fail("a proof of work outside seq 1") }
+            if difficulty != UInt64(AccountWork.defaultBits) { fail("work-difficulty: documented \(difficulty), the default is \(AccountWork.defaultBits)") }
+            let requirement = AccountWork.Requirement(bits: Int(difficulty), network: .default)
+            if let refusal = AccountWork.refusal(of: record, requirement: requirement) { fail("the work does not check: \(refusal)") }
         }
 
         private mutating func checkSealed(_ verified: VerifiedRecord, author: SigningKeyPair) {
@@ -622,6 +641,13 @@ extension ProtocolVectors {
         Party(name: "Ben", keys: try SigningKeyPair(seed: (1...32).map { UInt8($0) }))
     }
 
+    /// Cy: the seed 21 22 … 40, whose proof of work at the default difficulty on the built-in
+    /// network is `cyWorkNonce` (the first nonce from 0 that meets it; AccountWorkTests checks it).
+    static func cy() throws -> Party {
+        Party(name: "Cy", keys: try SigningKeyPair(seed: (0x21...0x40).map { UInt8($0) }))
+    }
+    static let cyWorkNonce: UInt64 = 3_184_834
+
     /// 2026-01-01T00:00:00Z in milliseconds.
     static let start: UInt64 = 1_767_225_600_000
     static let minute: UInt64 = 60_000
@@ -698,6 +724,14 @@ extension ProtocolVectors {
                  """,
                  author: ben, seq: 3, timestamp: start + 1440 * minute,
                  content: .sealed(.unmatch, to: ana, payload: UnmatchPayload(target: ana.key, peerSeq: 4))),
+            Spec(name: "profile-work", title: "Cy's first card, with proof of work",
+                 summary: """
+                 Cy joins the built-in network at its default difficulty (section 6.1): her seq 1 sets name \
+                 `Cy Okafor` and role `student`, and field 9 holds the nonce 3184834, whose work hash has 24 \
+                 leading zero bits (23 are needed).
+                 """,
+                 author: try cy(), seq: 1, timestamp: start + 2880 * minute,
+                 content: .profile(ProfileCard(name: "Cy Okafor", role: .student, work: cyWorkNonce))),
         ]
     }
 
@@ -723,12 +757,19 @@ extension ProtocolVectors {
         let author = spec.author.keys
         let type: RecordType
         let body: [UInt8]
-        var sealedLines: [(String, String)] = []
+        var extraLines: [(String, String)] = []
         var counterpartLines: [(String, String)] = []
         switch spec.content {
         case .profile(let card):
             type = .profile
             body = card.body
+            if let nonce = card.work {
+                let network = AccountWork.networkID(.default)
+                let hash = AccountWork.hash(account: spec.author.key, nonce: nonce, network: network)
+                extraLines = [("network-id", Hex.encode(network)), ("work-difficulty", String(AccountWork.defaultBits)),
+                               ("work-nonce", String(nonce)), ("work-hash", Hex.encode(hash)),
+                               ("work-bits", String(AccountWork.leadingZeroBits(hash)))]
+            }
         case .sealed(let sealedType, let to, let payload):
             precondition(payload.counterpart == to.key, "\(spec.name): the payload names someone else")
             type = sealedType
@@ -738,7 +779,7 @@ extension ProtocolVectors {
             counterpartLines = [("counterpart-seed", Hex.encode(to.keys.seed)),
                                 ("counterpart-public-key", Hex.encode(to.key.bytes)),
                                 ("counterpart-id", to.key.id)]
-            sealedLines = [("x25519-shared-secret", Hex.encode(derivation.shared)),
+            extraLines = [("x25519-shared-secret", Hex.encode(derivation.shared)),
                            ("pair-key", Hex.encode(derivation.pairKey)),
                            ("pair-tag", Hex.encode(sealed.pairTag)),
                            ("encryption-key", Hex.encode(derivation.encryptionKey)),
@@ -763,7 +804,7 @@ extension ProtocolVectors {
             ("signature", Hex.encode(signed.record.signature)),
             ("encoded", Hex.encode(signed.encoded)),
             ("record-id", Hex.encode(signed.id)),
-        ] + sealedLines
+        ] + extraLines
         for (key, value) in lines { v[key] = value }
         return v
     }

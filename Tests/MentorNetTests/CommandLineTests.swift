@@ -595,8 +595,10 @@ extension CommandLineTests {
                 let transport = CLIFakeDaemon()
                 let host = CLIFakeHost(transport)
                 #expect(runCLI(argv, host) == .success, "\(argv): \(host.stderr)")
-                #expect(transport.methods == [method], "\(argv)")
-                #expect(transport.calls.first?.params == params, "\(argv)")
+                // signup asks `status` first for the estimate of its proof of work.
+                let expected = method == "account.signup" ? ["status", method] : [method]
+                #expect(transport.methods == expected, "\(argv)")
+                #expect(transport.calls.last?.params == params, "\(argv)")
             }
         }
 
@@ -633,8 +635,8 @@ extension CommandLineTests {
             host.secrets = ["s3cret words", "s3cret words"]
             #expect(runCLI(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student", "--passphrase"], host) == .success)
             #expect(host.prompts == ["Passphrase: ", "Passphrase again: "])
-            #expect(transport.methods == ["account.whoami", "account.signup"])
-            #expect(transport.calls[1].params == ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "s3cret words"])
+            #expect(transport.methods == ["account.whoami", "status", "account.signup"])
+            #expect(transport.calls[2].params == ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "s3cret words"])
         }
 
         @Test func differentPassphrasesSignUpNothing() {
@@ -661,6 +663,27 @@ extension CommandLineTests {
             #expect(runCLI(["signup", "--email", "a@u.edu", "--name", "A", "--role", "tutor", "--passphrase"], host) == .success)
             #expect(host.prompts == [""])
             #expect(transport.calls.last?.params["passphrase"] == "from a pipe")
+        }
+
+        /// At a real network's difficulty the client says that signup takes seconds, and why,
+        /// with the daemon's estimate; at a cheap one (or when `status` fails) it says nothing.
+        @Test func signupAnnouncesTheProofOfWorkWhenItTakesSeconds() {
+            for (millis, line) in [(2300, "Making this account's proof of work (about 3 s on this computer)…"), (3, "")] {
+                let transport = CLIFakeDaemon { method, _ in
+                    method == "status" ? ["signupWorkMillis": .int(Int64(millis))] : cliAnaInfo
+                }
+                let host = CLIFakeHost(transport)
+                #expect(runCLI(["signup", "--email", "a@u.edu", "--name", "A", "--role", "tutor"], host) == .success)
+                #expect(host.stderr == line, "\(millis) ms")
+                #expect(host.stdout.hasPrefix("Signed up."))
+            }
+            let failing = CLIFakeDaemon { method, _ in
+                if method == "status" { throw RPCError(.internalError, "status is broken") }
+                return cliAnaInfo
+            }
+            let host = CLIFakeHost(failing)
+            #expect(runCLI(["signup", "--email", "a@u.edu", "--name", "A", "--role", "tutor"], host) == .success)
+            #expect(failing.methods == ["status", "account.signup"])
         }
 
         @Test func signupWithPassphraseStopsEarlyWhenTheAccountExists() {

@@ -12,12 +12,13 @@ final class TestNode {
     let node: Node
     let events = EventLog()
 
-    init(domains: [String] = []) throws {
+    init(domains: [String] = [], workBits: Int = 0) throws {
         dir = NSTemporaryDirectory() + "mm-node-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let clock = TestClock()
         var settings = Replica.Settings()
         settings.now = { clock.tick() }
+        settings.accountWork = AccountWork.Requirement(bits: workBits, network: .default)
         let replica = try Replica(path: dir + "/replica.db", settings: settings)
         let config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
         node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate())
@@ -72,6 +73,32 @@ final class EventLog: @unchecked Sendable {
 
 @Suite struct NodeTests {
     let ana: UInt32 = 1001, ben: UInt32 = 1002, cy: UInt32 = 1003
+
+    /// Signup makes the account's first record a card carrying the network's proof of work,
+    /// searched for off the node's queue (through `respond`, as the daemon calls it) — and the
+    /// node's queue answers other requests meanwhile.
+    @Test func signupWritesACardWithTheNetworksProofOfWorkAsTheFirstRecord() async throws {
+        let t = try TestNode(workBits: 16)
+        let caller = Requester(uid: ana, connection: 1)
+        let info = try await t.node.respond("account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"], caller: caller).get()
+        guard case .exact(let key)? = try? AccountID.parse(info["id"]?.stringValue ?? "") else {
+            Issue.record("signup gave no account ID: \(info)"); return
+        }
+        let first = try #require(try t.node.replica.records(of: key, seqs: 1...1).first)
+        let record = try VerifiedRecord(first).record
+        #expect(record.type == .profile)
+        let nonce = try #require(ProfileCard.workNonce(inBody: record.body))
+        #expect(AccountWork.bits(account: key, nonce: nonce, network: AccountWork.networkID(.default)) >= 16)
+        #expect(AccountWork.refusal(of: record, requirement: t.node.replica.settings.accountWork) == nil)
+        // The work is no register of the card: the profile shows name and role only.
+        let card = try #require(try t.node.replica.card(of: key))
+        #expect(card.card.work == nil && card.card.name == "Ana")
+        // Later edits carry no work and are applied as usual.
+        try t.call(ana, "profile.set", ["bio": "hello"])
+        let second = try #require(try t.node.replica.records(of: key, seqs: 2...2).first)
+        #expect(ProfileCard.workNonce(inBody: try VerifiedRecord(second).record.body) == nil)
+        #expect(t.node.workGate.peak == 1)
+    }
 
     func signup(_ t: TestNode, _ uid: UInt32, _ name: String, _ role: String, courses: [String]) throws -> String {
         let info = try t.call(uid, "account.signup", ["email": .string("\(name.lowercased())@uni.edu"), "name": .string(name), "role": .string(role)])

@@ -102,6 +102,11 @@ public enum MentormateCLI {
                 }
                 params["passphrase"] = .string(try PassphrasePrompt.ask(context.host, confirm: true))
             }
+            // At a real network's difficulty the daemon searches for the account's proof of work
+            // for seconds (PROTOCOL.md §6.1): say so first, with the daemon's estimate.
+            if let millis = (try? context.call("status"))?["signupWorkMillis"]?.intValue, millis >= 500 {
+                context.host.error("Making this account's proof of work (about \((millis + 999) / 1000) s on this computer)…")
+            }
             let info = try context.call("account.signup", params)
             if context.json { return context.printJSON(info) }
             context.print("Signed up.\n" + ClientFormat.account(info))

@@ -250,11 +250,27 @@ final class E2E {
 
     // MARK: Daemons
 
+    /// The tests' network: the built-in key at a cheap difficulty (a signup's proof of work
+    /// takes about 256 hashes, not seconds), set the way a campus sets its own — the flag
+    /// `--network-work-bits`, which every daemon the tests start gets unless a test gives its own
+    /// (the tests of the default difficulty do). `mentormate-hostile-peer` defaults to the same.
+    static let networkWorkBits = 8
+    static let networkFlags = ["--network-work-bits", "\(networkWorkBits)"]
+
+    /// `extra` with the tests' difficulty added unless it names one.
+    static func withNetwork(_ extra: [String]) -> [String] {
+        extra.contains("--network-work-bits") ? extra : networkFlags + extra
+    }
+
     /// Starts `mentormated --state-dir STATE --socket SOCKET --listen 127.0.0.1:0 --no-mdns` and
     /// waits until its socket answers.
+    /// `builtInDifficulty` leaves out the tests' `--network-work-bits`: the daemon runs at its
+    /// own default, the built-in network's (for the tests of what a real network asks).
     func startDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
-                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil) throws -> Daemon {
-        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra, as: user, umask: umask)
+                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil,
+                     builtInDifficulty: Bool = false) throws -> Daemon {
+        let daemon = try spawnDaemon(stateDir: stateDir, socket: socket, listen: listen, extra: extra, as: user, umask: umask,
+                                     builtInDifficulty: builtInDifficulty)
         try daemon.waitUntilServing()
         return daemon
     }
@@ -262,11 +278,12 @@ final class E2E {
     /// Starts `mentormated` without waiting for it: as root, or as `user` (setpriv); with
     /// `umask` (an octal string such as "000") set just before it starts.
     func spawnDaemon(stateDir: String? = nil, socket: String? = nil, listen: String = "127.0.0.1:0",
-                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil) throws -> Daemon {
+                     extra: [String] = [], as user: TestUser? = nil, umask: String? = nil,
+                     builtInDifficulty: Bool = false) throws -> Daemon {
         counter += 1
         let state = stateDir ?? self.stateDir, sock = socket ?? self.socket
         let log = path("daemon-\(counter).log")
-        var program = [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + extra
+        var program = [binaries.daemon, "--state-dir", state, "--socket", sock, "--listen", listen, "--no-mdns"] + (builtInDifficulty ? extra : Self.withNetwork(extra))
         if let umask { program = ["/bin/sh", "-c", "umask \(umask) && exec \"$0\" \"$@\""] + program }
         let process = try ChildProcess(argv(program, as: user), stdout: .file(log + ".out"), stderr: .file(log))
         let daemon = Daemon(process: process, stateDir: state, socket: sock, logPath: log, uid: user?.uid ?? geteuid())

@@ -92,7 +92,7 @@ final class LabHosts {
         let log = e2e.path("daemon-h\(host)-\(counter).log")
         let process = try ChildProcess(
             ["/bin/bash", script, "exec", "\(host)", e2e.binaries.daemon, "--state-dir", stateDir(host), "--socket", socket(host),
-             "--listen", "0.0.0.0:7000"] + extra,
+             "--listen", "0.0.0.0:7000"] + E2E.withNetwork(extra),
             environment: environment, stdout: .file(log + ".out"), stderr: .file(log))
         let daemon = Daemon(process: process, stateDir: stateDir(host), socket: socket(host), logPath: log)
         daemons.append(daemon)
