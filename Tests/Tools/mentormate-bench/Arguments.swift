@@ -63,6 +63,8 @@ enum Usage {
                     bytes on the wire ÷ record bytes, push latency p50/p99 over 1,000 messages.
           discovery In the multi-host lab (root): time from starting a daemon on a fresh host
                     to it being listed in `peers`, and its card readable, on another host.
+          recon     Sync v2's reconciliation tree at 10k, 100k and 1M IDs: read times (flat),
+                    rebuild time (migration 8), bytes per ID on disk.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.
