@@ -153,11 +153,11 @@ import MentorCrypto
                 var dirty = ReconDirty()
                 for (i, id) in insert.enumerated() {
                     try db.execute("INSERT INTO pending(author, seq, id, bytes) VALUES (1, ?, ?, x'00')", [.integer(Int64(i + 1)), .blob(id)])
-                    dirty.touch(id)
+                    dirty.added(id)
                 }
                 for id in delete {
                     try db.execute("DELETE FROM pending WHERE id = ?", [.blob(id)])
-                    dirty.touch(id)
+                    dirty.removed(id)
                 }
                 try ReconIndex.update(db, &dirty)
             }

@@ -244,6 +244,9 @@ import MentorCrypto
             DROP TABLE held_until_due;
             ALTER TABLE blobs DROP COLUMN uploaded;
             DROP INDEX card_entries_photo;
+            DROP TABLE recon_nodes;
+            DROP INDEX records_by_id;
+            DROP INDEX pending_by_id;
             PRAGMA user_version = 3;
             """)
         try db.close()

@@ -89,7 +89,7 @@ struct ApplyBatch {
         try ensureRow(&author, r.author)
         try statement("INSERT INTO pending(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
             .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
-        recon.touch(v.id)
+        recon.added(v.id)
         pendingCount = pending + 1
         countChanges.pending += 1
         return .held
@@ -195,7 +195,7 @@ struct ApplyBatch {
             let rows = try select.query([.integer(author.id), .integer(Int64(next))])
             if rows.isEmpty { break }
             try delete.run([.integer(author.id), .integer(Int64(next))])
-            for row in rows { if let id = row.blob(0) { recon.touch(id) } }
+            for row in rows { if let id = row.blob(0) { recon.removed(id) } }
             pendingCount = pendingCount.map { $0 - rows.count }
             countChanges.pending -= rows.count
             // Held records were verified before they were held; one that no longer decodes
@@ -227,7 +227,7 @@ struct ApplyBatch {
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
             .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
                   .integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
-        recon.touch(v.id)
+        recon.added(v.id)
         try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(v.id)), .integer(authorID)])
         if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
         guard let schema = RecordSchemas.schema(for: r.type) else { return }
@@ -246,7 +246,7 @@ struct ApplyBatch {
         cardRegisters.removeAll()
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
-        recon.touch(recordID)
+        recon.removed(recordID)
         countChanges.records -= db.changes
         try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(recordID)), .integer(authorID)])
         try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(authorID), .blob(recordID)])

@@ -46,7 +46,13 @@ enum ReconIndex {
         """
     static let childrenSQL = "SELECT node, count, hash FROM recon_nodes WHERE node BETWEEN ? AND ? ORDER BY node"
     static let nodeSQL = "SELECT count, hash FROM recon_nodes WHERE node = ?"
-    static let upsertSQL = "INSERT OR REPLACE INTO recon_nodes(node, count, hash) VALUES (?, ?, ?)"
+    /// Records' IDs only: while `pending` is empty (the usual case) a leaf is one range read.
+    static let recordIDsSQL = "SELECT id FROM records INDEXED BY records_by_id WHERE id BETWEEN ?1 AND ?2 ORDER BY 1"
+    /// An upsert rewrites the row in place (REPLACE would delete it and insert it again).
+    static let upsertSQL = """
+        INSERT INTO recon_nodes(node, count, hash) VALUES (?, ?, ?)
+        ON CONFLICT(node) DO UPDATE SET count = excluded.count, hash = excluded.hash
+        """
     static let deleteSQL = "DELETE FROM recon_nodes WHERE node = ?"
 
     /// Every ID held under (depth, prefix), ascending.
@@ -81,7 +87,8 @@ enum ReconIndex {
     private struct Statements {
         let leafIDs, children, upsert, delete: Statement
         init(_ db: Database) throws(StoreError) {
-            leafIDs = try db.cachedStatement(leafIDsSQL)
+            let pendingEmpty = try db.queryOne("SELECT 1 FROM pending LIMIT 1") == nil
+            leafIDs = try db.cachedStatement(pendingEmpty ? recordIDsSQL : leafIDsSQL)
             children = try db.cachedStatement(childrenSQL)
             upsert = try db.cachedStatement(upsertSQL)
             delete = try db.cachedStatement(deleteSQL)
@@ -102,27 +109,57 @@ enum ReconIndex {
             return ids.isEmpty ? nil : ReconNode(count: UInt32(ids.count), hash: ReconHash.leaf(ids))
         }
 
-        func inner(depth: Int, prefix: UInt16) throws(StoreError) -> ReconNode? {
+        /// The non-empty children of a node of depth < 4, by nibble ascending.
+        func childNodes(depth: Int, prefix: UInt16) throws(StoreError) -> [(nibble: UInt8, node: ReconNode)] {
             let keys = childKeys(depth: depth, prefix: prefix)
             let shift = UInt16(12 - 4 * depth)
-            let kids: [(nibble: UInt8, node: ReconNode)] = try children.query([.integer(keys.lowerBound), .integer(keys.upperBound)]).compactMap { row in
+            return try children.query([.integer(keys.lowerBound), .integer(keys.upperBound)]).compactMap { row in
                 guard let k = row.int64(0), let count = row.int64(1), let hash = row.blob(2) else { return nil }
                 return (UInt8(UInt16(truncatingIfNeeded: k) >> shift & 0xf), ReconNode(count: UInt32(clamping: count), hash: hash))
             }
-            return combine(kids)
         }
     }
 
     /// Recomputes the dirty leaves, then their ancestors level by level (each node once).
+    ///
+    /// Leaves go by depth-3 parent: one read of the parent's children (the leaves as they were
+    /// before the batch), each dirty leaf recomputed — from the IDs the batch added when the leaf
+    /// was empty and the batch removed nothing from it (the usual case while a replica is far
+    /// from 65,536 × a few records), else from the ID index — and written, then the parent from
+    /// those children, without reading them back. Above, each dirty node is one read of its
+    /// children and one write. About three statements a record while leaves are sparse.
     static func update(_ db: Database, _ dirty: inout ReconDirty) throws(StoreError) {
         guard !dirty.leaves.isEmpty else { return }
         let st = try Statements(db)
-        var level = dirty.leaves.sorted()
+        let changes = dirty.leaves
         dirty.leaves.removeAll(keepingCapacity: true)
-        for prefix in level {
-            try st.write(try st.leaf(prefix), depth: ReconTree.leafDepth, prefix: prefix)
+        let leaves = changes.keys.sorted()
+        var level: [UInt16] = []
+        var i = leaves.startIndex
+        while i < leaves.endIndex {
+            let parent = ancestor(leaves[i], at: ReconTree.leafDepth - 1)
+            var j = i
+            while j < leaves.endIndex, ancestor(leaves[j], at: ReconTree.leafDepth - 1) == parent { j += 1 }
+            var kids: [UInt8: ReconNode] = [:]
+            for (nibble, node) in try st.childNodes(depth: ReconTree.leafDepth - 1, prefix: parent) { kids[nibble] = node }
+            for leaf in leaves[i..<j] {
+                let nibble = UInt8(leaf & 0xf)
+                let node: ReconNode?
+                if kids[nibble] == nil, let change = changes[leaf], !change.removed {
+                    let ids = change.added.sorted { $0.lexicographicallyPrecedes($1) }
+                    node = ids.isEmpty ? nil : ReconNode(count: UInt32(ids.count), hash: ReconHash.leaf(ids))
+                } else {
+                    node = try st.leaf(leaf)
+                }
+                kids[nibble] = node
+                try st.write(node, depth: ReconTree.leafDepth, prefix: leaf)
+            }
+            let sorted = kids.sorted { $0.key < $1.key }.map { (nibble: $0.key, node: $0.value) }
+            try st.write(combine(sorted), depth: ReconTree.leafDepth - 1, prefix: parent)
+            level.append(parent)
+            i = j
         }
-        for depth in stride(from: ReconTree.leafDepth - 1, through: 0, by: -1) {
+        for depth in stride(from: ReconTree.leafDepth - 2, through: 0, by: -1) {
             // `level` is sorted, so equal ancestors are adjacent.
             var parents: [UInt16] = []
             for p in level {
@@ -130,7 +167,7 @@ enum ReconIndex {
                 if parents.last != a { parents.append(a) }
             }
             for prefix in parents {
-                try st.write(try st.inner(depth: depth, prefix: prefix), depth: depth, prefix: prefix)
+                try st.write(combine(try st.childNodes(depth: depth, prefix: prefix)), depth: depth, prefix: prefix)
             }
             level = parents
         }
@@ -184,14 +221,25 @@ enum ReconIndex {
     }
 }
 
-/// The leaves a batch changed (by prefix), recomputed by `ReconIndex.update` at its end.
+/// The leaves a batch changed (by prefix), recomputed by `ReconIndex.update` at its end: for
+/// each, the IDs it added and whether it removed any.
 struct ReconDirty {
-    var leaves: Set<UInt16> = []
+    struct Leaf {
+        var added: Set<[UInt8]> = []
+        var removed = false
+    }
+    var leaves: [UInt16: Leaf] = [:]
 
-    /// `id` was inserted into or deleted from `records` or `pending`.
-    mutating func touch(_ id: [UInt8]) {
+    /// `id` was inserted into `records` or `pending`.
+    mutating func added(_ id: [UInt8]) {
         guard id.count >= 2 else { return }
-        leaves.insert(UInt16(id[0]) << 8 | UInt16(id[1]))
+        leaves[UInt16(id[0]) << 8 | UInt16(id[1]), default: Leaf()].added.insert(id)
+    }
+
+    /// `id` was deleted from `records` or `pending`.
+    mutating func removed(_ id: [UInt8]) {
+        guard id.count >= 2 else { return }
+        leaves[UInt16(id[0]) << 8 | UInt16(id[1]), default: Leaf()].removed = true
     }
 }
 

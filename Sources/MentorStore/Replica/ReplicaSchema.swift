@@ -160,9 +160,10 @@ enum ReplicaSchema {
         // every non-empty node by `depth << 16 | prefix`. `Replica` fills `recon_nodes` from the
         // rows on the first open after this migration (the hashes are BLAKE2b, not SQL), and
         // every batch keeps it from then on, in its own transaction.
-        // Size at 1,000,000 records: the two indexes ~44 MB (~44 bytes a record: the 32-byte ID,
-        // author and seq, the cell's header), `recon_nodes` ~3 MB (65,536 leaves and 4,369
-        // internal nodes of ~45 bytes whatever the count); ~47 bytes a record in all.
+        // Size at 1,000,000 records (`mentormate-bench recon`): the ID indexes ~47 bytes a record
+        // (the 32-byte ID, author and seq, the cell's header, pages ~3/4 full after random
+        // inserts), `recon_nodes` ~3 MB (65,536 leaves and 4,369 internal nodes of ~45 bytes,
+        // whatever the count: 3 bytes a record at 1M, 26 at 100k); ~50 bytes a record in all.
         m.register(8, "reconciliation tree of the held record IDs", """
             CREATE INDEX records_by_id ON records(id);
             CREATE INDEX pending_by_id ON pending(id);

@@ -68,6 +68,8 @@ enum Usage {
                     to it being listed in `peers`, and its card readable, on another host.
           work      An account's proof of work on one core: hash rate, search time at a
                     difficulty (median, mean), and the cost of the check a receiver runs.
+          recon     Sync v2's reconciliation tree at 10k, 100k and 1M IDs: read times (flat),
+                    rebuild time (migration 8), bytes per ID on disk.
 
         Run `mentormate-bench <command> --help` for a command's options.
         Build with -c release; debug builds are many times slower.

@@ -97,6 +97,19 @@ case .argument(WorkCommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(WorkCommand.name) --help` for usage.")
         status = 2
     }
+case .argument(ReconCommand.name)?:
+    do {
+        switch try ReconCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(ReconCommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(ReconCommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(let other)?:
     printError("error: unknown command '\(other)'\n\n\(Usage.text)")
     status = 2
