@@ -789,9 +789,9 @@ public final class PeerManager: @unchecked Sendable {
     /// taken now — the first time per link and kind at info, after that at debug — and wakes
     /// the release of records held until due. Nothing here blames the peer.
     private func noteNotNow(_ verdict: RefusalVerdict, from connection: Connection) {
-        if let e = verdict.firstOffence {
-            // The session closes on it; this line says which rule the record broke (and, for
-            // `insufficient-work`, that a peer whose network_work_bits differs looks the same).
+        if let e = verdict.firstOffence, e.code == .insufficientWork {
+            // The session closes on it and the penalty is logged. This one offence an honest
+            // node commits too, when its network_work_bits differs from ours: one line says so.
             logger.info("a record from a peer was refused as its fault", ["peer.address": "\(connection.link.remote)",
                         "code": e.code.name, "records": "\(verdict.offences)", "why": e.message])
         }

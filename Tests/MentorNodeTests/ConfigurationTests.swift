@@ -75,6 +75,25 @@ import MentorAPI
         }
     }
 
+    /// The network's difficulty (PROTOCOL.md §6.1): default 23, 0 … 32 from the file, anything
+    /// else refused naming the key, the range and that every node must agree.
+    @Test func theNetworksDifficultyHasADefaultAndARange() throws {
+        var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
+        #expect(c.networkWorkBits == 23)
+        try c.apply(file: "network_work_bits = 0\n", path: "/etc/m.conf")
+        #expect(c.networkWorkBits == 0)
+        try c.apply(file: "network_work_bits = 32\n", path: "/etc/m.conf")
+        #expect(c.networkWorkBits == 32)
+        for bad in ["33", "-1", "lots", ""] {
+            #expect { try c.apply(file: "network_work_bits = \(bad)\n", path: "/etc/m.conf") } throws: { error in
+                let text = "\(error)"
+                return text.contains("/etc/m.conf:1") && text.contains("network_work_bits must be a whole number from 0 to 32")
+                    && text.contains("every node of a network must use the same value")
+            }
+        }
+        #expect(c.networkWorkBits == 32, "a refused value changes nothing")
+    }
+
     @Test func storageBudgetsParseInMiBAndRefuseNonsense() throws {
         var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
         #expect(c.authorStorageMiB == 64 && c.photoStorageMiB == 2048)

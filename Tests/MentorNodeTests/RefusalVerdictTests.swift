@@ -44,5 +44,22 @@ import MentorStore
         let withForgery = honest + [forged]
         let again = PeerManager.RefusalVerdict(try replica.apply(batch: withForgery), withForgery)
         #expect(again.offences == 1, "a bad signature proves the sender did not check what it relays")
+        #expect(again.firstOffence?.code == .badSignature, "the first offence is kept for the log line")
+        #expect(verdict.firstOffence == nil)
+    }
+
+    /// On a network that asks for proof of work, a first card without it is the sender's fault
+    /// (every node of the network refuses it), and the verdict names the code.
+    @Test func aFirstRecordWithoutTheNetworksWorkIsAnOffence() throws {
+        var settings = Replica.Settings()
+        settings.accountWork = AccountWork.Requirement(bits: 8, network: .default)
+        let replica = try Replica(path: ":memory:", settings: settings)
+        var bare = RecordWriter(keys: try SigningKeyPair(seed: [UInt8](repeating: 3, count: 32)))
+        var paid = RecordWriter(keys: try SigningKeyPair(seed: [UInt8](repeating: 4, count: 32)), accountWork: settings.accountWork)
+        let batch = [try paid.profile(ProfileCard(name: "Paid"), at: 1).encoded, try bare.profile(ProfileCard(name: "Free"), at: 1).encoded]
+        let outcomes = try replica.apply(batch: batch)
+        #expect(outcomes.first == .applied)
+        let verdict = PeerManager.RefusalVerdict(outcomes, batch)
+        #expect(verdict.offences == 1 && verdict.firstOffence?.code == .insufficientWork && verdict.notNow.isEmpty)
     }
 }
