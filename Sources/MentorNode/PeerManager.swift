@@ -69,6 +69,10 @@ public final class PeerManager: @unchecked Sendable {
         public var recordsBurst = 20_000
         /// First delay before asking a link again for a photo it said it lacks.
         public var blobRetry: Duration = .milliseconds(500)
+        /// A `wantBlob` with no part of its answer for this long ends the link — no offence (a
+        /// busy link proves nothing), it is redialled — so the photo is asked of another peer
+        /// instead of waiting forever on one that ignores requests (PROTOCOL.md §13.6).
+        public var blobAnswerTimeout: Duration = .seconds(30)
         /// The initiator of a link starts a reconciliation round this often while it is up (and
         /// after applying a fork variant); equal sets cost one short message each way.
         public var reconInterval: Duration = .seconds(60)
@@ -163,6 +167,9 @@ public final class PeerManager: @unchecked Sendable {
         var accounts: Set<PublicKey> = []
         /// The blob being received over this link (one at a time).
         var blobIn: BlobAssembly?
+        /// When the request in `blobIn` was sent or last got a part, and the timer that checks it.
+        var blobPartAt: ContinuousClock.Instant = .now
+        var blobTimer: DispatchWorkItem?
         /// `event.sync` throttle: the totals last announced, when, and the pending timer.
         var announced: (received: Int, sent: Int, caughtUp: Bool) = (0, 0, false)
         var announcedAt: ContinuousClock.Instant?
@@ -292,6 +299,7 @@ public final class PeerManager: @unchecked Sendable {
                 connection.syncTimer?.cancel()
                 connection.deferralTimer?.cancel()
                 connection.hereTimer?.cancel()
+        connection.blobTimer?.cancel()
                 connection.link.close()
             }
             connections = [:]
@@ -612,6 +620,7 @@ public final class PeerManager: @unchecked Sendable {
                 do {
                     let progress = try assembly.add(hash: hash, total: total, offset: offset, bytes: bytes)
                     connection.blobIn = assembly
+                    connection.blobPartAt = .now
                     if case .incomplete = progress { continue }
                     connection.blobIn = nil
                     blobs.answered(hash)
@@ -980,8 +989,26 @@ public final class PeerManager: @unchecked Sendable {
         for request in blobs.assign(idle: idle.map(\.serial)) {
             guard let connection = bySerial[request.link] else { continue }
             connection.blobIn = BlobAssembly(hash: request.hash, size: request.size)
+            connection.blobPartAt = .now
             send(SyncMessage.wantBlob(hash: request.hash).encoded, on: connection)
+            scheduleBlobCheck(connection, at: connection.blobPartAt + settings.blobAnswerTimeout)
         }
+    }
+
+    /// Ends a link whose peer sent no part of a requested blob for `blobAnswerTimeout`; checked
+    /// again later while parts keep coming. Closing frees the request (`blobs.linkClosed`), so
+    /// another link is asked at once.
+    private func scheduleBlobCheck(_ connection: Connection, at deadline: ContinuousClock.Instant) {
+        connection.blobTimer?.cancel()
+        let timer = DispatchWorkItem { [weak self, weak connection] in
+            guard let self, let connection, !self.stopped, !connection.closing, connection.blobIn != nil else { return }
+            let due = connection.blobPartAt + self.settings.blobAnswerTimeout
+            if ContinuousClock.now < due { return self.scheduleBlobCheck(connection, at: due) }
+            self.end(connection, "no answer to a photo request (wantBlob) for \(self.settings.blobAnswerTimeout); the photo is asked of another peer (no offence)")
+        }
+        connection.blobTimer = timer
+        let wait = max(.zero, deadline - ContinuousClock.now)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanoseconds)), execute: timer)
     }
 
     /// Checks a received blob against its content address and stores it; a problem to close for.

@@ -57,6 +57,10 @@
 //               prints `result duplicates copies=N acked=K closed=true|false`
 //   wrong-blob  sends a valid card naming a photo (a PNG's hash and size), then answers the
 //               daemon's wantBlob for it with other PNG bytes of the same size
+//   silent-blob sends a valid card naming a photo, then ignores the daemon's wantBlob for it (it
+//               never answers) while sending keep-alives, until the daemon closes the link or
+//               --wait s pass; prints `result silent-blob closed=true|false after=S` (seconds from
+//               the daemon's request to its close)
 //   forged-msg3 an insider impersonating another node: checks the daemon's msg2 honestly, then
 //               sends a msg3 that claims the node key given with --claim (another node's, e.g.
 //               an honest peer's) but is signed by this tool's own key (it lacks the claimed
@@ -119,7 +123,7 @@ while !arguments.isEmpty {
     }
 }
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
-               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "heres",
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "silent-blob", "heres",
                "no-work", "weak-work"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB), (0...AccountWork.maxBits).contains(workBits) else {
@@ -623,6 +627,35 @@ case "wrong-blob":
     }
     guard asked else { fail("the daemon did not ask for the photo within \(wait) s") }
     sendMessage(.blob(hash: ref.hash, total: UInt32(served.count), offset: 0, bytes: served))
+case "silent-blob":
+    let promised = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 3, count: 1000)
+    let ref = PhotoRef(hash: BLAKE2b.hash(promised, outputLength: 32), size: UInt32(promised.count), format: .png)
+    do {
+        sendMessage(.records([try writer.profile(ProfileCard(name: "Silent Sid", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+                                                 at: UInt64(time(nil)) * 1000).encoded]))
+    } catch { fail("signing: \(error)") }
+    var askedAt: Double?
+    var waited = 0.0, sinceKeepAlive = 0.0
+    var closed = false
+    while waited < wait {
+        guard let bytes = readSome(timeout: 0.1) else { closed = true; break }
+        waited += 0.1; sinceKeepAlive += 0.1
+        if sinceKeepAlive >= 4 {
+            do { _ = writeAll(try sealer.seal([])) } catch { fail("sealing: \(error)") }
+            sinceKeepAlive = 0
+        }
+        do {
+            for body in try decoder.feed(bytes) {
+                let plaintext = try opener.open(body)
+                if !plaintext.isEmpty, case .wantBlob(let hash) = try SyncMessage.decode(plaintext), hash == ref.hash, askedAt == nil {
+                    askedAt = waited
+                }
+            }
+        } catch { fail("the daemon sent a bad frame: \(error)") }
+    }
+    guard let askedAt else { fail("the daemon did not ask for the photo within \(wait) s") }
+    print("result silent-blob closed=\(closed) after=\(Int((waited - askedAt).rounded()))")
+    exit(0)
 case "stream":
     var pending: [[[UInt8]]] = []
     while pending.count * SyncLimits.maxBatchRecords < streamRecords {
