@@ -204,8 +204,14 @@ public final class Node: @unchecked Sendable {
 
     /// Applies records that came from elsewhere (peers) and publishes the resulting events.
     public func applyRemote(_ batch: [[UInt8]]) throws(StoreError) -> [ApplyOutcome] {
+        try applyRemote(verified: Replica.verify(batch))
+    }
+
+    /// The same for records already decoded and verified (`Replica.verify`), so that a caller
+    /// can verify its next batch while this one is applied.
+    public func applyRemote(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError) -> [ApplyOutcome] {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
-        let (outcomes, stored) = try replica.applyReporting(batch: batch)
+        let (outcomes, stored) = try replica.applyReporting(verified: verified)
         queue.sync { afterApply(stored.map(\.record)) }
         let applied = stored.map { AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded) }
         if !applied.isEmpty {

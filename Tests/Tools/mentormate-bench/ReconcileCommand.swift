@@ -211,6 +211,7 @@ private final class ReconcileRun {
         case "g": try replicaSize()
         default: break
         }
+        fflush(nil)
     }
 
     // MARK: (a), (b): reconnecting replicas
@@ -498,6 +499,7 @@ private final class ReconcileRun {
         let started = ContinuousClock.now
         _ = try Workload(records: records, authors: authors, seed: seed).write(to: file)
         print("    generated \(Format.grouped(records)) records from \(Format.grouped(authors)) authors in \(Format.seconds(ContinuousClock.now - started)) (not measured)")
+        fflush(nil)   // progress shows as it goes, also into a file
         return file
     }
 
