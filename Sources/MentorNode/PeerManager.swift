@@ -249,8 +249,7 @@ public final class PeerManager: @unchecked Sendable {
     /// When the replica was last asked for missing photos, and the timer of the next ask.
     private var photosLookedAt: ContinuousClock.Instant?
     private var photoLookupTimer: DispatchWorkItem?
-    /// Times the replica was asked for missing photos (for tests).
-    public private(set) var photoLookups = 0
+    private var photoLookups = 0
     /// Bytes of each author's records and photos, as last read or counted (on `applyQueue`;
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
@@ -313,6 +312,8 @@ public final class PeerManager: @unchecked Sendable {
             dueTimer = nil
             photoTimer?.cancel()
             photoTimer = nil
+            photoLookupTimer?.cancel()
+            photoLookupTimer = nil
             for connection in connections.values {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
@@ -333,6 +334,8 @@ public final class PeerManager: @unchecked Sendable {
     /// Records received from peers since start, over every link, duplicates included (what
     /// `status` shows as `recordsReceived`: how many bodies reached this node per record written).
     public var recordsReceived: Int { snapshotLock.withLock { received } }
+    /// Times the replica was asked for the photos it lacks (for tests: work, not time).
+    public var photoLookupCount: Int { queue.sync { photoLookups } }
 
     // MARK: Discovered peers
 
