@@ -413,6 +413,20 @@ private final class Network {
         #expect(net.nodes[0].digest == net.nodes[1].digest)
     }
 
+    @Test func aBatchCarriesRecordsOfManyAuthors() {
+        // A campus: many accounts, few records each. A batch per author made 200 batches here
+        // (each a transaction and an ack at the receiver); filled across authors it takes 4.
+        let net = Network(nodes: 2, settings: SyncSettings(window: 4, batchSize: 100))
+        for n in 0..<200 { net.create(at: 0, author: PublicKey(bytes: [UInt8(n), 9] + [UInt8](repeating: 7, count: 30))!, count: 2) }
+        net.connect(0, 1)
+        net.settle()
+        let ab = Link(local: 0, peer: 1)
+        #expect(net.recordsSent[ab] == 400)
+        #expect(net.batchesSent[ab] == 4)
+        #expect(net.nodes[0].digest == net.nodes[1].digest)
+        #expect(net.sessions[ab]!.bufferedRecords == 0)
+    }
+
     @Test func windowBoundHoldsWhenTheReceiverNeverAcks() {
         let net = Network(nodes: 2, settings: SyncSettings(window: 2, batchSize: 5))
         net.autoApply = [0]                                      // node 1 never applies, never acks

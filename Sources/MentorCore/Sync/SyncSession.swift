@@ -525,38 +525,53 @@ public struct SyncSession: Sendable {
         }
     }
 
-    /// Sends what the window allows, then asks for the next range when nothing waits.
+    /// Sends what the window allows, asking for the next range first while the next batch is
+    /// not full and work waits: a batch carries records of many authors (a campus is many
+    /// accounts with few records each; a batch per author made thousands of tiny batches, each a
+    /// transaction and an ack at the receiver).
     private mutating func pump(_ out: inout [SyncDirective]) {
         guard isEstablished else { return }
-        while inFlight < settings.window, !ready.isEmpty {
-            var batch: [[UInt8]] = []
-            var bytes = 0
-            // The whole message (tag, count, a length per record) stays within maxBatchBytes,
-            // which is also the most a frame carries.
-            while let next = ready.first, batch.count < settings.batchSize,
-                  3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
-                ready.removeFirst()
-                // Pushed while the window was full, and the peer has sent it to us since.
-                if let p = try? RecordPosition.peek(next), p.seq <= peerHeld(p.author) { continue }
-                batch.append(next)
-                bytes += next.count
+        while true {
+            if inFlight < settings.window, fetching == nil, ready.count < settings.batchSize, let next = nextFetch() {
+                fetching = next
+                out.append(.fetch(author: next.author, seqs: next.seqs))
+                return
             }
-            guard !batch.isEmpty else { continue }
-            inFlight += 1
-            recordsSent += batch.count
-            out.append(.send(.records(batch)))
+            guard inFlight < settings.window, !ready.isEmpty else { return }
+            sendBatch(&out)
         }
-        guard inFlight < settings.window, ready.isEmpty, fetching == nil else { return }
+    }
+
+    /// The next author's range the peer lacks, from the work queue (nil: no work left).
+    private mutating func nextFetch() -> (author: PublicKey, seqs: ClosedRange<UInt64>)? {
         while !workQueue.isEmpty {
             let author = workQueue.removeFirst()
             queued.remove(author)
             let have = localVector[author] ?? 0
             let peerHas = peerHas(author)
             guard have > peerHas else { continue }
-            let upper = min(have, peerHas + UInt64(settings.batchSize))
-            fetching = (author, (peerHas + 1)...upper)
-            out.append(.fetch(author: author, seqs: (peerHas + 1)...upper))
-            return
+            return (author, (peerHas + 1)...min(have, peerHas + UInt64(settings.batchSize)))
         }
+        return nil
+    }
+
+    /// One `records` message of what is ready, within the batch's record and byte bounds.
+    private mutating func sendBatch(_ out: inout [SyncDirective]) {
+        var batch: [[UInt8]] = []
+        var bytes = 0
+        // The whole message (tag, count, a length per record) stays within maxBatchBytes,
+        // which is also the most a frame carries.
+        while let next = ready.first, batch.count < settings.batchSize,
+              3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
+            ready.removeFirst()
+            // Pushed while the window was full, and the peer has sent it to us since.
+            if let p = try? RecordPosition.peek(next), p.seq <= peerHeld(p.author) { continue }
+            batch.append(next)
+            bytes += next.count
+        }
+        guard !batch.isEmpty else { return }
+        inFlight += 1
+        recordsSent += batch.count
+        out.append(.send(.records(batch)))
     }
 }
