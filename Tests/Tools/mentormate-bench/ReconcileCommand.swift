@@ -402,16 +402,27 @@ private final class ReconcileRun {
         let n = command.nodes, k = command.meshRecords
         print("(f) mesh of \(n) daemons (each dials every earlier one), \(k) records written on node 0")
         var ports: [Int] = []
+        var clients: [RPCClient] = []
+        defer { clients.forEach { $0.close() } }
+        // One node at a time, each linked to all before it before the next starts: 190 handshakes
+        // at once on a small machine run past the handshake timeout (and earn penalties).
+        let linked = ContinuousClock.now + .seconds(command.timeout)
         for i in 0..<n {
             serial += 1
             let state = dir + "/mesh-\(serial)-\(i)"
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let node = try start("N\(i)", state, extra: ports.flatMap { ["--peer", "127.0.0.1:\($0)"] })
             ports.append(try listenPort(node.socket))
+            let client = try RPCClient(path: node.socket, timeout: .seconds(30))
+            clients.append(client)
+            while try client.call("status")["peers"]?.intValue ?? 0 < Int64(i) {
+                guard ContinuousClock.now < linked else {
+                    let counts = try clients.map { try $0.call("status")["peers"]?.intValue ?? 0 }
+                    throw BenchFailure("the mesh did not link up: peers per node \(counts)")
+                }
+                usleep(20_000)
+            }
         }
-        let clients = try nodes.map { try RPCClient(path: $0.socket, timeout: .seconds(30)) }
-        defer { clients.forEach { $0.close() } }
-        let linked = ContinuousClock.now + .seconds(min(command.timeout, 120))
         while try clients.contains(where: { try $0.call("status")["peers"]?.intValue ?? 0 < Int64(n - 1) }) {
             guard ContinuousClock.now < linked else {
                 let counts = try clients.map { try $0.call("status")["peers"]?.intValue ?? 0 }
@@ -419,6 +430,7 @@ private final class ReconcileRun {
             }
             usleep(50_000)
         }
+        print("    linked: every node has \(n - 1) peers")
         func received() throws -> [Int64] {
             try clients.map { client in
                 guard let r = try client.call("status")["recordsReceived"]?.intValue else {
