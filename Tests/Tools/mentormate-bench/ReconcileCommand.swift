@@ -150,6 +150,8 @@ struct ReconcileCommand {
             printError("error: cannot create \(dir): \(error)")
             return false
         }
+        // The relay writes to sockets a daemon may have closed: an EPIPE, not a silent death.
+        signal(SIGPIPE, SIG_IGN)
         let run = ReconcileRun(command: self, daemonPath: daemon, dir: dir)
         var failed = false
         print("mentormate-bench reconcile: workloads \(Self.all.filter(only.contains).joined(separator: ","))")
