@@ -36,7 +36,9 @@ struct ReconcileCommand {
           (d) as (c) for a backlog of N records (default 15,000) from 100 authors (`peers`' case).
           (e) cold sync of R records from A authors for each --wide R:A (default
               15000:10000,100000:50000), against the same count from 100 authors: time ratio.
-          (f) mesh: N daemons (default 20), each dialling every earlier one (a full mesh); K
+          (f) mesh: N daemons (default 20), each dialling every earlier one (a full mesh: over
+              loopback all links come from 127.0.0.1, so the daemon's per-address link limit
+              must allow N-1; the bench says so if it does not); K
               records (default 10: a sign-up and card edits) written on node 0; once all hold
               them, the records received by all nodes (status `recordsReceived`, duplicates
               included) ÷ (N−1) ÷ K: bodies received per node per record.
@@ -418,6 +420,12 @@ private final class ReconcileRun {
             let client = try RPCClient(path: node.socket, timeout: .seconds(30))
             clients.append(client)
             while try client.call("status")["peers"]?.intValue ?? 0 < Int64(i) {
+                // Over loopback every link comes from 127.0.0.1, and a listener takes only so
+                // many links from one address: say so instead of waiting for the timeout.
+                if let full = nodes.first(where: { $0.logTail(lines: 200).contains("limit reached") }) {
+                    throw BenchFailure("\(full.name) refused links over its per-address limit (all loopback links come from 127.0.0.1): "
+                                       + "this daemon allows a loopback full mesh of \(i) nodes at most; run with --nodes \(i) or raise the limit")
+                }
                 guard ContinuousClock.now < linked else {
                     let counts = try clients.map { try $0.call("status")["peers"]?.intValue ?? 0 }
                     throw BenchFailure("the mesh did not link up: peers per node \(counts)")
