@@ -241,10 +241,17 @@ public final class Node: @unchecked Sendable {
 
     /// Applies records that came from elsewhere (peers) and publishes the resulting events.
     public func applyRemote(_ batch: [[UInt8]], origin: UInt64? = nil) throws(StoreError) -> [ApplyOutcome] {
+        try applyRemote(verified: replica.verify(batch), origin: origin)
+    }
+
+    /// The same for records already decoded and verified (`Replica.verify`), so that a caller
+    /// can verify its next batch while this one is applied. `origin` names the link they came
+    /// from, so they are not pushed back to it.
+    public func applyRemote(verified: [Result<VerifiedRecord, RecordError>], origin: UInt64? = nil) throws(StoreError) -> [ApplyOutcome] {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
-        let (outcomes, stored) = try replica.applyReporting(batch: batch)
+        let (outcomes, stored) = try replica.applyReporting(verified: verified)
         queue.sync { afterApply(stored.map(\.record)) }
-        let inBatch = origin == nil ? [] : Set(batch)
+        let inBatch: Set<[UInt8]> = origin == nil ? [] : Set(verified.compactMap { try? $0.get().encoded })
         let applied = stored.map {
             AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded,
                           origin: inBatch.contains($0.encoded) ? origin : nil)

@@ -103,6 +103,10 @@ public final class PeerManager: @unchecked Sendable {
         /// edits fetches only the photo that is current at its end), but never later than this
         /// after a card named one.
         public var photoDeferral: Duration = .seconds(10)
+        /// Batches naming photos look for missing photos at most this often: each look lists
+        /// every missing photo in size order, so once per batch of a catch-up from many authors
+        /// it was a pass over all their cards per batch.
+        public var photoLookupInterval: Duration = .seconds(1)
         /// The bounds of the table of mDNS instances (size, and how long one may stay silent).
         public var discovery = DiscoveredTable.Settings()
         /// `event.sync` per peer at most this often (plus one when it caught up).
@@ -136,8 +140,10 @@ public final class PeerManager: @unchecked Sendable {
     private let node: Node
     private let logger: any Logger
     private let queue = DispatchQueue(label: "MentorNode.PeerManager")
-    /// Where received batches are verified and applied (see `apply(_:from:)`).
+    /// Where received batches are applied, one at a time (the replica's one writer), and where
+    /// they are decoded and verified meanwhile, several at once (see `apply(_:from:)`).
     private let applyQueue = DispatchQueue(label: "MentorNode.PeerManager.apply")
+    private let verifyQueue = DispatchQueue(label: "MentorNode.PeerManager.verify", attributes: .concurrent)
     private let applyGate = NSLock()
     private var applyStopped = false   // guarded by applyGate
     private let myKey: SigningPublicKey
@@ -233,6 +239,10 @@ public final class PeerManager: @unchecked Sendable {
     /// Since when photo fetching waits for links catching up, and the timer that ends the wait.
     private var photosDeferredSince: ContinuousClock.Instant? { blobs.waitingSince }
     private var photoTimer: DispatchWorkItem?
+    /// When the replica was last asked for missing photos, and the timer of the next ask.
+    private var photosLookedAt: ContinuousClock.Instant?
+    private var photoLookupTimer: DispatchWorkItem?
+    private var photoLookups = 0
     /// Bytes of each author's records and photos, as last read or counted (on `applyQueue`;
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
@@ -294,6 +304,8 @@ public final class PeerManager: @unchecked Sendable {
             dueTimer = nil
             photoTimer?.cancel()
             photoTimer = nil
+            photoLookupTimer?.cancel()
+            photoLookupTimer = nil
             for connection in connections.values {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
@@ -315,6 +327,8 @@ public final class PeerManager: @unchecked Sendable {
     /// Records received from peers since start, over every link, duplicates included (what
     /// `status` shows as `recordsReceived`: how many bodies reached this node per record written).
     public var recordsReceived: Int { snapshotLock.withLock { received } }
+    /// Times the replica was asked for the photos it lacks (for tests: work, not time).
+    public var photoLookupCount: Int { queue.sync { photoLookups } }
 
     // MARK: Discovered peers
 
@@ -535,7 +549,7 @@ public final class PeerManager: @unchecked Sendable {
             guard !tuples.isEmpty else { continue }
             run(connection.session.localRecordsAdded(tuples), on: connection)
         }
-        if records.contains(where: Self.setsAPhoto) { findMissingPhotos() }
+        if records.contains(where: Self.setsAPhoto) { lookForPhotosSoon() }
     }
 
     /// Carries out directives; those that feed the session again are handled in turn.
@@ -724,18 +738,30 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Applying (off queue)
 
-    /// Verifies and applies a batch on `applyQueue` (serial: batches of one link in order, one
-    /// writer for the replica), so link I/O, keep-alives and pushes on `queue` never wait behind
-    /// replica work; the outcome comes back to `queue` for the session.
+    /// Verifies a batch on `verifyQueue` and applies it on `applyQueue` (serial: batches of one
+    /// link in order, one writer for the replica), so link I/O, keep-alives and pushes on
+    /// `queue` never wait behind replica work; the outcome comes back to `queue` for the session.
+    ///
+    /// The pipeline: while batch k is applied, batch k+1 (and the others the window lets in
+    /// flight) are decoded and their signatures checked on the other cores, so a sync runs at
+    /// the rate of the apply alone instead of verify + apply one after the other. Bounded:
+    /// a session closes a peer with more than `window` batches unacknowledged, and a batch is
+    /// acknowledged only after its apply.
     private func apply(_ batch: [[UInt8]], from connection: Connection) {
         let node = self.node
         // The connection stays on `queue`: it is found again there by its key and serial.
         let key = ObjectIdentifier(connection), serial = connection.serial
         snapshotLock.withLock { received += batch.count }
+        let checked = VerifiedBatch()
+        verifyQueue.async { checked.fill(node.replica.verify(batch)) }
         applyQueue.async { [weak self] in
+            let verified = checked.wait()
             guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
-            let (admitted, overBudget) = self.withinBudget(batch)
-            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in try node.applyRemote(admitted, origin: serial) }
+            let (indices, overBudget) = self.withinBudget(batch)
+            let admitted = indices.map { batch[$0] }
+            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in
+                try node.applyRemote(verified: indices.map { verified[$0] }, origin: serial)
+            }
             if case .success(let outcomes) = result { self.countStored(admitted, outcomes) }
             self.queue.async {
                 guard let connection = self.connections[key], connection.serial == serial,
@@ -876,18 +902,18 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Budgets (on applyQueue)
 
-    /// Splits a batch into the records to apply and the authors over their storage budget
-    /// (`settings.authorBudget`: records plus photos; accounts of this node are exempt), whose
-    /// records are dropped unread: not stored, not an offence, the session goes on.
-    private func withinBudget(_ batch: [[UInt8]]) -> (admitted: [[UInt8]], overBudget: [PublicKey]) {
-        var admitted: [[UInt8]] = []
+    /// Splits a batch into the records to apply (their indices) and the authors over their
+    /// storage budget (`settings.authorBudget`: records plus photos; accounts of this node are
+    /// exempt), whose records are dropped: not stored, not an offence, the session goes on.
+    private func withinBudget(_ batch: [[UInt8]]) -> (admitted: [Int], overBudget: [PublicKey]) {
+        var admitted: [Int] = []
         admitted.reserveCapacity(batch.count)
         var over: [PublicKey] = []
         var admittedBytes: [PublicKey: Int64] = [:]
         let local = Set(node.localAccounts())
-        for bytes in batch {
+        for (i, bytes) in batch.enumerated() {
             guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author) else {
-                admitted.append(bytes)   // malformed ones are refused (and blamed) by the replica
+                admitted.append(i)   // malformed ones are refused (and blamed) by the replica
                 continue
             }
             if authorBytes.count >= 4096, authorBytes[author] == nil { authorBytes = [:] }
@@ -903,7 +929,7 @@ public final class PeerManager: @unchecked Sendable {
                 continue
             }
             admittedBytes[author] = pending + Int64(bytes.count)
-            admitted.append(bytes)
+            admitted.append(i)
         }
         for author in over where overBudgetLogged.count < 4096 && overBudgetLogged.insert(author).inserted {
             logger.info("records of an author over its storage budget are not stored",
@@ -961,6 +987,10 @@ public final class PeerManager: @unchecked Sendable {
         }
         photoTimer?.cancel()
         photoTimer = nil
+        photoLookupTimer?.cancel()
+        photoLookupTimer = nil
+        photosLookedAt = now
+        photoLookups += 1
         let refs: [(ref: PhotoRef, author: PublicKey)]
         let used: Int64
         do {
@@ -978,6 +1008,21 @@ public final class PeerManager: @unchecked Sendable {
                                                    "size": "\(skip.ref.size)", "reason": skip.reason])
         }
         assignBlobs()
+    }
+
+    /// `findMissingPhotos` now, or — if it ran less than `photoLookupInterval` ago — once when
+    /// the interval is over (one timer for any number of batches meanwhile).
+    private func lookForPhotosSoon() {
+        let now = ContinuousClock.now
+        guard let last = photosLookedAt, now - last < settings.photoLookupInterval else { return findMissingPhotos() }
+        guard photoLookupTimer == nil else { return }
+        let timer = DispatchWorkItem { [weak self] in
+            guard let self, !self.stopped else { return }
+            self.photoLookupTimer = nil
+            self.findMissingPhotos()
+        }
+        photoLookupTimer = timer
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.photoLookupInterval - (now - last)).nanoseconds)), execute: timer)
     }
 
     /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
@@ -1175,5 +1220,21 @@ private extension Duration {
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// One batch's verification results, filled on `verifyQueue` and waited for on `applyQueue`.
+private final class VerifiedBatch: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var results: [Result<VerifiedRecord, RecordError>] = []   // written once, before `done` is signalled
+
+    func fill(_ results: [Result<VerifiedRecord, RecordError>]) {
+        self.results = results
+        done.signal()
+    }
+
+    func wait() -> [Result<VerifiedRecord, RecordError>] {
+        done.wait()
+        return results
     }
 }

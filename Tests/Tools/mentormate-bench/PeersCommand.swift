@@ -107,6 +107,8 @@ struct PeersCommand {
             printError("error: cannot create \(dir): \(error)")
             return false
         }
+        // The relay writes to sockets a daemon may have closed: an EPIPE, not a silent death.
+        signal(SIGPIPE, SIG_IGN)
         var run = PeersRun(command: self, daemonPath: daemon, dir: dir)
         let ok: Bool
         do {

@@ -36,7 +36,9 @@ struct ReconcileCommand {
           (d) as (c) for a backlog of N records (default 15,000) from 100 authors (`peers`' case).
           (e) cold sync of R records from A authors for each --wide R:A (default
               15000:10000,100000:50000), against the same count from 100 authors: time ratio.
-          (f) mesh: N daemons (default 20), each dialling every earlier one (a full mesh); K
+          (f) mesh: N daemons (default 20), each dialling every earlier one (a full mesh: over
+              loopback all links come from 127.0.0.1, so the daemon's per-address link limit
+              must allow N-1; the bench says so if it does not); K
               records (default 10: a sign-up and card edits) written on node 0; once all hold
               them, the records received by all nodes (status `recordsReceived`, duplicates
               included) ÷ (N−1) ÷ K: bodies received per node per record.
@@ -150,6 +152,8 @@ struct ReconcileCommand {
             printError("error: cannot create \(dir): \(error)")
             return false
         }
+        // The relay writes to sockets a daemon may have closed: an EPIPE, not a silent death.
+        signal(SIGPIPE, SIG_IGN)
         let run = ReconcileRun(command: self, daemonPath: daemon, dir: dir)
         var failed = false
         print("mentormate-bench reconcile: workloads \(Self.all.filter(only.contains).joined(separator: ","))")
@@ -211,6 +215,7 @@ private final class ReconcileRun {
         case "g": try replicaSize()
         default: break
         }
+        fflush(nil)
     }
 
     // MARK: (a), (b): reconnecting replicas
@@ -401,16 +406,33 @@ private final class ReconcileRun {
         let n = command.nodes, k = command.meshRecords
         print("(f) mesh of \(n) daemons (each dials every earlier one), \(k) records written on node 0")
         var ports: [Int] = []
+        var clients: [RPCClient] = []
+        defer { clients.forEach { $0.close() } }
+        // One node at a time, each linked to all before it before the next starts: 190 handshakes
+        // at once on a small machine run past the handshake timeout (and earn penalties).
+        let linked = ContinuousClock.now + .seconds(command.timeout)
         for i in 0..<n {
             serial += 1
             let state = dir + "/mesh-\(serial)-\(i)"
             try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             let node = try start("N\(i)", state, extra: ports.flatMap { ["--peer", "127.0.0.1:\($0)"] })
             ports.append(try listenPort(node.socket))
+            let client = try RPCClient(path: node.socket, timeout: .seconds(30))
+            clients.append(client)
+            while try client.call("status")["peers"]?.intValue ?? 0 < Int64(i) {
+                // Over loopback every link comes from 127.0.0.1, and a listener takes only so
+                // many links from one address: say so instead of waiting for the timeout.
+                if let full = nodes.first(where: { $0.logTail(lines: 200).contains("limit reached") }) {
+                    throw BenchFailure("\(full.name) refused links over its per-address limit (all loopback links come from 127.0.0.1): "
+                                       + "this daemon allows a loopback full mesh of \(i) nodes at most; run with --nodes \(i) or raise the limit")
+                }
+                guard ContinuousClock.now < linked else {
+                    let counts = try clients.map { try $0.call("status")["peers"]?.intValue ?? 0 }
+                    throw BenchFailure("the mesh did not link up: peers per node \(counts)")
+                }
+                usleep(20_000)
+            }
         }
-        let clients = try nodes.map { try RPCClient(path: $0.socket, timeout: .seconds(30)) }
-        defer { clients.forEach { $0.close() } }
-        let linked = ContinuousClock.now + .seconds(min(command.timeout, 120))
         while try clients.contains(where: { try $0.call("status")["peers"]?.intValue ?? 0 < Int64(n - 1) }) {
             guard ContinuousClock.now < linked else {
                 let counts = try clients.map { try $0.call("status")["peers"]?.intValue ?? 0 }
@@ -418,6 +440,7 @@ private final class ReconcileRun {
             }
             usleep(50_000)
         }
+        print("    linked: every node has \(n - 1) peers")
         func received() throws -> [Int64] {
             try clients.map { client in
                 guard let r = try client.call("status")["recordsReceived"]?.intValue else {
@@ -498,6 +521,7 @@ private final class ReconcileRun {
         let started = ContinuousClock.now
         _ = try Workload(records: records, authors: authors, seed: seed).write(to: file)
         print("    generated \(Format.grouped(records)) records from \(Format.grouped(authors)) authors in \(Format.seconds(ContinuousClock.now - started)) (not measured)")
+        fflush(nil)   // progress shows as it goes, also into a file
         return file
     }
 

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorNet
+import MentorStore
+@testable import MentorNode
+
+/// Work a catch-up costs the receiving peer manager, counted (not timed): over two peer
+/// managers linked on loopback, B takes the cards of many authors from A, one small batch after
+/// another, as a campus of many accounts with few records each arrives.
+@Suite(.serialized) struct PeerManagerWorkTests {
+    /// A node with a peer manager on 127.0.0.1 (a free port), dialling `peers`.
+    final class LinkedNode {
+        let node: TestNode
+        let peers: PeerManager
+
+        init(dialing others: [PeerManager.StaticPeer] = [], settings: PeerManager.Settings) throws {
+            node = try TestNode()
+            let listener = try TCPListener(host: "127.0.0.1", port: 0)
+            peers = PeerManager(node: node.node, listener: listener, staticPeers: others, settings: settings)
+            peers.start()
+        }
+
+        var port: UInt16 { peers.listenAddress.port }
+        deinit { peers.stop() }
+    }
+
+    /// Cards of `authors` authors, each naming a photo no node holds (so every batch of them
+    /// is a batch "naming a photo the replica lacks").
+    static func cards(authors: Int) throws -> [[UInt8]] {
+        try (0..<authors).flatMap { n -> [[UInt8]] in
+            var w = RecordWriter(keys: try SigningKeyPair(seed: [UInt8(n >> 8), UInt8(n & 0xFF)] + [UInt8](repeating: 5, count: 30)))
+            let photo = PhotoRef(hash: [UInt8](repeating: UInt8(n & 0xFF), count: 31) + [UInt8(n >> 8)], size: 1000, format: .png)
+            return [try w.profile(ProfileCard(name: "Author \(n)", role: .student, photo: .some(photo)), at: 1000 + UInt64(n)).encoded,
+                    try w.profile(ProfileCard(bio: "bio of \(n)"), at: 2000 + UInt64(n)).encoded]
+        }
+    }
+
+    @Test func aCatchUpFromManyAuthorsLooksForMissingPhotosOncePerIntervalNotOncePerBatch() throws {
+        var settings = PeerManager.Settings()
+        settings.photoDeferral = .zero            // no waiting for the catch-up: every batch may look
+        settings.photoLookupInterval = .seconds(3600)
+        let a = try LinkedNode(settings: settings)
+        let records = try Self.cards(authors: 300)
+        #expect(try a.node.node.replica.apply(batch: records).allSatisfy { $0 == .applied })
+        let b = try LinkedNode(dialing: [.init(host: "127.0.0.1", port: a.port)], settings: settings)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try b.node.node.replica.counts().records < records.count, ContinuousClock.now < deadline { usleep(10_000) }
+        #expect(try b.node.node.replica.counts().records == records.count)
+        #expect(b.peers.recordsReceived >= records.count, "every record B took came over the link")
+        // One look when the link came up, one for the first batch naming photos; the hundreds
+        // of batches after it wait for the interval (before: one look, a pass over every
+        // missing photo, per batch).
+        #expect(b.peers.photoLookupCount <= 3, "looked for missing photos \(b.peers.photoLookupCount) times")
+    }
+}
