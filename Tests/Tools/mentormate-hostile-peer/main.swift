@@ -28,6 +28,11 @@
 //               the lowest record IDs (fork-low) or the one with the highest (fork-high): given
 //               to two honest nodes, they make one of them receive a third variant (equivocation)
 //               when the two link; prints `variants=ID,ID,...` (all three, ascending) first
+//   fork-hidden-a (with --author-seed) the hidden-fork attack on sync v1 (HiddenFork.swift): one
+//   fork-hidden-b author's 70 card edits in one batch, chain a or chain b, which differ at some
+//               seqs (the last among them) and have equal v1 digests; prints
+//               `author=ID differ=SEQ,... digest-a=HEX digest-b=HEX` first
+//   v1-hello    says a sync protocol v1 hello (`01 01 00 00000000`) instead of v2's, then waits
 //   not-now     sends one batch of valid records that the daemon cannot take now through no fault
 //               of ours: seq 5000 of a fresh author (a gap past 4096), a card dated 48 h ahead
 //               (past the hold bound), a card dated 2 h ahead (held until due) and a valid card
@@ -108,7 +113,8 @@ while !arguments.isEmpty {
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high",
+               "fork-hidden-a", "fork-hidden-b", "v1-hello", "not-now",
                "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "heres"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB) else {
@@ -465,8 +471,15 @@ if attack == "duplicates" {
     close(fd)
     exit(0)
 }
-sendMessage(v2Hello)
+if attack == "v1-hello" {
+    // A v1 hello (version 1, no more parts, an empty vector), as an old build sends it.
+    do { _ = writeAll(try sealer.seal([0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00])) } catch { fail("sealing: \(error)") }
+} else {
+    sendMessage(v2Hello)
+}
 switch attack {
+case "v1-hello":
+    break
 case "hello100k":
     sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids(preparedShortIDs))]))
     let line = Array("hello sent ids=\(preparedShortIDs.count) parts=1\n".utf8)
@@ -556,6 +569,15 @@ case "fork-low", "fork-high":
     print("variants=\(variants.map { Hex.encode($0.id) }.joined(separator: ","))")
     let chosen = attack == "fork-low" ? Array(variants.prefix(2)) : [variants[2]]
     sendMessage(.records(chosen.map(\.encoded)))
+case "fork-hidden-a", "fork-hidden-b":
+    let keys: SigningKeyPair
+    do { keys = try SigningKeyPair(seed: authorSeed ?? []) } catch { fail("--author-seed: \(error)", status: 2) }
+    let chains: (a: [VerifiedRecord], b: [VerifiedRecord], differ: [Int])
+    do { chains = try HiddenFork.chains(keys: keys) } catch { fail("signing: \(error)", status: 2) }
+    let chain = attack == "fork-hidden-a" ? chains.a : chains.b
+    print("author=\(keys.publicKey.key.id) differ=\(chains.differ.map(String.init).joined(separator: ",")) " +
+          "digest-a=\(String(HiddenFork.v1Digest(chains.a), radix: 16)) digest-b=\(String(HiddenFork.v1Digest(chains.b), radix: 16))")
+    sendMessage(.records(chain.map(\.encoded)))
 case "not-now":
     let now = UInt64(time(nil)) * 1000
     var batch: [[UInt8]] = []
