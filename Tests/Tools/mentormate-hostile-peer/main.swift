@@ -48,7 +48,7 @@
 //   hello100k   after hello, the largest recon message there is: one `ids` item at the root
 //               listing 120,000 short IDs (--records N for another number) the daemon lacks
 //               (it answers with a `need` as large), then keeps the link up until --wait
-//   summaries   after hello, recon messages of 16,384 short IDs (128 KiB) each, every one
+//   summaries   after hello, recon messages of 1,024 short IDs (8 KiB) each, every one
 //               sent as soon as the daemon answered the last (by the ping-pong rule), 400 of them:
 //               a flood within the protocol but over the rate
 //   wants       after hello, 4,000 want messages at wire speed
@@ -142,7 +142,7 @@ if attack == "forged-msg3" && claimedKey == nil {
 // Prepared before dialling, so that the link is never silent while they are made.
 let preparedShortIDs: [UInt64] = switch attack {
 case "hello100k": shortIDs(recordsGiven ? streamRecords : 120_000)
-case "summaries": shortIDs(16_384)
+case "summaries": shortIDs(1_024)
 default: []
 }
 let v2Hello = SyncMessage.hello(salt: randomBytes(SyncMessage.saltBytes), held: 0)
@@ -595,6 +595,10 @@ case "wrong-blob":
     func png(_ fill: UInt8) -> [UInt8] { [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: fill, count: 1000) }
     let promised = png(1), served = png(2)
     let ref = PhotoRef(hash: BLAKE2b.hash(promised, outputLength: 32), size: UInt32(promised.count), format: .png)
+    // A round holding nothing, as an honest initiator opens one: the daemon looks for photos
+    // once its session with us is caught up (our `caughtUp` follows its answer).
+    sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids([]))]))
+    var roundDone = false
     do {
         sendMessage(.records([try writer.profile(ProfileCard(name: "Swapper", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
                                                  at: UInt64(time(nil)) * 1000).encoded]))
@@ -608,7 +612,14 @@ case "wrong-blob":
         do {
             for body in try decoder.feed(bytes) {
                 let plaintext = try opener.open(body)
-                if !plaintext.isEmpty, case .wantBlob(let hash) = try SyncMessage.decode(plaintext), hash == ref.hash { asked = true }
+                guard !plaintext.isEmpty else { continue }
+                let message = try SyncMessage.decode(plaintext)
+                if case .wantBlob(let hash) = message, hash == ref.hash { asked = true }
+                if case .recon = message, !roundDone {
+                    roundDone = true
+                    sendMessage(.recon([]))
+                    sendMessage(.caughtUp)
+                }
             }
         } catch { fail("the daemon sent a bad frame: \(error)") }
     }
