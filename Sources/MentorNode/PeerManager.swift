@@ -10,11 +10,18 @@ import MentorStore
 /// peers (initiators, redialled with exponential backoff and jitter), and runs one `SyncSession`
 /// per established link, carrying out its directives against the node and the replica.
 ///
+/// - Sync v2 (PROTOCOL.md §13.3): each side says hello with a fresh salt; the side that dialled
+///   starts a reconciliation round at once, every `reconInterval`, and after applying a fork
+///   variant; `.reconcile` is answered inside one read of the replica's tree, `fetchIDs` and
+///   `fetchSubtree` from the replica (pages of a subtree by the replica's cursor, which stays
+///   here: the session carries a token).
 /// - Records applied here (`Node.onApplied`: written locally or received from any peer) go to
-///   every session's `localRecordsAdded`: that is push, and relaying along lines of nodes.
+///   every session's `localRecordsAdded` except the session of the link they came over (echo
+///   suppression by link): that is push, and relaying along lines of nodes — fork variants too.
 /// - Two links to the same node collapse to one: both ends keep the link whose initiator has the
 ///   smaller node key and close the other.
 /// - A session's `.close` closes its link; the reason is logged once with the peer's address.
+///   `.end` (a peer speaking another protocol version) closes it the same way, without blame.
 /// - Defence: a host whose link fails the handshake, sends a bad frame, breaks the sync protocol
 ///   or sends records whose refusal proves it misbehaved (`RecordError.Code.isOffence`) is
 ///   refused for a growing interval (`PenaltyBox`): the listener closes its connections at once
@@ -36,7 +43,7 @@ import MentorStore
 ///   was fetched is not stored; the node's photo budget and each author's storage budget decide
 ///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
 /// - Budgets and rates: records of an author over its storage budget are dropped unread (no
-///   offence); `summary` and `want` messages over their per-link rate end the session as an
+///   offence); `recon` and `want` messages over their per-link rate end the session as an
 ///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).

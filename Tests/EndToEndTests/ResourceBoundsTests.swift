@@ -254,7 +254,7 @@ extension EndToEndTests {
         }
     }
 
-    /// (4) Floods of `recon` (400 × 128 KiB, each after the answer to the last) and `want` (4,000) messages: each flooding link is
+    /// (4) Floods of `recon` (400 × 8 KiB, each after the answer to the last) and `want` (4,000) messages: each flooding link is
     /// cut off as an offence after the burst the rate allows, within a bounded CPU time of A;
     /// the honest peer B keeps syncing.
     @Test func aFloodOfSummaryOrWantMessagesIsCutOffWithinBoundedCPUAndTheHonestPeerSyncs() throws {

@@ -135,4 +135,39 @@ private final class ReplicaLink {
         #expect(link.sessions[0].recordsSent == 0 && link.sessions[1].recordsSent == 0)
         #expect(link.sessions[0].reconMessagesSent == 2 && link.sessions[1].reconMessagesSent == 1)
     }
+
+    /// The hidden-fork attack at the replica level: two 70-edit chains of one author that differ
+    /// at some seqs (the last among them) with equal v1 state — the same contiguous seq and the
+    /// same v1 XOR digest (`versionSummary`), so v1's hello and summary saw nothing to exchange
+    /// (that comparison is what these equalities defeat). One v2 round exchanges the variants.
+    @Test func chainsWithEqualV1DigestsAreToldApartAndExchangedByOneRound() throws {
+        func prefix(_ id: [UInt8]) -> UInt64 { id.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
+        let a = try (1...70).map { try card(UInt64($0), "bio A \($0)") }
+        let alt = try (1...70).map { try card(UInt64($0), "bio B \($0)") }
+        let v = (0..<70).map { prefix(VerifiedRecord.id(of: a[$0])) ^ prefix(VerifiedRecord.id(of: alt[$0])) }
+        // Gaussian elimination over GF(2): which of the first 69 differences XOR to the 70th.
+        var basis: [Int: (vector: UInt64, made: Set<Int>)] = [:]
+        for i in 0..<69 {
+            var x = v[i], made: Set<Int> = [i]
+            while x != 0, let b = basis[63 - x.leadingZeroBitCount] { x ^= b.vector; made.formSymmetricDifference(b.made) }
+            if x != 0 { basis[63 - x.leadingZeroBitCount] = (x, made) }
+        }
+        var x = v[69], differ: Set<Int> = [69]
+        while x != 0, let b = basis[63 - x.leadingZeroBitCount] { x ^= b.vector; differ.formSymmetricDifference(b.made) }
+        try #require(x == 0, "the first 69 differences span the 70th")
+        let b = (0..<70).map { differ.contains($0) ? alt[$0] : a[$0] }
+        let x1 = try memoryReplica(), y1 = try memoryReplica()
+        _ = try x1.apply(batch: a)
+        _ = try y1.apply(batch: b)
+        let vx = try x1.versionSummary()[ana.publicKey.key], vy = try y1.versionSummary()[ana.publicKey.key]
+        #expect(vx == vy && vx?.seq == 70, "v1 sees the same seq and digest on both sides: \(String(describing: vx)) \(String(describing: vy))")
+        #expect(try x1.card(of: ana.publicKey.key)?.card.bio != y1.card(of: ana.publicKey.key)?.card.bio, "yet they show different bios")
+        let link = ReplicaLink(x1, y1)
+        try link.start()
+        try link.settle()
+        #expect(link.closed.isEmpty, "\(link.closed)")
+        #expect(try x1.counts().records == 70 + differ.count && y1.counts().records == 70 + differ.count)
+        #expect(try x1.card(of: ana.publicKey.key)?.forked == true && y1.card(of: ana.publicKey.key)?.forked == true)
+        #expect(link.sessions[0].recordsSent == differ.count && link.sessions[1].recordsSent == differ.count, "only the variants travel")
+    }
 }

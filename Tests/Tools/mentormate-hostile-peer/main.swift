@@ -32,6 +32,11 @@
 //               the lowest record IDs (fork-low) or the one with the highest (fork-high): given
 //               to two honest nodes, they make one of them receive a third variant (equivocation)
 //               when the two link; prints `variants=ID,ID,...` (all three, ascending) first
+//   fork-hidden-a (with --author-seed) the hidden-fork attack on sync v1 (HiddenFork.swift): one
+//   fork-hidden-b author's 70 card edits in one batch, chain a or chain b, which differ at some
+//               seqs (the last among them) and have equal v1 digests; prints
+//               `author=ID differ=SEQ,... digest-a=HEX digest-b=HEX` first
+//   v1-hello    says a sync protocol v1 hello (`01 01 00 00000000`) instead of v2's, then waits
 //   not-now     sends one batch of valid records that the daemon cannot take now through no fault
 //               of ours: seq 5000 of a fresh author (a gap past 4096), a card dated 48 h ahead
 //               (past the hold bound), a card dated 2 h ahead (held until due) and a valid card
@@ -47,7 +52,7 @@
 //   hello100k   after hello, the largest recon message there is: one `ids` item at the root
 //               listing 120,000 short IDs (--records N for another number) the daemon lacks
 //               (it answers with a `need` as large), then keeps the link up until --wait
-//   summaries   after hello, recon messages of 16,384 short IDs (128 KiB) each, every one
+//   summaries   after hello, recon messages of 1,024 short IDs (8 KiB) each, every one
 //               sent as soon as the daemon answered the last (by the ping-pong rule), 400 of them:
 //               a flood within the protocol but over the rate
 //   wants       after hello, 4,000 want messages at wire speed
@@ -122,7 +127,8 @@ while !arguments.isEmpty {
     default: positional.append(a)
     }
 }
-let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high", "not-now",
+let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high",
+               "fork-hidden-a", "fork-hidden-b", "v1-hello", "not-now",
                "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "silent-blob", "heres",
                "no-work", "weak-work"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
@@ -153,7 +159,7 @@ if attack == "forged-msg3" && claimedKey == nil {
 // Prepared before dialling, so that the link is never silent while they are made.
 let preparedShortIDs: [UInt64] = switch attack {
 case "hello100k": shortIDs(recordsGiven ? streamRecords : 120_000)
-case "summaries": shortIDs(16_384)
+case "summaries": shortIDs(1_024)
 default: []
 }
 let v2Hello = SyncMessage.hello(salt: randomBytes(SyncMessage.saltBytes), held: 0)
@@ -482,8 +488,15 @@ if attack == "duplicates" {
     close(fd)
     exit(0)
 }
-sendMessage(v2Hello)
+if attack == "v1-hello" {
+    // A v1 hello (version 1, no more parts, an empty vector), as an old build sends it.
+    do { _ = writeAll(try sealer.seal([0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00])) } catch { fail("sealing: \(error)") }
+} else {
+    sendMessage(v2Hello)
+}
 switch attack {
+case "v1-hello":
+    break
 case "hello100k":
     sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids(preparedShortIDs))]))
     let line = Array("hello sent ids=\(preparedShortIDs.count) parts=1\n".utf8)
@@ -591,6 +604,15 @@ case "fork-low", "fork-high":
     print("variants=\(variants.map { Hex.encode($0.id) }.joined(separator: ","))")
     let chosen = attack == "fork-low" ? Array(variants.prefix(2)) : [variants[2]]
     sendMessage(.records(chosen.map(\.encoded)))
+case "fork-hidden-a", "fork-hidden-b":
+    let keys: SigningKeyPair
+    do { keys = try SigningKeyPair(seed: authorSeed ?? []) } catch { fail("--author-seed: \(error)", status: 2) }
+    let chains: (a: [VerifiedRecord], b: [VerifiedRecord], differ: [Int])
+    do { chains = try HiddenFork.chains(keys: keys) } catch { fail("signing: \(error)", status: 2) }
+    let chain = attack == "fork-hidden-a" ? chains.a : chains.b
+    print("author=\(keys.publicKey.key.id) differ=\(chains.differ.map(String.init).joined(separator: ",")) " +
+          "digest-a=\(String(HiddenFork.v1Digest(chains.a), radix: 16)) digest-b=\(String(HiddenFork.v1Digest(chains.b), radix: 16))")
+    sendMessage(.records(chain.map(\.encoded)))
 case "not-now":
     let now = UInt64(time(nil)) * 1000
     var batch: [[UInt8]] = []
@@ -608,6 +630,10 @@ case "wrong-blob":
     func png(_ fill: UInt8) -> [UInt8] { [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: fill, count: 1000) }
     let promised = png(1), served = png(2)
     let ref = PhotoRef(hash: BLAKE2b.hash(promised, outputLength: 32), size: UInt32(promised.count), format: .png)
+    // A round holding nothing, as an honest initiator opens one: the daemon looks for photos
+    // once its session with us is caught up (our `caughtUp` follows its answer).
+    sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids([]))]))
+    var roundDone = false
     do {
         sendMessage(.records([try writer.profile(ProfileCard(name: "Swapper", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
                                                  at: UInt64(time(nil)) * 1000).encoded]))
@@ -621,7 +647,14 @@ case "wrong-blob":
         do {
             for body in try decoder.feed(bytes) {
                 let plaintext = try opener.open(body)
-                if !plaintext.isEmpty, case .wantBlob(let hash) = try SyncMessage.decode(plaintext), hash == ref.hash { asked = true }
+                guard !plaintext.isEmpty else { continue }
+                let message = try SyncMessage.decode(plaintext)
+                if case .wantBlob(let hash) = message, hash == ref.hash { asked = true }
+                if case .recon = message, !roundDone {
+                    roundDone = true
+                    sendMessage(.recon([]))
+                    sendMessage(.caughtUp)
+                }
             }
         } catch { fail("the daemon sent a bad frame: \(error)") }
     }
