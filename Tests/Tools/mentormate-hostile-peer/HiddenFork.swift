@@ -14,8 +14,10 @@ enum HiddenFork {
     static func prefix(_ id: [UInt8]) -> UInt64 { id.prefix(8).reduce(0) { $0 << 8 | UInt64($1) } }
 
     /// The two chains (`a`, `b`) and the seqs where they differ.
-    static func chains(keys: SigningKeyPair) throws -> (a: [VerifiedRecord], b: [VerifiedRecord], differ: [Int]) {
-        var wa = RecordWriter(keys: keys), wb = RecordWriter(keys: keys)
+    /// `work`: the network's proof of work, which both chains' first card carries (the same
+    /// nonce: the work binds the account key and the network, not the record).
+    static func chains(keys: SigningKeyPair, work: AccountWork.Requirement) throws -> (a: [VerifiedRecord], b: [VerifiedRecord], differ: [Int]) {
+        var wa = RecordWriter(keys: keys, accountWork: work), wb = RecordWriter(keys: keys, accountWork: work)
         var a: [VerifiedRecord] = [], alt: [VerifiedRecord] = []
         for seq in 1...edits {
             let at = 1_700_000_000_000 + UInt64(seq)

@@ -608,7 +608,7 @@ case "fork-hidden-a", "fork-hidden-b":
     let keys: SigningKeyPair
     do { keys = try SigningKeyPair(seed: authorSeed ?? []) } catch { fail("--author-seed: \(error)", status: 2) }
     let chains: (a: [VerifiedRecord], b: [VerifiedRecord], differ: [Int])
-    do { chains = try HiddenFork.chains(keys: keys) } catch { fail("signing: \(error)", status: 2) }
+    do { chains = try HiddenFork.chains(keys: keys, work: accountWork) } catch { fail("signing: \(error)", status: 2) }
     let chain = attack == "fork-hidden-a" ? chains.a : chains.b
     print("author=\(keys.publicKey.key.id) differ=\(chains.differ.map(String.init).joined(separator: ",")) " +
           "digest-a=\(String(HiddenFork.v1Digest(chains.a), radix: 16)) digest-b=\(String(HiddenFork.v1Digest(chains.b), radix: 16))")
