@@ -318,7 +318,8 @@ public final class PeerManager: @unchecked Sendable {
                 connection.syncTimer?.cancel()
                 connection.deferralTimer?.cancel()
                 connection.hereTimer?.cancel()
-        connection.blobTimer?.cancel()
+                connection.roundTimer?.cancel()
+                connection.blobTimer?.cancel()
                 connection.link.close()
             }
             connections = [:]
@@ -514,6 +515,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.deferralTimer?.cancel()
         connection.hereTimer?.cancel()
         connection.roundTimer?.cancel()
+        connection.blobTimer?.cancel()
         publishSnapshot()
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
