@@ -285,8 +285,11 @@ extension EndToEndTests {
         #expect(Self.field(output, "closed") == "false", "a here flood is no offence: \(output)\n\(pair.a.log)")
         #expect(!pair.a.log.contains("peer refused for a while"), "nobody is refused: \(pair.a.log)")
         // Before the rate: 131 s of CPU for the same flood (a nearby set rebuilt and diffed per message);
-        // after: ~1.5 s, nearly all of it opening 650 MB of frames, which any message costs.
-        #expect(cpu < 5, "20,000 here messages cost A \(cpu) s of CPU")
+        // after: ~1.5 s on a quiet machine, nearly all of it opening 650 MB of frames, which any
+        // message costs — and 5.4 s on a loaded 2-core CI runner. The bound sits between the two
+        // regimes (a factor of 6 under the old cost, of 3.5 over the worst seen) so that it fails
+        // when the rate breaks and not when the machine is busy.
+        #expect(cpu < 20, "20,000 here messages cost A \(cpu) s of CPU")
         try pair.honestWrite("after the flood")
         let nearby = try mmJSON(pair.e2e, ["feed"], pair.socketA)["cards"]?.arrayValue?.first?["nearby"]?.boolValue
         #expect(nearby == true, "Ben is still nearby now (B's own here was taken)")
