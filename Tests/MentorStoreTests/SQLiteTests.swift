@@ -434,6 +434,33 @@ private func threeMigrations() -> Migrator {
     #expect(try store.read { db in try rowCount(db, "t") } == 0)
 }
 
+/// A cached statement used in read after read stays prepared. Before: each read set and reset
+/// `PRAGMA query_only`, which expires every statement of the connection, so each use re-prepared.
+@Test func cachedStatementsAreNotPreparedAgainByEachRead() throws {
+    let store = try DatabaseQueue(path: ":memory:")
+    try store.write { db in try db.execute("CREATE TABLE t(x)"); try db.execute("INSERT INTO t VALUES (1)") }
+    let sql = "SELECT x FROM t WHERE x = ?"
+    for _ in 0..<5 {
+        #expect(try store.read { db in try db.cachedStatement(sql).queryOne([.integer(1)])?.int64(0) } == 1)
+    }
+    let count = try store.read { db in try db.cachedStatement(sql).reprepareCount }
+    #expect(count == 0, "re-prepared \(count) times")
+}
+
+/// The read-only guard refuses writes of every kind inside a read and leaves reads working.
+@Test func queueReadRefusesScriptsAndWritingStatements() throws {
+    let store = try DatabaseQueue(path: ":memory:")
+    try store.write { db in try db.execute("CREATE TABLE t(x)") }
+    for body in [{ (db: Database) throws in try db.executeScript("INSERT INTO t VALUES (1); INSERT INTO t VALUES (2)") },
+                 { (db: Database) throws in try db.cachedStatement("DELETE FROM t").run() },
+                 { (db: Database) throws in try db.execute("CREATE TABLE u(y)") }] {
+        let error = #expect(throws: StoreError.self) { try store.read(body) }
+        #expect(error?.isReadOnly == true)
+    }
+    #expect(try store.read { db in try rowCount(db, "t") } == 0)
+    #expect(try store.read { db in try db.queryOne("SELECT count(*) FROM sqlite_schema WHERE name = 'u'")?.int64(0) } == 0)
+}
+
 @Test func queueReadRefusesWritesAndLeavesTheConnectionWritable() throws {
     let store = try DatabaseQueue(path: ":memory:")
     try store.write { db in try db.execute("CREATE TABLE t(x)") }

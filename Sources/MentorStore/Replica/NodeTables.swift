@@ -192,16 +192,18 @@ extension Replica {
     /// The bytes of an author's stored records (variants and held-back records included) and of
     /// the photos its current card names that this node holds: what the per-author budget counts.
     public func authorUsage(_ author: PublicKey) throws(StoreError) -> Int64 {
+        // Cached statements: the blob fetcher asks this once per missing photo (up to 1,024 in
+        // one listing), and parsing the three queries afresh was most of that listing's cost.
         try read { db throws(StoreError) in
-            guard let id = try db.queryOne("SELECT id FROM authors WHERE key = ?", [.blob(author.bytes)])?.int64(0) else { return 0 }
-            let records = try db.queryOne("""
+            guard let id = try db.cachedStatement("SELECT id FROM authors WHERE key = ?").queryOne([.blob(author.bytes)])?.int64(0) else { return 0 }
+            let records = try db.cachedStatement("""
                 SELECT coalesce((SELECT sum(length(bytes)) FROM records WHERE author = ?1), 0)
                      + coalesce((SELECT sum(length(bytes)) FROM pending WHERE author = ?1), 0)
-                """, [.integer(id)])?.int64(0) ?? 0
-            let photos = try db.queryOne("""
+                """).queryOne([.integer(id)])?.int64(0) ?? 0
+            let photos = try db.cachedStatement("""
                 SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.hash IN (
                     SELECT substr(value, 1, 32) FROM card_entries WHERE author = ? AND field = ? AND length(value) = 37)
-                """, [.integer(id), .integer(Int64(ProfileCard.Field.photo.rawValue))])?.int64(0) ?? 0
+                """).queryOne([.integer(id), .integer(Int64(ProfileCard.Field.photo.rawValue))])?.int64(0) ?? 0
             return records + photos
         }
     }

@@ -52,6 +52,17 @@ public final class Database {
     /// Nil once closed.
     private var connection: OpaquePointer?
     private var statementCache: [String: Statement] = [:]
+
+    /// Whether statements may write, shared with every statement of the connection.
+    ///
+    /// `DatabaseQueue.read` sets `readOnly` for its body. Not `PRAGMA query_only`: setting a
+    /// flag pragma expires every prepared statement of the connection, so each read made every
+    /// cached statement re-prepare on its next use (a third of the CPU of a missing-photo
+    /// listing, and of every read-heavy path).
+    final class Access {
+        var readOnly = false
+    }
+    let access = Access()
     /// How many `transaction` calls are running as savepoints inside an outer transaction.
     private var savepointDepth = 0
 
@@ -124,7 +135,7 @@ public final class Database {
     }
 
     func makeStatement(_ sql: String) throws(StoreError) -> Statement {
-        try Statement(connection: liveConnection(sql), sql: sql)
+        try Statement(connection: liveConnection(sql), sql: sql, access: access)
     }
 
     // MARK: Running SQL
@@ -138,6 +149,9 @@ public final class Database {
     /// before a failing one stay applied unless the script runs inside a transaction.
     public func executeScript(_ sql: String) throws(StoreError) {
         let connection = try liveConnection(sql)
+        guard !access.readOnly else {
+            throw StoreError(.readOnly, "a script was run inside a read; use DatabaseQueue.write", sql: sql)
+        }
         var cMessage: UnsafeMutablePointer<CChar>?
         let resultCode = sqlite3_exec(connection, sql, nil, nil, &cMessage)
         defer { sqlite3_free(cMessage) }

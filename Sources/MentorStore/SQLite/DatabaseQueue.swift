@@ -33,8 +33,9 @@ public final class DatabaseQueue: @unchecked Sendable {
         try inWriteTransaction(body, convert: { $0 })
     }
 
-    /// Runs `body` on the queue inside a DEFERRED transaction with `PRAGMA query_only` on, so it
-    /// sees one consistent snapshot and any write in it fails with `readOnly`.
+    /// Runs `body` on the queue inside a DEFERRED transaction with the connection read-only, so
+    /// it sees one consistent snapshot and any statement in it that would write fails with
+    /// `readOnly` before it runs (`sqlite3_stmt_readonly`).
     public func read<T>(_ body: (Database) throws -> T) throws -> T {
         try inReadTransaction(body, convert: { $0 })
     }
@@ -76,11 +77,8 @@ public final class DatabaseQueue: @unchecked Sendable {
     private func inReadTransaction<T, E: Error>(_ body: (Database) throws(E) -> T,
                                                 convert: (StoreError) -> E) throws(E) -> T {
         try onQueue("read", { (database) throws(E) in
-            do throws(StoreError) { try database.cachedStatement("PRAGMA query_only = 1").run() } catch {
-                throw convert(error)
-            }
-            // Only fails if the connection is closed, and then there is nothing left to write with.
-            defer { try? database.cachedStatement("PRAGMA query_only = 0").run() }
+            database.access.readOnly = true
+            defer { database.access.readOnly = false }
             return try database.inTransaction(.deferred, { () throws(E) in try body(database) }, convert: convert)
         }, convert: convert)
     }

@@ -10,10 +10,13 @@ public final class Statement {
     public let sql: String
     /// Nil once finalized.
     private var handle: OpaquePointer?
+    /// The connection's access mode: while it is read-only, a statement that would write is
+    /// refused before it runs.
+    private let access: Database.Access?
 
     /// Prepares exactly one statement. Empty SQL and SQL holding a second statement are refused
     /// with `misuse` (several statements go through `Database.executeScript`).
-    init(connection: OpaquePointer, sql: String) throws(StoreError) {
+    init(connection: OpaquePointer, sql: String, access: Database.Access? = nil) throws(StoreError) {
         var statement: OpaquePointer?
         var trailing = false
         let resultCode = sql.withCString { cSQL in
@@ -44,10 +47,18 @@ public final class Statement {
         }
         self.sql = sql
         self.handle = statement
+        self.access = access
     }
 
     deinit {
         sqlite3_finalize(handle)
+    }
+
+    /// How many times SQLite re-prepared this statement (after a schema change or anything
+    /// that expired it): a cached statement that stays valid keeps this at 0.
+    public var reprepareCount: Int {
+        guard let handle else { return 0 }
+        return Int(sqlite3_stmt_status(handle, SQLITE_STMTSTATUS_REPREPARE, 0))
     }
 
     /// Finalizes now; later uses throw. Called by `Database.close()` for cached statements.
@@ -113,6 +124,9 @@ public final class Statement {
     /// reset, so it can be bound and run again.
     public func step() throws(StoreError) -> Row? {
         let statement = try liveHandle()
+        if let access, access.readOnly, sqlite3_stmt_readonly(statement) == 0 {
+            throw StoreError(.readOnly, "a statement that writes was run inside a read; use DatabaseQueue.write", sql: sql)
+        }
         switch sqlite3_step(statement) {
         case SQLITE_ROW:
             return Self.currentRow(of: statement)

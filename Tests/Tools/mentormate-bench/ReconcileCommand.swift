@@ -26,7 +26,8 @@ struct ReconcileCommand {
 
           (a) equal replicas: A and B hold the same R records of A authors (default 1,000,000 /
               100,000); B connects: bytes both ways until the link is quiet for 500 ms, and the
-              CPU each daemon used meanwhile (/proc/PID/schedstat).
+              CPU each daemon used meanwhile (/proc/PID/stat, in 10 ms ticks), measured once
+              both daemons have been idle for 1 s after their start.
           (b) as (a) with D records differing (default 1,000): the last record of D authors, half
               only on A and half only on B; time until both hold all, bytes ÷ the differing
               records' bytes.
@@ -309,7 +310,7 @@ private final class ReconcileRun {
         let relay = try CountingRelay(targetPort: try listenPort(nodeA.socket), gated: true)
         relays.append(relay)
         let nodeB = try start("B", b, extra: ["--peer", "127.0.0.1:\(relay.port)"])
-        usleep(300_000)   // both settled after their start
+        try settle(nodeA, nodeB)   // both done with their start-up work
         let cpuA0 = nodeA.cpuSeconds(), cpuB0 = nodeB.cpuSeconds()
         let opened = ContinuousClock.now
         relay.letThrough()
@@ -557,6 +558,20 @@ private final class ReconcileRun {
         nodes.append(node)
         try node.waitUntilServing()
         return node
+    }
+
+    /// Waits until none of `nodes` has used CPU for 1 s (their start-up work — opening the
+    /// replica, checking its tree, the first photo look-up — is over), so that what is
+    /// measured next is the reconnect alone. At most 60 s.
+    private func settle(_ nodes: BenchNode...) throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        var last = nodes.map { $0.cpuTicks() }, quietSince = ContinuousClock.now
+        while ContinuousClock.now - quietSince < .seconds(1) {
+            guard ContinuousClock.now < deadline else { throw BenchFailure("the daemons kept using CPU for 60 s after their start") }
+            usleep(100_000)
+            let now = nodes.map { $0.cpuTicks() }
+            if now != last { last = now; quietSince = .now }
+        }
     }
 
     private func records(_ client: RPCClient) throws -> Int {
