@@ -266,14 +266,18 @@ struct ApplyBatch {
         catch { return } // cannot happen: the body was validated when decoded
         let clock = v.record.effectiveClock
         let clockBytes = clock.encoded
+        // `field = +?`, not `field = ?`: a bare parameter compared where the partial index
+        // `card_entries_photo` (field = 8) might apply makes SQLite prepare the statement again
+        // every time a value is bound to it — three statements per card field applied. The unary
+        // plus keeps the primary-key search (author, field[, record_id]).
         let select = try statement(
-            "SELECT record_id, clock, timestamp, value FROM card_entries WHERE author = ? AND field = ?")
-        let delete = try statement("DELETE FROM card_entries WHERE author = ? AND field = ? AND record_id = ?")
+            "SELECT record_id, clock, timestamp, value FROM card_entries WHERE author = ? AND field = +?")
+        let delete = try statement("DELETE FROM card_entries WHERE author = ? AND field = +? AND record_id = ?")
         let insert = try statement(
             "INSERT INTO card_entries(author, field, record_id, clock, timestamp, value) VALUES (?, ?, ?, ?, ?, ?)")
         let replace = try statement("""
             UPDATE card_entries SET record_id = ?, clock = ?, timestamp = ?, value = ?
-            WHERE author = ? AND field = ? AND record_id = ?
+            WHERE author = ? AND field = +? AND record_id = ?
             """)
         // The proof of work (seq 1 only) was checked on arrival and is no register of the card.
         for (tag, value) in fields.fields where tag != ProfileCard.workTag {

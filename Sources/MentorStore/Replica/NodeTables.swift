@@ -200,10 +200,14 @@ extension Replica {
                 SELECT coalesce((SELECT sum(length(bytes)) FROM records WHERE author = ?1), 0)
                      + coalesce((SELECT sum(length(bytes)) FROM pending WHERE author = ?1), 0)
                 """).queryOne([.integer(id)])?.int64(0) ?? 0
+            // The field is written in, not bound: a parameter compared where a partial index
+            // (`card_entries_photo`) could apply makes SQLite prepare the statement again each
+            // time its value is bound.
             let photos = try db.cachedStatement("""
                 SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.hash IN (
-                    SELECT substr(value, 1, 32) FROM card_entries WHERE author = ? AND field = ? AND length(value) = 37)
-                """).queryOne([.integer(id), .integer(Int64(ProfileCard.Field.photo.rawValue))])?.int64(0) ?? 0
+                    SELECT substr(value, 1, 32) FROM card_entries
+                    WHERE author = ? AND field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37)
+                """).queryOne([.integer(id)])?.int64(0) ?? 0
             return records + photos
         }
     }

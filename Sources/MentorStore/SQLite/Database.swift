@@ -203,6 +203,18 @@ public final class Database {
         }
     }
 
+    /// How many times SQLite prepared the cached statements again since they were first
+    /// prepared: 0 while nothing expires them (a schema change, a flag pragma, or a bound
+    /// parameter SQLite marked as shaping the plan would).
+    public var cachedStatementsReprepared: Int {
+        statementCache.values.reduce(0) { $0 + $1.reprepareCount }
+    }
+
+    /// The cached statements prepared again, with how often: what to fix when the sum is not 0.
+    public var repreparedStatements: [String: Int] {
+        statementCache.filter { $0.value.reprepareCount > 0 }.mapValues(\.reprepareCount)
+    }
+
     /// The prepared statement for `sql`, prepared on first use and kept until `close()`.
     /// Returned reset (bindings kept). For fixed SQL text that runs often (every distinct string
     /// stays cached); do not use one cached statement in two places at once (for example the same
