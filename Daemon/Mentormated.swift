@@ -157,6 +157,10 @@ struct Mentormated {
                                    discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
                                    networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
             info.recordsReceived = peerManager?.recordsReceived ?? 0
+            if let push = peerManager?.pushCounters {
+                info.duplicateBodies = push.duplicates
+                info.idsAnnounced = push.announced
+            }
             return info
         }
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
