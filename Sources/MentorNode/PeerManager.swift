@@ -115,6 +115,9 @@ public final class PeerManager: @unchecked Sendable {
         public var treePeriod: Duration = .seconds(30)
         /// How long an ID announced in `ihave` waits for its body before it is grafted.
         public var graftTimeout: Duration = .seconds(1)
+        /// false: every link stays eager and no `prune` is sent (for benchmarks of the
+        /// difference; peers' `ihave`/`graft` are still answered).
+        public var lazyPush = true
         /// Photos are looked for once the links catching up have caught up (so a backlog of card
         /// edits fetches only the photo that is current at its end), but never later than this
         /// after a card named one.
@@ -587,7 +590,7 @@ public final class PeerManager: @unchecked Sendable {
         for connection in connections.values where !connection.closing && connection.since != 0 {
             let mine = records.indices.filter { records[$0].origin != connection.serial }
             guard !mine.isEmpty else { continue }
-            if tree.isEager(connection.serial) {
+            if !settings.lazyPush || tree.isEager(connection.serial) {
                 run(connection.session.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) }),
                     on: connection)
             } else {
@@ -772,7 +775,7 @@ public final class PeerManager: @unchecked Sendable {
     private func noteDuplicates(_ count: Int, from connection: Connection) {
         guard count > 0 else { return }
         snapshotLock.withLock { duplicates += count }
-        if tree.duplicate(from: connection.serial) { run(connection.session.prune(), on: connection) }
+        if settings.lazyPush, tree.duplicate(from: connection.serial) { run(connection.session.prune(), on: connection) }
     }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
