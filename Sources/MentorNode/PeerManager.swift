@@ -18,6 +18,9 @@ import MentorStore
 /// - Records applied here (`Node.onApplied`: written locally or received from any peer) go to
 ///   every session's `localRecordsAdded` except the session of the link they came over (echo
 ///   suppression by link): that is push, and relaying along lines of nodes — fork variants too.
+///   Lazy push (PROTOCOL.md §13.7, `PushTree`): bodies go in full only on the links the tree
+///   keeps eager, IDs (`ihave`) on the others; a duplicate body prunes its link, an announced
+///   ID whose body does not come within `graftTimeout` is grafted from its announcer.
 /// - Two links to the same node collapse to one: both ends keep the link whose initiator has the
 ///   smaller node key and close the other.
 /// - A session's `.close` closes its link; the reason is logged once with the peer's address.

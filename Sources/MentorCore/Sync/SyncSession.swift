@@ -75,7 +75,10 @@ public struct SyncSettings: Sendable, Equatable {
 /// record bytes are queued for work that waits) and the session sends in `records` batches,
 /// at most `window` unacknowledged. When a side's round is over and all it queued is sent, it
 /// sends `caughtUp`. Records applied here are pushed at once (`localRecordsAdded`; the shell
-/// does not pass a session the records that came over its own link).
+/// does not pass a session the records that came over its own link) — or, on a link the
+/// shell's `PushTree` keeps lazy, announced by ID (`announce`, PROTOCOL.md §13.7); the peer's
+/// `ihave`, `prune` and `graft` come back as `.tree` directives for that tree, and a `graft`'s
+/// IDs are queued for sending like a round's.
 ///
 /// Anything out of order or malformed from the peer yields one `.close`; afterwards the session
 /// ignores every input.
