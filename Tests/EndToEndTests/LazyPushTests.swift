@@ -111,4 +111,20 @@ extension EndToEndTests {
         #expect(repaired.allSatisfy { $0.records == expected },
                 "records per survivor, expected \(expected): \(repaired.map(\.records))\nlog of node 2:\n\(daemons[2].log)")
     }
+
+    /// A flood of lazy-push messages (`ihave` and `graft` of 1,024 unknown IDs, `prune`s) is cut
+    /// off as an offence past its rate (512 per 30 s), logged with the address; a graft for IDs
+    /// not held is answered with nothing, and the honest peer keeps syncing.
+    @Test func aFloodOfLazyPushMessagesIsCutOffAndTheHonestPeerSyncs() throws {
+        try E2E.requireRoot()
+        let pair = try FloodPair()
+        defer { pair.close() }
+        try pair.honestWrite("before the flood")
+        let output = try EndToEndTests.hostile(pair.e2e, port: pair.portA, "grafts", from: "127.0.0.64", ["--wait", "10"])
+        let result = output.split(separator: "\n").last(where: { $0.hasPrefix("result ") }) ?? ""
+        #expect(result.contains("closed=true"), "a lazy-push flood should be cut off: \(output)\n\(pair.a.log)")
+        #expect(pair.a.log.contains("ihave/prune/graft messages in") && pair.a.log.contains("peer.address=127.0.0.64"),
+                "logged with the address: \(pair.a.log)")
+        try pair.honestWrite("after the flood")
+    }
 }
