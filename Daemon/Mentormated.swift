@@ -144,6 +144,9 @@ struct Mentormated {
         peerSettings.recordsBurst = settings.peerRecordsPerSecond
         peerSettings.authorBudget = Int64(settings.authorStorageMiB) << 20
         peerSettings.photoBudget = Int64(settings.photoStorageMiB) << 20
+        // For measurements only (`mentormate-bench reconcile` (f) --eager): push every body on
+        // every link, as before lazy push (OPERATIONS.md).
+        peerSettings.lazyPush = environment["MENTORMATE_EAGER_PUSH"] != "1"
         let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,
                                       settings: peerSettings, logger: logger)
         let listenAddress = (host: peerManager.listenAddress.host, port: peerManager.listenAddress.port)
@@ -157,6 +160,10 @@ struct Mentormated {
                                    discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
                                    networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
             info.recordsReceived = peerManager?.recordsReceived ?? 0
+            if let push = peerManager?.pushCounters {
+                info.duplicateBodies = push.duplicates
+                info.idsAnnounced = push.announced
+            }
             return info
         }
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }

@@ -194,6 +194,21 @@ struct ResolvedAddress {
     var storage = sockaddr_storage()
     var length: socklen_t = 0
     var family: Int32 { Int32(storage.ss_family) }
+    /// 127.0.0.0/8 or ::1 (a source address there reaches only this machine).
+    var isLoopback: Bool {
+        withUnsafePointer(to: storage) { pointer in
+            switch family {
+            case AF_INET:
+                return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt32(bigEndian: $0.pointee.sin_addr.s_addr) >> 24 == 127 }
+            case AF_INET6:
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
+                    withUnsafeBytes(of: a.pointee.sin6_addr) { b in b.prefix(15).allSatisfy { $0 == 0 } && b[15] == 1 }
+                }
+            default:
+                return false
+            }
+        }
+    }
 
     func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         withUnsafePointer(to: storage) { pointer in

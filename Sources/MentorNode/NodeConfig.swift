@@ -47,6 +47,10 @@ public struct RuntimeInfo: Sendable {
     public var systemMode: Bool
     /// Records received from peers since start, duplicates included (`PeerManager.recordsReceived`).
     public var recordsReceived = 0
+    /// Of those, bodies that were already held when they came (lazy push prunes their links),
+    /// and record IDs peers announced in `ihave` instead of a body (PROTOCOL.md §13.7).
+    public var duplicateBodies = 0
+    public var idsAnnounced = 0
 
     public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64,
                 discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {

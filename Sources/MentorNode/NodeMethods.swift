@@ -479,6 +479,8 @@ extension Node {
             "pending": .int(Int64(counts.pending)), "heldUntilDue": .int(Int64(counts.heldUntilDue)),
             "evidence": .int(Int64(counts.evidence)), "accounts": .int(Int64(accounts)),
             "peers": .int(Int64(info.peers.count)), "recordsReceived": .int(Int64(info.recordsReceived)),
+            "sync": ["bodiesReceived": .int(Int64(info.recordsReceived)), "duplicateBodies": .int(Int64(info.duplicateBodies)),
+                     "idsAnnounced": .int(Int64(info.idsAnnounced))],
             "discovery": .string(info.discovery),
             "mdnsName": info.discoveryName.map(JSON.string) ?? .null,
             "uptime": .int(Int64((config.now() - min(config.now(), info.startedAt)) / 1000)),

@@ -18,6 +18,9 @@ import MentorStore
 /// - Records applied here (`Node.onApplied`: written locally or received from any peer) go to
 ///   every session's `localRecordsAdded` except the session of the link they came over (echo
 ///   suppression by link): that is push, and relaying along lines of nodes — fork variants too.
+///   Lazy push (PROTOCOL.md §13.7, `PushTree`): bodies go in full only on the links the tree
+///   keeps eager, IDs (`ihave`) on the others; a duplicate body prunes its link, an announced
+///   ID whose body does not come within `graftTimeout` is grafted from its announcer.
 /// - Two links to the same node collapse to one: both ends keep the link whose initiator has the
 ///   smaller node key and close the other.
 /// - A session's `.close` closes its link; the reason is logged once with the peer's address.
@@ -106,6 +109,18 @@ public final class PeerManager: @unchecked Sendable {
         /// refill, however fast it comes.
         public var hereBurst = 8
         public var herePeriod: Duration = .seconds(30)
+        /// Lazy push (PROTOCOL.md §13.7): `ihave`, `prune` and `graft` messages a peer may send
+        /// together, a burst of `treeBurst` refilled at that rate per `treePeriod`; past it the
+        /// session ends as an offence. An honest node sends at most 128 `ihave`s and 128
+        /// `graft`s per 30 s per link (`SyncSession.treeMessagesPerPeriod`) and a prune at most
+        /// once per link between grafts.
+        public var treeBurst = 512
+        public var treePeriod: Duration = .seconds(30)
+        /// How long an ID announced in `ihave` waits for its body before it is grafted.
+        public var graftTimeout: Duration = .seconds(1)
+        /// false: every link stays eager and no `prune` is sent (for benchmarks of the
+        /// difference; peers' `ihave`/`graft` are still answered).
+        public var lazyPush = true
         /// Photos are looked for once the links catching up have caught up (so a backlog of card
         /// edits fetches only the photo that is current at its end), but never later than this
         /// after a card named one.
@@ -200,13 +215,15 @@ public final class PeerManager: @unchecked Sendable {
         var reconRate: MessageRate
         var wantRate: MessageRate
         var hereRate: MessageRate
+        var treeRate: MessageRate
         /// The newest `here` that came over its rate, and the timer that takes it once the
         /// bucket has a token again.
         var heldHere: [UInt8]?
         var hereTimer: DispatchWorkItem?
 
         init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, pacer: AckPacer, serial: UInt64,
-             reconRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate) {
+             reconRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate, treeRate: MessageRate) {
+            self.treeRate = treeRate
             self.reconRate = reconRate
             self.wantRate = wantRate
             self.hereRate = hereRate
@@ -259,10 +276,16 @@ public final class PeerManager: @unchecked Sendable {
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
     private var overBudgetLogged: Set<PublicKey> = []
+    /// Lazy push: which links carry bodies, which IDs wait for theirs (links named by serial),
+    /// and the timer of the next graft.
+    private var tree: PushTree
+    private var graftTimer: (at: ContinuousClock.Instant, timer: DispatchWorkItem)?
 
     private let snapshotLock = NSLock()
     private var snapshot: [PeerInfo] = []
     private var received = 0   // guarded by snapshotLock
+    private var duplicates = 0   // guarded by snapshotLock
+    private var announcedIDs = 0   // guarded by snapshotLock
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -276,6 +299,7 @@ public final class PeerManager: @unchecked Sendable {
                                                                           maxBackoff: settings.maxBackoff, discovery: settings.discovery))
         self.random = InjectedRandom(source: settings.random)
         self.penalties = PenaltyBox(settings: settings.penalties)
+        self.tree = PushTree(settings: .init(graftTimeout: settings.graftTimeout))
         self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                  photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
         var listenerSettings = settings.listener
@@ -318,6 +342,8 @@ public final class PeerManager: @unchecked Sendable {
             photoTimer = nil
             photoLookupTimer?.cancel()
             photoLookupTimer = nil
+            graftTimer?.timer.cancel()
+            graftTimer = nil
             for connection in connections.values {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
@@ -340,6 +366,11 @@ public final class PeerManager: @unchecked Sendable {
     /// Records received from peers since start, over every link, duplicates included (what
     /// `status` shows as `recordsReceived`: how many bodies reached this node per record written).
     public var recordsReceived: Int { snapshotLock.withLock { received } }
+    /// Lazy push (`status.sync`): bodies received (as `recordsReceived`), those of them already
+    /// held (duplicates), and record IDs peers announced in `ihave`.
+    public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
+        snapshotLock.withLock { (received, duplicates, announcedIDs) }
+    }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
     public var photoLookupCount: Int { queue.sync { photoLookups } }
 
@@ -396,7 +427,7 @@ public final class PeerManager: @unchecked Sendable {
 
     private func dial(_ index: Int) {
         guard !stopped, let peer = redialer.startDial(index) else { return }
-        TCPDialer.connect(host: peer.host, port: peer.port, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
+        TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):
@@ -456,7 +487,8 @@ public final class PeerManager: @unchecked Sendable {
                                     serial: serials,
                                     reconRate: MessageRate(capacity: settings.reconBurst, per: settings.reconPeriod),
                                     wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod),
-                                    hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod))
+                                    hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod),
+                                    treeRate: MessageRate(capacity: settings.treeBurst, per: settings.treePeriod))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         if let staticIndex { redialer.adopted(staticIndex, link: connection.serial, host: link.remote.host) }
@@ -506,6 +538,7 @@ public final class PeerManager: @unchecked Sendable {
             end(connection, "reading the size of the record set failed: \(error)")
             return
         }
+        tree.linkUp(connection.serial)
         run(connection.session.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held)), on: connection)
         if connection.session.role == .initiator { scheduleRound(connection) }
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
@@ -522,6 +555,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.roundTimer?.cancel()
         connection.blobTimer?.cancel()
         publishSnapshot()
+        tree.linkDown(connection.serial)
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
@@ -555,15 +589,24 @@ public final class PeerManager: @unchecked Sendable {
     // MARK: Sessions (on queue)
 
     /// Pushes what was applied to every link but the one it came over (echo suppression by
-    /// link: a fork variant of a seq a peer holds is pushed too, the peer does not hold it).
+    /// link: a fork variant of a seq a peer holds is pushed too, the peer does not hold it):
+    /// in full on the links the push tree keeps eager, as IDs (`ihave`) on the lazy ones.
     private func localRecordsAdded(_ records: [AppliedRecord]) {
         guard !stopped else { return }
         if !records.isEmpty { photoListingStale = true }
+        let ids = records.map { VerifiedRecord.id(of: $0.bytes) }
+        tree.held(ids)
         for connection in connections.values where !connection.closing && connection.since != 0 {
-            let tuples = records.filter { $0.origin != connection.serial }.map { (author: $0.author, seq: $0.seq, bytes: $0.bytes) }
-            guard !tuples.isEmpty else { continue }
-            run(connection.session.localRecordsAdded(tuples), on: connection)
+            let mine = records.indices.filter { records[$0].origin != connection.serial }
+            guard !mine.isEmpty else { continue }
+            if !settings.lazyPush || tree.isEager(connection.serial) {
+                run(connection.session.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) }),
+                    on: connection)
+            } else {
+                run(connection.session.announce(mine.map { ids[$0] }, now: .now), on: connection)
+            }
         }
+        scheduleGraft()
         if records.contains(where: Self.setsAPhoto) { lookForPhotosSoon() }
     }
 
@@ -670,8 +713,78 @@ public final class PeerManager: @unchecked Sendable {
                 } catch {
                     pending = connection.session.violation(error.message)[...] + pending
                 }
+            case .tree(let signal):
+                pending = pushSignal(signal, on: connection)[...] + pending
             }
         }
+    }
+
+    // MARK: Lazy push (on queue)
+
+    /// What a peer said about the push tree (PROTOCOL.md §13.7); directives for its session.
+    private func pushSignal(_ signal: PushSignal, on connection: Connection) -> [SyncDirective] {
+        switch signal {
+        case .pruned:
+            tree.prunedBy(connection.serial)
+        case .grafted:
+            tree.graftedBy(connection.serial)
+        case .announced(let ids):
+            snapshotLock.withLock { announcedIDs += ids.count }
+            let unknown = ids.filter { !tree.knows($0) }
+            guard !unknown.isEmpty else { return [] }
+            let held = heldIDs(unknown)
+            tree.held(Array(held))
+            tree.announced(unknown.filter { !held.contains($0) }, by: connection.serial, now: .now)
+            scheduleGraft()
+        }
+        return []
+    }
+
+    /// Which of these IDs the replica holds (applied or held back); a failed read holds none
+    /// (a graft then asks for what we may hold: a duplicate, no harm).
+    private func heldIDs(_ ids: [[UInt8]]) -> Set<[UInt8]> {
+        guard let records = try? node.replica.reconRecords(ids: ids) else { return [] }
+        return Set(records.map { VerifiedRecord.id(of: $0) })
+    }
+
+    /// Sends the grafts that are due, then sets the timer for the next one.
+    private func scheduleGraft() {
+        guard !stopped else { return }
+        let now = ContinuousClock.now
+        if let at = tree.nextDeadline, at <= now {
+            for ask in tree.due(now: now) {
+                guard let connection = connections.values.first(where: { $0.serial == ask.link && !$0.closing }) else { continue }
+                // A body may have come meanwhile by a way that does not pass `localRecordsAdded`
+                // (held back for a gap): ask only for what the replica still lacks.
+                let held = heldIDs(ask.ids)
+                tree.held(Array(held))
+                let ids = ask.ids.filter { !held.contains($0) }
+                guard !ids.isEmpty else { continue }
+                run(connection.session.graft(ids, now: now), on: connection)
+            }
+        }
+        guard let at = tree.nextDeadline else {
+            graftTimer?.timer.cancel()
+            graftTimer = nil
+            return
+        }
+        if let current = graftTimer, current.at == at { return }
+        graftTimer?.timer.cancel()
+        let timer = DispatchWorkItem { [weak self] in
+            guard let self, !self.stopped, self.graftTimer?.at == at else { return }
+            self.graftTimer = nil
+            self.scheduleGraft()
+        }
+        graftTimer = (at, timer)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(.zero, at - now).nanoseconds)), execute: timer)
+    }
+
+    /// Bodies of a batch that were already held: counted, and the link is pruned if the tree
+    /// says so (it is redundant).
+    private func noteDuplicates(_ count: Int, from connection: Connection) {
+        guard count > 0 else { return }
+        snapshotLock.withLock { duplicates += count }
+        if settings.lazyPush, tree.duplicate(from: connection.serial) { run(connection.session.prune(), on: connection) }
     }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
@@ -785,6 +898,7 @@ public final class PeerManager: @unchecked Sendable {
                 case .failure(let error):
                     self.end(connection, "applying records from the peer failed: \(error)")
                 case .success(let outcomes):
+                    self.noteDuplicates(outcomes.filter { $0 == .duplicate }.count, from: connection)
                     let verdict = RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
                     let refused = verdict.offences
                     self.noteNotNow(verdict, from: connection)
@@ -1127,6 +1241,8 @@ public final class PeerManager: @unchecked Sendable {
             return "more than \(settings.reconBurst) recon messages in \(settings.reconPeriod) (an honest node runs one round a minute)"
         case 0x04 where !connection.wantRate.take(now: now):
             return "more than \(settings.wantBurst) want messages in \(settings.wantPeriod)"
+        case _ where SyncMessage.treeTags.contains(tag) && !connection.treeRate.take(now: now):
+            return "more than \(settings.treeBurst) ihave/prune/graft messages in \(settings.treePeriod)"
         default:
             return nil
         }

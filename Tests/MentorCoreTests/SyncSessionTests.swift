@@ -82,7 +82,8 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
                                        .blob(hash: Array(repeating: 1, count: 32), total: 3, offset: 0, bytes: [9, 9]),
                                        .recon([ReconItem(depth: 1, prefix: 0x1000, .ids([4, 5])),
                                                ReconItem(depth: 0, prefix: 0, .split([.init(nibble: 3, count: 2, fingerprint: 1)]))]),
-                                       .caughtUp]
+                                       .caughtUp, .ihave([Array(repeating: 1, count: 32), Array(repeating: 2, count: 32)]), .prune,
+                                       .graft([Array(repeating: 3, count: 32)])]
         for m in messages {
             let b = m.encoded
             for n in 0..<b.count { #expect(code(Array(b.prefix(n))) != nil, "prefix \(n) of \(m) accepted") }

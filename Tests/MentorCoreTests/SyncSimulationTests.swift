@@ -421,7 +421,7 @@ private final class Simulation {
                 c.toApply[side].append(batch)
             case .close(let reason), .end(let reason):
                 try fail("node \(node)'s session with \(c.nodes[1 - side]) closed: \(reason)")
-            case .progress, .serveBlob, .blobPart, .peerAccounts:
+            case .progress, .serveBlob, .blobPart, .peerAccounts, .tree:
                 break
             }
         }

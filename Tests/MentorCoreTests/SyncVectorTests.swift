@@ -30,6 +30,9 @@ import Testing
         ])),
         ("recon-empty", .recon([])),
         ("caughtUp", .caughtUp),
+        ("ihave", .ihave([[UInt8](repeating: 0x01, count: 32), [UInt8](repeating: 0x02, count: 32)])),
+        ("prune", .prune),
+        ("graft", .graft([[UInt8](repeating: 0x03, count: 32)])),
     ]
 
     static func documented() throws -> [String: String] {

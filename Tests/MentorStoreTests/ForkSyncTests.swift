@@ -49,7 +49,7 @@ private final class ReplicaLink {
                 let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
                 pending = sessions[i].applied(stored: outcomes.count - refused, refused: refused)[...] + pending
             case .close(let reason), .end(let reason): closed.append(reason)
-            case .progress, .serveBlob, .blobPart, .peerAccounts: break
+            case .progress, .serveBlob, .blobPart, .peerAccounts, .tree: break
             }
         }
     }

@@ -43,6 +43,8 @@ public enum SyncLimits {
     public static let maxBatchRecords = 256
     /// Bytes of one `records` message, encoded (so that it fits one frame: 1 MiB of plaintext).
     public static let maxBatchBytes = 1024 * 1024
+    /// Record IDs in one `ihave` or `graft` (lazy push, PROTOCOL.md §13.7): 32 KiB of IDs.
+    public static let maxTreeIDs = 1024
     /// The largest record encoding `Record.decode` accepts.
     public static let maxRecordBytes = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
 }
@@ -111,6 +113,9 @@ public struct ReconItem: Equatable, Hashable, Sendable {
 ///              3 ids:  n u32 ‖ n × short ID u64, strictly ascending (n may be 0)
 ///              4 need: n u32 (≥ 1) ‖ n × short ID u64, strictly ascending
 ///     caughtUp 0x0a
+///     ihave    0x0b ‖ count u16 (1 ... 1024) ‖ count × record ID 32 bytes (strictly ascending)
+///     prune    0x0c
+///     graft    0x0d ‖ count u16 (1 ... 1024) ‖ count × record ID 32 bytes (strictly ascending)
 ///
 /// A hello of another version decodes (version and nothing else) so that the session can say
 /// which version the peer speaks. Decoding is strict: every count and length is checked against
@@ -137,17 +142,26 @@ public enum SyncMessage: Equatable, Sendable {
     case recon([ReconItem])
     /// Every record the round just finished found the receiver lacks has been sent.
     case caughtUp
+    /// Lazy push (PROTOCOL.md §13.7): the sender just applied the records with these IDs
+    /// (BLAKE2b-256 of their encodings) and did not send their bodies on this link.
+    case ihave([[UInt8]])
+    /// Stop sending me bodies eagerly (I got them from elsewhere first): send `ihave` instead.
+    case prune
+    /// Send me the records with these IDs, and send bodies eagerly again.
+    case graft([[UInt8]])
 
     /// A v2 hello.
     public static func hello(salt: [UInt8], held: UInt64) -> SyncMessage {
         .hello(version: protocolVersion, salt: salt, held: held)
     }
 
-    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8, recon = 9, caughtUp = 10 }
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8, recon = 9, caughtUp = 10, ihave = 11, prune = 12, graft = 13 }
     /// The first byte of an encoded `here`, for a shell that rates messages before decoding them.
     public static let hereTag = Tag.here.rawValue
     /// The first byte of an encoded `recon` (rated by the shell like `here`).
     public static let reconTag = Tag.recon.rawValue
+    /// The first bytes of the lazy-push messages (rated together by the shell).
+    public static let treeTags: Set<UInt8> = [Tag.ihave.rawValue, Tag.prune.rawValue, Tag.graft.rawValue]
 
     public var encoded: [UInt8] {
         var w = ByteWriter()
@@ -188,6 +202,12 @@ public enum SyncMessage: Equatable, Sendable {
             for item in items { Self.encode(item, into: &w) }
         case .caughtUp:
             w.u8(Tag.caughtUp.rawValue)
+        case .ihave(let ids), .graft(let ids):
+            if case .ihave = self { w.u8(Tag.ihave.rawValue) } else { w.u8(Tag.graft.rawValue) }
+            w.u16(UInt16(ids.count))
+            for id in ids { w.raw(id) }
+        case .prune:
+            w.u8(Tag.prune.rawValue)
         }
         return w.bytes
     }
@@ -288,6 +308,12 @@ public enum SyncMessage: Equatable, Sendable {
                 message = .recon(items)
             case .caughtUp:
                 message = .caughtUp
+            case .ihave:
+                message = .ihave(try Self.decodeIDs(&r, "ihave"))
+            case .prune:
+                message = .prune
+            case .graft:
+                message = .graft(try Self.decodeIDs(&r, "graft"))
             case nil:
                 throw SyncError(.malformed, "unknown sync message type \(tag)")
             }
@@ -323,6 +349,29 @@ extension SyncMessage {
             w.u32(UInt32(ids.count))
             for id in ids { w.u64(id) }
         }
+    }
+
+    /// The IDs of an `ihave` or `graft`: 1 ... `SyncLimits.maxTreeIDs` of 32 bytes each,
+    /// strictly ascending (so none is named twice), all within the bytes left.
+    static func decodeIDs(_ r: inout ByteReader, _ what: String) throws -> [[UInt8]] {
+        let count = Int(try r.u16("\(what) count"))
+        guard count >= 1 else { throw SyncError(.malformed, "an empty \(what)") }
+        guard count <= SyncLimits.maxTreeIDs else {
+            throw SyncError(.tooLarge, "\(what) names \(count) record IDs; at most \(SyncLimits.maxTreeIDs) allowed")
+        }
+        guard r.remaining == count * 32 else {
+            throw SyncError(.malformed, "\(what) announces \(count) record IDs (\(count * 32) bytes) but \(r.remaining) bytes follow")
+        }
+        var ids: [[UInt8]] = []
+        ids.reserveCapacity(count)
+        for i in 0..<count {
+            let id = try r.raw(32, "\(what) ID \(i)")
+            if let last = ids.last, !last.lexicographicallyPrecedes(id) {
+                throw SyncError(.malformed, "\(what) IDs are not strictly ascending at \(i)")
+            }
+            ids.append(id)
+        }
+        return ids
     }
 
     /// One item, checked: depth 0...4, no prefix bits below the depth, known kind, counts ≥ 1

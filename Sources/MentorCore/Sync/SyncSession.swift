@@ -30,6 +30,19 @@ public enum SyncDirective: Equatable, Sendable {
     case peerAccounts([PublicKey])
     /// A part of a blob the peer sent (the shell checks it against what it asked for).
     case blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8])
+    /// Lazy push (PROTOCOL.md §13.7): what the peer said about the push tree, for the shell's
+    /// `PushTree` (a `graft`'s bodies are queued by the session itself).
+    case tree(PushSignal)
+}
+
+/// What a peer said about lazy push (`SyncDirective.tree`).
+public enum PushSignal: Equatable, Sendable {
+    /// It just applied the records with these IDs (`ihave`).
+    case announced([[UInt8]])
+    /// Send it IDs instead of bodies (`prune`).
+    case pruned
+    /// Send it bodies again (`graft`; the IDs it asked for are queued for sending).
+    case grafted
 }
 
 /// Which end of the link this session is: the side that dialled starts reconciliation rounds.
@@ -62,7 +75,10 @@ public struct SyncSettings: Sendable, Equatable {
 /// record bytes are queued for work that waits) and the session sends in `records` batches,
 /// at most `window` unacknowledged. When a side's round is over and all it queued is sent, it
 /// sends `caughtUp`. Records applied here are pushed at once (`localRecordsAdded`; the shell
-/// does not pass a session the records that came over its own link).
+/// does not pass a session the records that came over its own link) — or, on a link the
+/// shell's `PushTree` keeps lazy, announced by ID (`announce`, PROTOCOL.md §13.7); the peer's
+/// `ihave`, `prune` and `graft` come back as `.tree` directives for that tree, and a `graft`'s
+/// IDs are queued for sending like a round's.
 ///
 /// Anything out of order or malformed from the peer yields one `.close`; afterwards the session
 /// ignores every input.
@@ -89,6 +105,11 @@ public struct SyncSession: Sendable {
     /// `recon` messages sent and their bytes (for tests and benchmarks).
     public private(set) var reconMessagesSent = 0
     public private(set) var reconBytesSent = 0
+    /// Record IDs the peer announced in `ihave` (lazy push, for `status`).
+    public private(set) var idsAnnounced = 0
+    /// IDs this side announced in `ihave` and those it could not (over its budget).
+    public private(set) var idsAnnouncedSent = 0
+    public private(set) var announcementsDropped = 0
 
     private var started = false
     private var mySalt: [UInt8] = []
@@ -168,6 +189,15 @@ public struct SyncSession: Sendable {
     public static let wantsPerPeriod = 128
     public static let wantPeriod: Duration = .seconds(30)
     private var wantBudget = MessageRate(capacity: SyncSession.wantsPerPeriod, per: SyncSession.wantPeriod)
+    /// `ihave` and `graft` messages this side sends at most per link, each: `treeMessagesPerPeriod`
+    /// per `treePeriod`. Together with the prunes (at most one per graft and per link) that stays
+    /// under what a receiver allows before it cuts the link off (PROTOCOL.md §13.7: 512 lazy-push
+    /// messages per 30 s). An `ihave` over the budget is dropped (the peer gets the body from its
+    /// tree, or the next round finds it); a `graft` over it is left to the round.
+    public static let treeMessagesPerPeriod = 128
+    public static let treePeriod: Duration = .seconds(30)
+    private var ihaveBudget = MessageRate(capacity: SyncSession.treeMessagesPerPeriod, per: SyncSession.treePeriod)
+    private var graftBudget = MessageRate(capacity: SyncSession.treeMessagesPerPeriod, per: SyncSession.treePeriod)
 
     public init(role: SyncRole, settings: SyncSettings = SyncSettings(),
                 hashing makeHashing: @escaping @Sendable (_ mine: [UInt8], _ theirs: [UInt8]) -> ReconHashing) {
@@ -298,6 +328,21 @@ public struct SyncSession: Sendable {
         case .caughtUp:
             peerCaughtUpAt = batchesReceived
             noteCaughtUp()
+        case .ihave(let ids):
+            idsAnnounced += ids.count
+            out.append(.tree(.announced(ids)))
+        case .prune:
+            out.append(.tree(.pruned))
+        case .graft(let ids):
+            // The bodies it asks for, read like a round's IDs (unknown ones are skipped: no
+            // answer, no offence); past `maxQueuedIDs` the rest is left to the next round.
+            out.append(.tree(.grafted))
+            let take = min(ids.count, Self.maxQueuedIDs - queuedIDs)
+            if take > 0 {
+                queuedIDs += take
+                work.append(.ids(Array(ids.prefix(take))))
+            }
+            pump(&out)
         }
         return out
     }
@@ -448,6 +493,42 @@ public struct SyncSession: Sendable {
         return out
     }
 
+    /// Lazy push: announces records just applied here (by ID) instead of pushing their bodies
+    /// (the shell's `PushTree` says this link is lazy), in `ihave`s of at most
+    /// `SyncLimits.maxTreeIDs`; what is over the budget is dropped (see `treeMessagesPerPeriod`).
+    public mutating func announce(_ ids: [[UInt8]], now: ContinuousClock.Instant) -> [SyncDirective] {
+        guard isEstablished else { return [] }
+        return chunks(ids).compactMap { chunk in
+            guard ihaveBudget.take(now: now) else {
+                announcementsDropped += chunk.count
+                return nil
+            }
+            idsAnnouncedSent += chunk.count
+            return .send(.ihave(chunk))
+        }
+    }
+
+    /// Lazy push: asks the peer for the bodies of these announced IDs and to push eagerly again
+    /// (within the budget; the rest is left to the round).
+    public mutating func graft(_ ids: [[UInt8]], now: ContinuousClock.Instant) -> [SyncDirective] {
+        guard isEstablished else { return [] }
+        return chunks(ids).compactMap { graftBudget.take(now: now) ? .send(.graft($0)) : nil }
+    }
+
+    /// Lazy push: tells the peer we got its last body from elsewhere first.
+    public mutating func prune() -> [SyncDirective] {
+        guard isEstablished else { return [] }
+        return [.send(.prune)]
+    }
+
+    /// Distinct 32-byte IDs, ascending, in messages of at most `SyncLimits.maxTreeIDs`.
+    private func chunks(_ ids: [[UInt8]]) -> [[[UInt8]]] {
+        let sorted = Set(ids.filter { $0.count == 32 }).sorted { $0.lexicographicallyPrecedes($1) }
+        return stride(from: 0, to: sorted.count, by: SyncLimits.maxTreeIDs).map {
+            Array(sorted[$0..<min($0 + SyncLimits.maxTreeIDs, sorted.count)])
+        }
+    }
+
     /// The shell found the peer at fault (e.g. a blob it never asked for): close with `reason`.
     public mutating func violation(_ reason: String) -> [SyncDirective] {
         close("protocol violation: \(reason)")
@@ -466,6 +547,9 @@ public struct SyncSession: Sendable {
         case .here: "here"
         case .recon: "recon"
         case .caughtUp: "caughtUp"
+        case .ihave: "ihave"
+        case .prune: "prune"
+        case .graft: "graft"
         }
     }
 

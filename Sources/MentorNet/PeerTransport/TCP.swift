@@ -88,6 +88,13 @@ public final class TCPListener {
 /// Connects to a peer without blocking any thread: each address of the host is tried in turn,
 /// on a write source, until one connects or `timeout` has passed (then `NetError` `ETIMEDOUT`).
 ///
+/// `source`: the host the node listens on. When it is a specific address (not 0.0.0.0, ::
+/// or empty), the socket is bound to it (port 0) before connecting, so the link comes from the
+/// address peers know us by — on a multi-homed machine, and for daemons on 127.0.0.N of one
+/// machine, whose links would otherwise all come from 127.0.0.1 and meet the listener's limit
+/// of links per address. Not bound when the families differ, or when the source is loopback
+/// and the destination is not (it could not reach it).
+///
 /// ```swift
 /// TCPDialer.connect(host: "10.0.0.2", port: 7000, timeout: .seconds(5), queue: queue) { result in ... }
 /// ```
@@ -104,20 +111,28 @@ public final class TCPDialer: @unchecked Sendable {
     private var source: DispatchSourceWrite?
     private var timer: DispatchWorkItem?
     private var lastError: NetError?
+    private let sourceHost: String?
+    private var sources: [ResolvedAddress] = []
 
     /// Starts connecting; `completion` runs once, on `queue`.
-    public static func connect(host: String, port: UInt16, timeout: Duration, queue: DispatchQueue,
+    public static func connect(host: String, port: UInt16, source: String? = nil, timeout: Duration, queue: DispatchQueue,
                                completion: @escaping @Sendable (Result<TCPStream, NetError>) -> Void) {
-        let dialer = TCPDialer(host: host, port: port, queue: queue, completion: completion)
+        let dialer = TCPDialer(host: host, port: port, source: source, queue: queue, completion: completion)
         queue.async { dialer.start(timeout: timeout) }
     }
 
-    private init(host: String, port: UInt16, queue: DispatchQueue,
+    private init(host: String, port: UInt16, source: String?, queue: DispatchQueue,
                  completion: @escaping (Result<TCPStream, NetError>) -> Void) {
         self.host = host
         self.port = port
         self.queue = queue
         self.completion = completion
+        self.sourceHost = source.flatMap { Self.isSpecific($0) ? $0 : nil }
+    }
+
+    /// Whether a listen host names one address (not "every address").
+    static func isSpecific(_ host: String) -> Bool {
+        !["", "0.0.0.0", "::", "*", "[::]"].contains(host)
     }
 
     private var what: String { PeerAddress(host: host, port: port).description }
@@ -131,11 +146,14 @@ public final class TCPDialer: @unchecked Sendable {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), execute: timer)
         DispatchQueue.global().async { [self] in
             let result = Result { () throws(NetError) in try Syscall.resolve(host: host, port: port, passive: false) }
+            // A source that does not resolve is not bound (the dial goes on from any address).
+            let sources = sourceHost.flatMap { try? Syscall.resolve(host: $0, port: 0, passive: false) } ?? []
             queue.async { [self] in
                 switch result {
                 case .failure(let error): finish(.failure(error))
                 case .success(let list):
                     addresses = list
+                    self.sources = sources
                     tryNext()
                 }
             }
@@ -151,6 +169,9 @@ public final class TCPDialer: @unchecked Sendable {
         let address = addresses.removeFirst()
         do throws(NetError) {
             let fd = try Syscall.tcpSocket(family: address.family)
+            if let from = sources.first(where: { $0.family == address.family && (!$0.isLoopback || address.isLoopback) }) {
+                try Syscall.bind(fd, from, what: "the dial's source address \(sourceHost ?? "")")
+            }
             switch try Syscall.connect(fd, address, what: what) {
             case .done: connected(fd)
             case .wouldBlock:

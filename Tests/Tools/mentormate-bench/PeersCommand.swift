@@ -432,11 +432,12 @@ final class BenchNode {
     let logPath: String
     private var reaped = false
 
-    init(name: String, path: String, stateDir: String, socket: String, logPath: String, extra: [String] = []) throws {
+    init(name: String, path: String, stateDir: String, socket: String, logPath: String, listen: String = "127.0.0.1:0",
+         extra: [String] = [], environment: [String: String] = [:]) throws {
         self.name = name
         self.socket = socket
         self.logPath = logPath
-        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", "127.0.0.1:0", "--no-mdns", "--log-level", "info"] + Workload.daemonFlags + extra
+        let args = [path, "--state-dir", stateDir, "--socket", socket, "--listen", listen, "--no-mdns", "--log-level", "info"] + Workload.daemonFlags + extra
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -451,7 +452,14 @@ final class BenchNode {
         let cArgs = args.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, cArgs, environ)
+        let rc: Int32
+        if environment.isEmpty {
+            rc = posix_spawn(&pid, path, &actions, nil, cArgs, environ)
+        } else {
+            let env = ProcessInfo.processInfo.environment.merging(environment) { $1 }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { env.forEach { free($0) } }
+            rc = posix_spawn(&pid, path, &actions, nil, cArgs, env)
+        }
         guard rc == 0 else { throw BenchFailure("cannot start \(path): \(String(cString: strerror(rc)))") }
         self.pid = pid
     }

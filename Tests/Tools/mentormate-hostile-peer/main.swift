@@ -56,6 +56,8 @@
 //               sent as soon as the daemon answered the last (by the ping-pong rule), 400 of them:
 //               a flood within the protocol but over the rate
 //   wants       after hello, 4,000 want messages at wire speed
+//   grafts      after hello, 2,000 lazy-push messages at wire speed: `ihave` and `graft` of
+//               1,024 random record IDs each (none held) and `prune`s, in turn
 //   heres       after hello, --records N `here` messages (default 20,000) naming 1,024 accounts each, at wire speed
 //   duplicates  one valid card sent again and again (--records N copies, default 8,192, 256 a
 //               batch, each batch after the last was acked), then the author's next card;
@@ -129,7 +131,7 @@ while !arguments.isEmpty {
 }
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high",
                "fork-hidden-a", "fork-hidden-b", "v1-hello", "not-now",
-               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "silent-blob", "heres",
+               "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "silent-blob", "heres", "grafts",
                "no-work", "weak-work"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB), (0...AccountWork.maxBits).contains(workBits) else {
@@ -517,6 +519,9 @@ case "summaries":
     }
 case "wants":
     for i in 0..<4_000 { sendMessage(.want(author: writer.author, from: UInt64(i % 100 + 1))) }
+case "grafts":
+    let ids = (0..<SyncLimits.maxTreeIDs).map { _ in (0..<32).map { _ in UInt8.random(in: 0...255) } }.sorted { $0.lexicographicallyPrecedes($1) }
+    for i in 0..<2_000 { sendMessage(i % 3 == 0 ? .ihave(ids) : i % 3 == 1 ? .graft(ids) : .prune) }
 case "heres":
     // `here` messages naming 1,024 accounts each (the most one may), at wire speed: --records N
     // of them (default 20,000), each a different set.
