@@ -15,7 +15,7 @@ import Testing
     func acceptedFrom(listener: TCPListener, source: String?) async throws -> String {
         let queue = DispatchQueue(label: "DialSourceTests")
         let stream: UncheckedBox<TCPStream> = try await withCheckedThrowingContinuation { continuation in
-            TCPDialer.connect(host: listener.host, port: listener.boundPort, source: source, timeout: .seconds(2), queue: queue) { result in
+            TCPDialer.connect(host: listener.host, port: listener.boundPort, source: source, timeout: .seconds(10), queue: queue) { result in
                 switch result {
                 case .failure(let error): continuation.resume(throwing: error)
                 case .success(let s): continuation.resume(returning: UncheckedBox(s))

@@ -178,14 +178,21 @@ public final class TCPDialer: @unchecked Sendable {
                 pending = fd
                 let source = DispatchSource.makeWriteSource(fileDescriptor: fd.raw, queue: queue)
                 source.setEventHandler { [self] in
-                    cancelSource()
-                    guard let fd = pending else { return }
+                    guard let fd = pending else { return cancelSource() }
                     pending = nil
                     do throws(NetError) {
                         let code = try Syscall.pendingError(fd)
                         guard code == 0 else { throw NetError(.system, errno: code, "connect to \(what)") }
-                        connected(fd)
+                        // The stream is handed over only once this source is gone: its owner may
+                        // close the descriptor at once, and a number closed under a source still
+                        // being cancelled can leave the next socket given that number deaf to
+                        // epoll (seen as a dial from a test timing out about once in five).
+                        let done = self.source
+                        self.source = nil
+                        done?.setCancelHandler { [self] in connected(fd) }
+                        done?.cancel()
                     } catch {
+                        cancelSource()
                         lastError = error   // the cancel handler lets go of the descriptor
                         tryNext()
                     }
