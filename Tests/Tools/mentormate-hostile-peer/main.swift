@@ -21,6 +21,10 @@
 //   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
 //               first) as fast as the daemon's acks allow, keeping the window full; prints
 //               `result stream sent=N acked=N seconds=S closed=true|false`
+//   authors     an honest-looking peer announcing many accounts: --records N fresh accounts
+//               (default 200,000), one card each at seq 1 with valid work at --network-work-bits,
+//               made before dialling on every core; then sent like `stream` (the window kept
+//               full); prints `made=N in=S` first and then the `stream` result line
 //   chat        an account forging its way into a conversation (issue 11, item 2): signs with
 //               the account key file --key PATH (a real account's, e.g. from a daemon's state
 //               dir) one chat record to --to ID at --seq N (the account's next seq), with payload
@@ -87,6 +91,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import MentorCore
 import MentorCrypto
 
@@ -132,7 +137,7 @@ while !arguments.isEmpty {
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high",
                "fork-hidden-a", "fork-hidden-b", "v1-hello", "not-now",
                "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "silent-blob", "heres", "grafts",
-               "no-work", "weak-work"]
+               "no-work", "weak-work", "authors"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB), (0...AccountWork.maxBits).contains(workBits) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
@@ -163,6 +168,31 @@ let preparedShortIDs: [UInt64] = switch attack {
 case "hello100k": shortIDs(recordsGiven ? streamRecords : 120_000)
 case "summaries": shortIDs(1_024)
 default: []
+}
+/// authors: one first card per fresh account, each with the network's work (all cores).
+let preparedAuthors: [[UInt8]] = attack == "authors" ? manyAuthors(recordsGiven ? streamRecords : 200_000) : []
+
+func manyAuthors(_ count: Int) -> [[UInt8]] {
+    var began = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &began)
+    let lanes = 16
+    final class Box: @unchecked Sendable { var parts = [[[UInt8]]](repeating: [], count: 16) }
+    let box = Box()
+    let now = UInt64(time(nil)) * 1000
+    DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+        var out: [[UInt8]] = []
+        for i in stride(from: lane, to: count, by: lanes) {
+            var w = RecordWriter(keys: SigningKeyPair.generate(), accountWork: accountWork)
+            do { out.append(try w.profile(ProfileCard(name: "Author \(i)", role: .tutor, courses: ["EVIL 101"]), at: now).encoded) }
+            catch { fail("signing: \(error)") }
+        }
+        box.parts[lane] = out
+    }
+    var now2 = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now2)
+    let seconds = Double(now2.tv_sec - began.tv_sec) + Double(now2.tv_nsec - began.tv_nsec) / 1e9
+    print("made=\(count) in=\(Double(Int(seconds * 100)) / 100)")
+    return box.parts.flatMap { $0 }
 }
 let v2Hello = SyncMessage.hello(salt: randomBytes(SyncMessage.saltBytes), held: 0)
 
@@ -694,9 +724,12 @@ case "silent-blob":
     guard let askedAt else { fail("the daemon did not ask for the photo within \(wait) s") }
     print("result silent-blob closed=\(closed) after=\(Int((waited - askedAt).rounded()))")
     exit(0)
-case "stream":
+case "stream", "authors":
     var pending: [[[UInt8]]] = []
-    while pending.count * SyncLimits.maxBatchRecords < streamRecords {
+    for start in stride(from: 0, to: preparedAuthors.count, by: SyncLimits.maxBatchRecords) {
+        pending.append(Array(preparedAuthors[start..<min(start + SyncLimits.maxBatchRecords, preparedAuthors.count)]))
+    }
+    while attack == "stream", pending.count * SyncLimits.maxBatchRecords < streamRecords {
         var batch: [[UInt8]] = []
         for _ in 0..<SyncLimits.maxBatchRecords { batch.append(card(&writer, "Stream \(writer.lastSeq + 1)")) }
         pending.append(batch)
@@ -731,7 +764,7 @@ case "stream":
             break
         }
     }
-    print("result stream sent=\(sent) acked=\(min(acked, sent)) seconds=\(Double(Int(seconds() * 100)) / 100) closed=\(ended)")
+    print("result \(attack) sent=\(sent) acked=\(min(acked, sent)) seconds=\(Double(Int(seconds() * 100)) / 100) closed=\(ended)")
     close(fd)
     exit(0)
 default:

@@ -1,0 +1,70 @@
+import MentorCore
+@testable import MentorNode
+import Testing
+
+@Suite struct StorageBudgetTests {
+    func key(_ i: Int) -> PublicKey {
+        var b = [UInt8](repeating: 0, count: 32)
+        b[0] = UInt8(i & 0xff); b[1] = UInt8((i >> 8) & 0xff); b[2] = UInt8((i >> 16) & 0xff)
+        return PublicKey(bytes: b)!
+    }
+
+    @Test func pastTheAccountBudgetNewStrangersAreDeclinedButKnownOnesAndPriorityClassesAreKept() {
+        var budget = StorageBudget(settings: .init(maxAccounts: 2, maxBytes: 1 << 30, declinedCapacity: 8))
+        for i in 0..<2 {
+            #expect(budget.decide(key(i), priority: .other, isNew: true, size: 100) == .store)
+            budget.stored(priority: .other, newAccount: true, size: 100)
+        }
+        #expect(budget.accountsFull && budget.accounts == 2)
+        #expect(budget.isDegraded, "full is degraded")
+        #expect(budget.decide(key(9), priority: .other, isNew: true, size: 100) == .decline)
+        #expect(budget.isDeclined(key(9)))
+        #expect(budget.decide(key(0), priority: .other, isNew: false, size: 100) == .store, "a stored account keeps its updates")
+        for p in [StorageBudget.Priority.own, .partner, .nearby] {
+            #expect(budget.decide(key(20 + p.rawValue), priority: p, isNew: true, size: 100) == .store, "\(p) is kept past the budget")
+        }
+        budget.stored(priority: .own, newAccount: true, size: 100)
+        #expect(budget.accounts == 2, "own accounts are not counted")
+        budget.stored(priority: .nearby, newAccount: true, size: 100)
+        #expect(budget.accounts == 3 && budget.bytes == 300)
+        #expect(budget.declinedRecords == 1 && budget.isDegraded)
+    }
+
+    @Test func pastTheByteBudgetEveryStrangersRecordIsDeclined() {
+        var budget = StorageBudget(settings: .init(maxAccounts: 100, maxBytes: 250, declinedCapacity: 8))
+        #expect(budget.decide(key(1), priority: .other, isNew: true, size: 200) == .store)
+        budget.stored(priority: .other, newAccount: true, size: 200)
+        #expect(budget.decide(key(1), priority: .other, isNew: false, size: 100) == .store)
+        budget.stored(priority: .other, newAccount: false, size: 100)
+        #expect(budget.bytesFull)
+        #expect(budget.decide(key(1), priority: .other, isNew: false, size: 100) == .decline)
+        #expect(budget.decide(key(2), priority: .partner, isNew: true, size: 100) == .store)
+    }
+
+    @Test func theDeclinedSetIsBoundedAndForgetsTheOldestFirst() {
+        var budget = StorageBudget(settings: .init(maxAccounts: 0, maxBytes: 1 << 30, declinedCapacity: 3))
+        for i in 0..<5 { #expect(budget.decide(key(i), priority: .other, isNew: true, size: 1) == .decline) }
+        #expect(budget.declinedAuthors == 3)
+        #expect(!budget.isDeclined(key(0)) && !budget.isDeclined(key(1)))
+        #expect(budget.isDeclined(key(2)) && budget.isDeclined(key(3)) && budget.isDeclined(key(4)))
+        #expect(budget.declinedRecords == 5)
+    }
+
+    @Test func campusShapeCountsAreKeptWithoutAPassOverAccounts() {
+        // 50,000 accounts of 3 records each: every decision and report is O(1).
+        var budget = StorageBudget(settings: .init(maxAccounts: 40_000, maxBytes: 1 << 40, declinedCapacity: 1 << 16))
+        var declined = 0
+        for i in 0..<50_000 {
+            var held = false
+            for _ in 0..<3 {
+                if budget.decide(key(i), priority: .other, isNew: !held, size: 200) == .store {
+                    budget.stored(priority: .other, newAccount: !held, size: 200)
+                    held = true
+                } else { declined += 1 }
+            }
+        }
+        #expect(budget.accounts == 40_000 && budget.bytes == 40_000 * 600)
+        #expect(declined == 30_000, "every record of the 10,000 strangers past the budget is declined")
+        #expect(budget.declinedAuthors == 10_000)
+    }
+}
