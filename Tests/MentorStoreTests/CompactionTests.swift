@@ -165,6 +165,32 @@ import MentorCrypto
         #expect(try other.digest() == r.digest())
     }
 
+    /// Three variants of one seq (at most 2 are kept, the lowest IDs), some superseded by a
+    /// later edit: every arrival order keeps the same records, so a superseded variant keeps
+    /// its place among the variants.
+    @Test func whichVariantsAreKeptDoesNotDependOnWhenTheyWereSuperseded() throws {
+        var w = RecordWriter(keys: Self.keys[2])
+        let first = try w.profile(ProfileCard(name: "Cy"), at: 1)
+        var variants: [VerifiedRecord] = []
+        for card in [ProfileCard(bio: "one"), ProfileCard(availability: "two"), ProfileCard(bio: "three"), ProfileCard(availability: "four")] {
+            var fork = w
+            variants.append(try fork.profile(card, at: 2))
+        }
+        _ = try w.profile(ProfileCard(bio: "placeholder"), at: 2)
+        let later = try w.profile(ProfileCard(bio: "later"), at: 3)
+        let all = variants + [later]
+        var results: Set<Set<[UInt8]>> = []
+        var rng = SeededRandom(seed: 3)
+        for _ in 0..<24 {
+            let r = try Self.replica()
+            _ = try r.applyOne(first)
+            for v in all.shuffled(using: &rng) { _ = try r.applyOne(v) }
+            results.insert(try Self.storedIDs(r))
+            #expect(try r.card(of: w.author)?.forked == true)
+        }
+        #expect(results.count == 1, "\(results.count) different stored sets")
+    }
+
     // MARK: Two replicas reconcile to the compacted set
 
     /// One reconciliation round between two replicas with the `Reconciler`, records moving

@@ -238,14 +238,25 @@ struct ApplyBatch {
             author.dirty = true
             authors[key] = author
         }
-        let ids = siblings.compactMap { $0.blob(0) }
-        if ids.count >= settings.maxVariantsPerSeq {
+        // The variants seen at this seq: those stored and those superseded (by ID prefix). A
+        // superseded one keeps its place, so which variants are kept depends only on the set
+        // seen, not on whether a later edit had already superseded some when the next came.
+        let atSeq: [SQLValue] = [.integer(author.id), .integer(Int64(r.seq))]
+        let dropped = try statement("SELECT id_prefix FROM superseded WHERE author = ? AND seq = ?").query(atSeq).compactMap { $0.blob(0) }
+        let slots = (siblings.compactMap { $0.blob(0) }.map { (prefix: Array($0.prefix(8)), stored: Optional($0)) }
+                     + dropped.map { (prefix: $0, stored: [UInt8]?.none) })
+            .sorted { $0.prefix.lexicographicallyPrecedes($1.prefix) }
+        if slots.count >= settings.maxVariantsPerSeq {
             // Deterministic cap: the lowest IDs stay, so all replicas keep the same variants.
-            guard let highest = ids.last, v.id.lexicographicallyPrecedes(highest) else {
+            guard let highest = slots.last, Array(v.id.prefix(8)).lexicographicallyPrecedes(highest.prefix) else {
                 return .refused(RecordError(.equivocation,
-                    "\(r.author.shortID)… already has \(ids.count) different records at seq \(r.seq); evidence kept, this one is not merged"))
+                    "\(r.author.shortID)… already has \(slots.count) different records at seq \(r.seq); evidence kept, this one is not merged"))
             }
-            try unstore(recordID: highest, author: r.author, authorID: author.id, seq: r.seq)
+            if let id = highest.stored {
+                try unstore(recordID: id, author: r.author, authorID: author.id, seq: r.seq)
+            } else {
+                try statement("DELETE FROM superseded WHERE author = ? AND seq = ? AND id_prefix = ?").run(atSeq + [.blob(highest.prefix)])
+            }
         }
         _ = try store(v, author: &author, key: key)
         return .forked
