@@ -29,7 +29,8 @@ public enum ApplyOutcome: Equatable, Sendable {
     public var isStored: Bool { self == .applied || self == .forked || self == .held || self == .heldUntilDue }
 }
 
-/// The local replica: every verified record, and the state materialized from them, in SQLite.
+/// The local replica: the verified records its state needs (superseded card edits are dropped,
+/// PROTOCOL.md §9.3), and the state materialized from them, in SQLite.
 ///
 /// All access goes through one `DatabaseQueue`, so records apply one batch at a time and every
 /// batch is one transaction: the raw records and the materialized cards, likes, matches and
