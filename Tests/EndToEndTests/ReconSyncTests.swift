@@ -44,8 +44,10 @@ extension EndToEndTests {
         #expect(Self.toolField(fedA, "digest-a") == Self.toolField(fedA, "digest-b") && fedB.contains("differ=\(differ) "),
                 "the two chains have equal v1 digests: \(fedA)\n\(fedB)")
         #expect(differ.hasSuffix(",70"))
-        #expect(try poll { try Self.digest(socketA).records } until: { $0 == 70 } == 70, "A holds chain a:\n\(a.log)")
-        #expect(try poll { try Self.digest(socketB).records } until: { $0 == 70 } == 70, "B holds chain b:\n\(b.log)")
+        // Every edit writes all its card's fields, so a chain compacts to its seq 1 (the proof
+        // of work) and its seq 70; seqs 2...69 are superseded and dropped (PROTOCOL.md §9.3).
+        #expect(try poll { try Self.digest(socketA).records } until: { $0 == 2 } == 2, "A holds chain a:\n\(a.log)")
+        #expect(try poll { try Self.digest(socketB).records } until: { $0 == 2 } == 2, "B holds chain b:\n\(b.log)")
         #expect(Self.card(socketA, author)?["bio"]?.stringValue == "bio A 70")
         #expect(Self.card(socketB, author)?["bio"]?.stringValue == "bio B 70")
 
@@ -53,7 +55,8 @@ extension EndToEndTests {
         #expect(b.terminate() != nil)
         b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, listen: "127.0.0.1:\(portB)",
                                 extra: ["--peer", "127.0.0.1:\(portA)"])
-        let both = 70 + variants
+        // Both: seq 1 (both variants if they differ there), both seq 70s (concurrent writes).
+        let both = 3 + (differ.split(separator: ",").first == "1" ? 1 : 0)
         let converged = try poll(timeout: .seconds(20), { (try Self.digest(socketA), try Self.digest(socketB)) },
                                  until: { $0.0 == $0.1 && $0.0.records == Int64(both) })
         #expect(converged.0 == converged.1 && converged.0.records == Int64(both),
@@ -89,8 +92,9 @@ extension EndToEndTests {
         let fedY = try e2e.tool([tool, "127.0.0.1", "\(portY)", "fork-hidden-b", "--author-seed", seed, "--from", "127.0.0.48", "--wait", "1"])
         #expect(fedX.status.exitCode == 0 && fedY.status.exitCode == 0, "\(fedX.output)\n\(fedY.output)")
         let author = try #require(Self.toolField(fedX.output, "author"))
-        let variants = try #require(Self.toolField(fedX.output, "differ")).split(separator: ",").count
-        let both = Int64(70 + variants)
+        let differX = try #require(Self.toolField(fedX.output, "differ")).split(separator: ",")
+        // Compacted: seq 1 (both variants if they differ there) and both seq 70s (PROTOCOL.md §9.3).
+        let both = Int64(3 + (differX.first == "1" ? 1 : 0))
         let held = try poll(timeout: .seconds(20), { try sockets.map { try Self.digest($0) } },
                             until: { $0.allSatisfy { $0.records == both } && Set($0.map(\.digest)).count == 1 })
         #expect(held.allSatisfy { $0.records == both } && Set(held.map(\.digest)).count == 1,

@@ -12,6 +12,15 @@ func testSettings() -> Replica.Settings {
     return s
 }
 
+/// `testSettings()` keeping every record (no compaction): for tests of sync and of the
+/// reconciliation tree whose fixtures are chains of edits of one field, which compaction would
+/// reduce to their last record (CompactionTests test that).
+func historySettings() -> Replica.Settings {
+    var s = testSettings()
+    s.compaction = false
+    return s
+}
+
 func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.Settings = testSettings()) throws -> Replica {
     let r = try Replica(path: ":memory:", settings: settings)
     for a in accounts { try r.unlock(a) }

@@ -75,7 +75,7 @@ private final class ReplicaLink {
     }
 
     @Test func theDigestFollowsTheStoredRecordsWhateverTheOrderAndDropsAReplacedVariant() throws {
-        let x = try memoryReplica(), y = try memoryReplica()
+        let x = try memoryReplica(settings: historySettings()), y = try memoryReplica(settings: historySettings())
         let records = try (1...5).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: records)
         _ = try y.apply(batch: records.reversed())
@@ -94,7 +94,7 @@ private final class ReplicaLink {
     /// its own: each variant is one more ID in a set, so one round exchanges them and both end
     /// with both variants, the author flagged as forked.
     @Test func aForkAtTheSameSeqIsExchangedByOneRound() throws {
-        let x = try memoryReplica(), y = try memoryReplica()
+        let x = try memoryReplica(settings: historySettings()), y = try memoryReplica(settings: historySettings())
         let common = try (1...4).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: common + [try card(5, "laptop")])
         _ = try y.apply(batch: common + [try card(5, "lab machine")])
@@ -112,7 +112,7 @@ private final class ReplicaLink {
     /// The fork lies below where the two sides stand (y is behind): v1 needed a later summary
     /// to find it; v2's round finds it with the rest.
     @Test func aForkBelowTheOtherSidesHighestSeqIsFoundInTheSameRound() throws {
-        let x = try memoryReplica(), y = try memoryReplica()
+        let x = try memoryReplica(settings: historySettings()), y = try memoryReplica(settings: historySettings())
         let common = try (1...4).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: common + [try card(5, "laptop"), try card(6, "later")])
         _ = try y.apply(batch: common + [try card(5, "lab machine")])
@@ -125,7 +125,7 @@ private final class ReplicaLink {
     }
 
     @Test func equalReplicasExchangeNothing() throws {
-        let x = try memoryReplica(), y = try memoryReplica()
+        let x = try memoryReplica(settings: historySettings()), y = try memoryReplica(settings: historySettings())
         let records = try (1...20).map { try card($0, "edit \($0)") }
         _ = try x.apply(batch: records)
         _ = try y.apply(batch: records)
@@ -156,7 +156,7 @@ private final class ReplicaLink {
         while x != 0, let b = basis[63 - x.leadingZeroBitCount] { x ^= b.vector; differ.formSymmetricDifference(b.made) }
         try #require(x == 0, "the first 69 differences span the 70th")
         let b = (0..<70).map { differ.contains($0) ? alt[$0] : a[$0] }
-        let x1 = try memoryReplica(), y1 = try memoryReplica()
+        let x1 = try memoryReplica(settings: historySettings()), y1 = try memoryReplica(settings: historySettings())
         _ = try x1.apply(batch: a)
         _ = try y1.apply(batch: b)
         let vx = try x1.versionSummary()[ana.publicKey.key], vy = try y1.versionSummary()[ana.publicKey.key]

@@ -44,55 +44,108 @@ struct ApplyBatch {
     struct PairKey: Hashable { var account: PublicKey; var other: PublicKey }
     struct CardRegister: Hashable { var author: Int64; var field: UInt8 }
 
-    init(db: Database, settings: Replica.Settings, openers: [PublicKey: SealedOpener]) {
+    /// This node's clock when the batch began (ms): when a held-back record arrived.
+    let now: UInt64
+
+    init(db: Database, settings: Replica.Settings, openers: [PublicKey: SealedOpener], now: UInt64? = nil) {
         self.db = db
         self.settings = settings
         self.openers = openers
+        self.now = now ?? settings.now()
     }
 
     // MARK: Sequence, hold-back, equivocation
 
+    /// Applies one verified record (PROTOCOL.md §9, step 3 on).
+    ///
+    /// Records of an admitted author — one whose seq 1 (with its proof of work) is stored —
+    /// apply at once, whatever the seqs before them: every merge is a CRDT, so the order does
+    /// not matter. A card record that is superseded on arrival (each field it writes already
+    /// has a newer winner) is not stored: it is remembered in `superseded` and reads as a
+    /// `duplicate`. Records of an author not admitted yet wait in `pending` until its seq 1.
     mutating func apply(_ v: VerifiedRecord) throws(StoreError) -> ApplyOutcome {
         let r = v.record
         var author = try state(of: r.author)
         // Each lookup runs only where the record could be: not past the author's highest stored
-        // seq, not while `pending` is known to be empty.
-        if r.seq <= recordSeqBound[author.id, default: .max],
-           try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
-            return .duplicate
+        // seq (a superseded record's seq is below the record that superseded it), not while
+        // `pending` is known to be empty.
+        let mayBeHeld = author.id != 0 && r.seq <= recordSeqBound[author.id, default: .max]
+        if mayBeHeld {
+            if try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) { return .duplicate }
+            if try wasSuperseded(author.id, r.seq, v.id) { return .duplicate }
         }
-        if try pendingMayHaveRows(),
+        if author.id != 0, try pendingMayHaveRows(),
            try exists("SELECT 1 FROM pending WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
             return .duplicate
         }
-        if r.seq <= author.contiguous {
-            return try applyVariant(v, author: &author)
-        }
-        if r.seq == author.contiguous + 1 {
+        if r.seq == 1 || author.contiguous > 0 {
             try ensureRow(&author, r.author)
-            try store(v, authorID: author.id)
-            author.contiguous = r.seq
-            author.dirty = true
-            authors[r.author] = author
-            try releasePending(of: r.author)
-            return .applied
+            if mayBeHeld, try seqTaken(author.id, r.seq) {
+                return try applyVariant(v, author: &author, key: r.author)
+            }
+            let kept = try store(v, author: &author, key: r.author)
+            if r.seq == 1 { try releasePending(of: r.author) }
+            return kept ? .applied : .duplicate
         }
-        guard r.seq - author.contiguous <= settings.maxSequenceGap else {
+        guard r.seq <= settings.maxSequenceGap else {
             return .refused(RecordError(.sequenceGapTooLarge,
-                "seq \(r.seq) of \(r.author.shortID)… is \(r.seq - author.contiguous) past the \(author.contiguous) held; at most \(settings.maxSequenceGap) are held back — sync the earlier records first"))
+                "seq \(r.seq) of \(r.author.shortID)… arrived before its seq 1; at most seq \(settings.maxSequenceGap) is held back until then — sync the earlier records first"))
         }
         let pending = try pendingTotal()
         guard pending < settings.maxPending else {
             return .refused(RecordError(.pendingFull,
-                "\(pending) records are already waiting for missing predecessors; try again after syncing"))
+                "\(pending) records are already waiting for their author's first record; try again after syncing"))
         }
         try ensureRow(&author, r.author)
-        try statement("INSERT INTO pending(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
-            .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded)])
+        try statement("INSERT INTO pending(author, seq, id, bytes, arrived) VALUES (?, ?, ?, ?, ?)")
+            .run([.integer(author.id), .integer(Int64(r.seq)), .blob(v.id), .blob(v.encoded), .integer(Int64(clamping: now))])
         recon.added(v.id)
         pendingCount = pending + 1
+        pendingHasRows = true
         countChanges.pending += 1
         return .held
+    }
+
+    /// Whether a record of the author with this seq is stored or was superseded.
+    private func seqTaken(_ authorID: Int64, _ seq: UInt64) throws(StoreError) -> Bool {
+        let key: [SQLValue] = [.integer(authorID), .integer(Int64(seq))]
+        if try statement("SELECT 1 FROM records WHERE author = ? AND seq = ? LIMIT 1").queryOne(key) != nil { return true }
+        return try statement("SELECT 1 FROM superseded WHERE author = ? AND seq = ? LIMIT 1").queryOne(key) != nil
+    }
+
+    /// Whether this record was superseded here (dropped, or not stored on arrival).
+    private func wasSuperseded(_ authorID: Int64, _ seq: UInt64, _ id: [UInt8]) throws(StoreError) -> Bool {
+        try exists("SELECT 1 FROM superseded WHERE author = ? AND seq = ? AND id_prefix = ?", authorID, seq, Array(id.prefix(8)))
+    }
+
+    // MARK: Held records' lifetime
+
+    /// Drops the records held back longer than `maxPendingAge` (their author's seq 1 never
+    /// came): they leave the reconciled set, and a peer that still holds them offers them again.
+    mutating func expirePending(now: UInt64) throws(StoreError) {
+        guard try pendingMayHaveRows() else { return }
+        let before: SQLValue = .integer(Int64(clamping: now) - Int64(clamping: settings.maxPendingAge))
+        let expired = try db.query("SELECT id FROM pending INDEXED BY pending_by_arrival WHERE arrived < ?", [before])
+        guard !expired.isEmpty else { return }
+        for row in expired { if let id = row.blob(0) { recon.removed(id) } }
+        try db.execute("DELETE FROM pending WHERE arrived < ?", [before])
+        countChanges.pending -= db.changes
+        pendingCount = nil
+        pendingHasRows = nil
+    }
+
+    /// Applies the held-back records of authors that are admitted (their seq 1 is stored): after
+    /// migration 9, the records an older build held back behind a gap.
+    mutating func releaseAdmittedPending() throws(StoreError) {
+        guard try pendingMayHaveRows() else { return }
+        let rows = try db.query("""
+            SELECT a.key FROM authors a WHERE a.contiguous > 0 AND EXISTS (SELECT 1 FROM pending p WHERE p.author = a.id)
+            """)
+        for row in rows {
+            guard let key = row.blob(0).flatMap(PublicKey.init(bytes:)) else { continue }
+            _ = try state(of: key)
+            try releasePending(of: key)
+        }
     }
 
     // MARK: Records dated ahead of this node's clock
@@ -115,8 +168,9 @@ struct ApplyBatch {
             return .duplicate
         }
         let author = try state(of: r.author)
-        if author.id != 0, try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
-            return .duplicate
+        if author.id != 0 {
+            if try exists("SELECT 1 FROM records WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) { return .duplicate }
+            if try wasSuperseded(author.id, r.seq, v.id) { return .duplicate }
         }
         let totals: (count: Int, bytes: Int)
         if let known = heldUntilDueTotals {
@@ -142,6 +196,16 @@ struct ApplyBatch {
     mutating func releaseDue(now: UInt64) throws(StoreError) {
         let due: SQLValue = .integer(Int64(clamping: now.addingReportingOverflow(settings.futureTolerance).overflow
                                                       ? UInt64.max : now + settings.futureTolerance))
+        // A held record is due at most `maxHoldAhead` after it arrived, so none outlives that
+        // unless this node's clock was set back: those now dated further ahead than a record
+        // may be held are dropped (the peers offer them again), so nothing is held for longer.
+        let tooFar: SQLValue = .integer(Int64(clamping: now.addingReportingOverflow(settings.maxHoldAhead).overflow
+                                                         ? UInt64.max : now + settings.maxHoldAhead))
+        try db.execute("DELETE FROM held_until_due WHERE timestamp > ?", [tooFar])
+        if db.changes > 0 {
+            countChanges.heldUntilDue -= db.changes
+            heldUntilDueTotals = nil
+        }
         let rows = try db.query("SELECT bytes FROM held_until_due WHERE timestamp <= ? ORDER BY author, seq, id", [due])
         guard !rows.isEmpty else { return }
         try db.execute("DELETE FROM held_until_due WHERE timestamp <= ?", [due])
@@ -154,12 +218,13 @@ struct ApplyBatch {
         }
     }
 
-    /// A record for an (author, seq) already held with a different ID.
-    private mutating func applyVariant(_ v: VerifiedRecord, author: inout AuthorState) throws(StoreError) -> ApplyOutcome {
+    /// A record for an (author, seq) already stored, or superseded, with a different ID.
+    private mutating func applyVariant(_ v: VerifiedRecord, author: inout AuthorState, key: PublicKey) throws(StoreError) -> ApplyOutcome {
         let r = v.record
         let siblings = try db.cachedStatement("SELECT id, bytes FROM records WHERE author = ? AND seq = ? ORDER BY id")
             .query([.integer(author.id), .integer(Int64(r.seq))])
-        // Keep the evidence: every record that shared this (author, seq).
+        // Keep the evidence: every record that shared this (author, seq) and is still stored (a
+        // superseded one's bytes are gone; its evidence is there if the fork was seen before).
         let evidence = try db.cachedStatement("INSERT OR IGNORE INTO evidence(author, seq, id, bytes) VALUES (?, ?, ?, ?)")
         for row in siblings {
             try evidence.run([.integer(author.id), .integer(Int64(r.seq)), row[0], row[1]])
@@ -171,78 +236,146 @@ struct ApplyBatch {
             countChanges.forkedAuthors += 1
             author.forked = true
             author.dirty = true
-            authors[r.author] = author
+            authors[key] = author
         }
-        let ids = siblings.compactMap { $0.blob(0) }
-        if ids.count >= settings.maxVariantsPerSeq {
+        // The variants seen at this seq: those stored and those superseded (by ID prefix). A
+        // superseded one keeps its place, so which variants are kept depends only on the set
+        // seen, not on whether a later edit had already superseded some when the next came.
+        let atSeq: [SQLValue] = [.integer(author.id), .integer(Int64(r.seq))]
+        let dropped = try statement("SELECT id_prefix FROM superseded WHERE author = ? AND seq = ?").query(atSeq).compactMap { $0.blob(0) }
+        let slots = (siblings.compactMap { $0.blob(0) }.map { (prefix: Array($0.prefix(8)), stored: Optional($0)) }
+                     + dropped.map { (prefix: $0, stored: [UInt8]?.none) })
+            .sorted { $0.prefix.lexicographicallyPrecedes($1.prefix) }
+        if slots.count >= settings.maxVariantsPerSeq {
             // Deterministic cap: the lowest IDs stay, so all replicas keep the same variants.
-            guard let highest = ids.last, v.id.lexicographicallyPrecedes(highest) else {
+            guard let highest = slots.last, Array(v.id.prefix(8)).lexicographicallyPrecedes(highest.prefix) else {
                 return .refused(RecordError(.equivocation,
-                    "\(r.author.shortID)… already has \(ids.count) different records at seq \(r.seq); evidence kept, this one is not merged"))
+                    "\(r.author.shortID)… already has \(slots.count) different records at seq \(r.seq); evidence kept, this one is not merged"))
             }
-            try unstore(recordID: highest, author: r.author, authorID: author.id, seq: r.seq)
+            if let id = highest.stored {
+                try unstore(recordID: id, author: r.author, authorID: author.id, seq: r.seq)
+            } else {
+                try statement("DELETE FROM superseded WHERE author = ? AND seq = ? AND id_prefix = ?").run(atSeq + [.blob(highest.prefix)])
+            }
         }
-        try store(v, authorID: author.id)
+        _ = try store(v, author: &author, key: key)
         return .forked
     }
 
+    /// Applies every held-back record of an author whose seq 1 was just stored, in (seq, ID)
+    /// order, as if it had just arrived.
     private mutating func releasePending(of key: PublicKey) throws(StoreError) {
-        guard var author = authors[key], try pendingMayHaveRows() else { return }
-        let select = try statement("SELECT id, bytes FROM pending WHERE author = ? AND seq = ? ORDER BY id")
-        let delete = try statement("DELETE FROM pending WHERE author = ? AND seq = ?")
-        while true {
-            let next = author.contiguous + 1
-            let rows = try select.query([.integer(author.id), .integer(Int64(next))])
-            if rows.isEmpty { break }
-            try delete.run([.integer(author.id), .integer(Int64(next))])
-            for row in rows { if let id = row.blob(0) { recon.removed(id) } }
-            pendingCount = pendingCount.map { $0 - rows.count }
-            countChanges.pending -= rows.count
-            // Held records were verified before they were held; one that no longer decodes
-            // (a damaged database) is dropped, and the first that does becomes the seq's record.
-            let held = rows.compactMap { row in row.blob(1).flatMap { try? VerifiedRecord(alreadyVerified: $0) } }
-            guard !held.isEmpty else { break }
-            for (i, v) in held.enumerated() {
-                if i == 0 {
-                    try store(v, authorID: author.id)
-                    author.contiguous = next
-                    author.dirty = true
-                    authors[key] = author
-                } else {
-                    _ = try applyVariant(v, author: &author)
-                }
-            }
+        guard let author = authors[key], author.id != 0, try pendingMayHaveRows() else { return }
+        let rows = try statement("SELECT id, bytes FROM pending WHERE author = ? ORDER BY seq, id").query([.integer(author.id)])
+        guard !rows.isEmpty else { return }
+        try statement("DELETE FROM pending WHERE author = ?").run([.integer(author.id)])
+        for row in rows { if let id = row.blob(0) { recon.removed(id) } }
+        pendingCount = pendingCount.map { $0 - rows.count }
+        pendingHasRows = nil
+        countChanges.pending -= rows.count
+        for row in rows {
+            // Held records were verified before they were held; one that no longer decodes (a
+            // damaged database) is dropped.
+            guard let v = row.blob(1).flatMap({ try? VerifiedRecord(alreadyVerified: $0) }) else { continue }
+            _ = try apply(v)
         }
     }
 
     // MARK: Storing and materializing
 
-    /// Every record this batch stored, in the order it was stored (released held records too).
-    private(set) var stored: [VerifiedRecord] = []
+    /// Every record this batch stored and still holds, in the order it was stored (released
+    /// held records too; not those a later record of the batch superseded).
+    var stored: [VerifiedRecord] {
+        compactedInBatch.isEmpty ? storedInOrder : storedInOrder.filter { !compactedInBatch.contains($0.id) }
+    }
+    private var storedInOrder: [VerifiedRecord] = []
+    /// IDs of the records this batch dropped as superseded (some it stored itself).
+    private var compactedInBatch: Set<[UInt8]> = []
+    /// How many records this batch dropped as superseded, or did not store for it (for tests).
+    private(set) var supersededCount = 0
 
-    private mutating func store(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
-        stored.append(v)
-        countChanges.records += 1
+    /// Stores and merges a record; false when it was superseded on arrival and not stored.
+    /// Afterwards the records it superseded are dropped (`compact`) and the author's
+    /// contiguous seq moves on if it can.
+    private mutating func store(_ v: VerifiedRecord, author: inout AuthorState, key: PublicKey) throws(StoreError) -> Bool {
         let r = v.record
+        let authorID = author.id
+        let schema = RecordSchemas.schema(for: r.type)
+        var displaced: [[UInt8]] = []
+        if schema?.publicMerge == .fieldRegisters {
+            let entered = try mergeCardFields(v, authorID: authorID, displaced: &displaced)
+            // The seq 1 card stays whatever supersedes it: its proof of work admits the account.
+            if !entered, r.seq > 1, settings.compaction {
+                try noteSuperseded(authorID: authorID, seq: r.seq, id: v.id)
+                supersededCount += 1
+                try advanceContiguous(&author, key: key, past: r.seq)
+                return false
+            }
+        }
+        storedInOrder.append(v)
+        countChanges.records += 1
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
             .run([.integer(authorID), .integer(Int64(r.seq)), .blob(v.id), .integer(Int64(r.type.rawValue)),
                   .integer(Int64(clamping: r.timestamp)), .blob(v.encoded)])
         recon.added(v.id)
         try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(v.id)), .integer(authorID)])
         if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
-        guard let schema = RecordSchemas.schema(for: r.type) else { return }
-        switch schema.publicMerge {
-        case .fieldRegisters:
-            try mergeCardFields(v, authorID: authorID)
-        case .sealed:
-            try openSealed(v, authorID: authorID)
+        if schema?.publicMerge == .sealed { try openSealed(v, authorID: authorID) }
+        try advanceContiguous(&author, key: key, past: r.seq)
+        if settings.compaction { try compact(displaced, authorID: authorID) }
+        return true
+    }
+
+    /// Drops the card records among `candidates` (IDs whose card entries a merge just removed)
+    /// that no card entry names any more: every register they wrote has a newer winner. Each is
+    /// deleted from `records` and the reconciliation set, and remembered in `superseded`. The
+    /// seq 1 card stays. O(candidates): nothing else is read.
+    private mutating func compact(_ candidates: [[UInt8]], authorID: Int64) throws(StoreError) {
+        guard !candidates.isEmpty else { return }
+        let named = try statement("SELECT 1 FROM card_entries WHERE author = ? AND record_id = ? LIMIT 1")
+        let find = try statement("SELECT seq FROM records INDEXED BY records_by_id WHERE id = ?2 AND author = ?1")
+        let delete = try statement("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?")
+        var seen: Set<[UInt8]> = []
+        for id in candidates where seen.insert(id).inserted {
+            guard try named.queryOne([.integer(authorID), .blob(id)]) == nil,
+                  let seq = try find.queryOne([.integer(authorID), .blob(id)])?.int64(0), seq > 1 else { continue }
+            try delete.run([.integer(authorID), .integer(seq), .blob(id)])
+            countChanges.records -= 1
+            recon.removed(id)
+            try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(id)), .integer(authorID)])
+            try noteSuperseded(authorID: authorID, seq: UInt64(seq), id: id)
+            compactedInBatch.insert(id)
+            supersededCount += 1
         }
+    }
+
+    /// Remembers a superseded record's (author, seq, ID prefix), at most `maxVariantsPerSeq` per
+    /// (author, seq): one is enough to see a fork, and a key holder signing endless variants
+    /// of a seq must not grow the table.
+    private func noteSuperseded(authorID: Int64, seq: UInt64, id: [UInt8]) throws(StoreError) {
+        let key: [SQLValue] = [.integer(authorID), .integer(Int64(seq))]
+        let held = try statement("SELECT count(*) FROM superseded WHERE author = ? AND seq = ?").queryOne(key)?.int(0) ?? 0
+        guard held < settings.maxVariantsPerSeq else { return }
+        try statement("INSERT OR IGNORE INTO superseded(author, seq, id_prefix) VALUES (?, ?, ?)").run(key + [.blob(Array(id.prefix(8)))])
+    }
+
+    /// Moves the author's contiguous seq on after `seq` was applied (stored or superseded):
+    /// while the next seq is stored or superseded. Not past the highest stored seq, which no
+    /// superseded seq exceeds, so an in-order sync looks nothing up.
+    private mutating func advanceContiguous(_ author: inout AuthorState, key: PublicKey, past seq: UInt64) throws(StoreError) {
+        guard seq == author.contiguous + 1 else { return }
+        var c = seq
+        let bound = recordSeqBound[author.id, default: .max]
+        while c < bound, try seqTaken(author.id, c + 1) { c += 1 }
+        author.contiguous = c
+        author.dirty = true
+        authors[key] = author
     }
 
     /// Removes a record that lost its place among an (author, seq)'s variants, and rebuilds
     /// what it had touched from the records that remain.
     private mutating func unstore(recordID: [UInt8], author: PublicKey, authorID: Int64, seq: UInt64) throws(StoreError) {
-        stored.removeAll { $0.id == recordID }
+        storedInOrder.removeAll { $0.id == recordID }
         cardRegisters.removeAll()
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
@@ -260,10 +393,14 @@ struct ApplyBatch {
         try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(recordID)])
     }
 
-    private mutating func mergeCardFields(_ v: VerifiedRecord, authorID: Int64) throws(StoreError) {
+    /// Merges a card record's fields into their registers; whether the record entered any of
+    /// them (false: superseded on arrival). `displaced` gets the IDs of the entries it pushed out.
+    @discardableResult
+    private mutating func mergeCardFields(_ v: VerifiedRecord, authorID: Int64, displaced: inout [[UInt8]]) throws(StoreError) -> Bool {
         let fields: FieldList
         do { fields = try FieldList.decode(v.record.body, known: ProfileCard.bodyTags, what: "profile") }
-        catch { return } // cannot happen: the body was validated when decoded
+        catch { return true } // cannot happen: the body was validated when decoded
+        var entered = false
         let clock = v.record.effectiveClock
         let clockBytes = clock.encoded
         // `field = +?`, not `field = ?`: a bare parameter compared where the partial index
@@ -294,7 +431,9 @@ struct ApplyBatch {
                 continue
             }
             var superseded = current.filter { e in !merged.contains(where: { $0.recordID == e.recordID }) }
+            displaced += superseded.map(\.recordID)
             if merged.contains(where: { $0.recordID == v.id }) {
+                entered = true
                 let stored: [SQLValue] = [.blob(v.id), .blob(clockBytes), .integer(Int64(clamping: v.record.timestamp)), .blob(value)]
                 if let replaced = superseded.popLast() {
                     // One statement where the usual case (a newer write replaces the register's
@@ -323,6 +462,7 @@ struct ApplyBatch {
                 return stored
             }
         }
+        return entered
     }
 
     static func registerEntry(_ row: Row) -> RegisterEntry<[UInt8]>? {
@@ -341,7 +481,8 @@ struct ApplyBatch {
                                 [.integer(authorID), .integer(Int64(RecordType.profile.rawValue))])
         for row in rows {
             guard let bytes = row.blob(0), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
-            try mergeCardFields(v, authorID: authorID)
+            var displaced: [[UInt8]] = []
+            try mergeCardFields(v, authorID: authorID, displaced: &displaced)
         }
     }
 

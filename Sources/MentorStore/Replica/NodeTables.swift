@@ -94,7 +94,9 @@ extension Replica {
         try pairSummaries(of: account).first { $0.other == other }
     }
 
-    /// The highest seq of `author` such that 1...seq are all held (0 if none).
+    /// The highest seq of `author` such that 1...seq were all applied — stored, or superseded
+    /// and dropped (0 if none). Records past a gap are applied too; this is what the author's
+    /// log is known to hold without holes.
     public func contiguousSeq(of author: PublicKey) throws(StoreError) -> UInt64 {
         try read { db throws(StoreError) in
             UInt64(try db.cachedStatement("SELECT contiguous FROM authors WHERE key = ?").queryOne([.blob(author.bytes)])?.int64(0) ?? 0)

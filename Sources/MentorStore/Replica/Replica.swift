@@ -9,9 +9,10 @@ import MentorCrypto
 public enum ApplyOutcome: Equatable, Sendable {
     /// Stored and merged (plus any held records of its author it released).
     case applied
-    /// Already held: nothing changed.
+    /// Already held, or superseded by what is held (a card edit each of whose fields has a newer
+    /// winner: not stored, PROTOCOL.md §9.3): nothing changed. No offence either way.
     case duplicate
-    /// Verified and kept aside until the earlier sequence numbers of its author arrive.
+    /// Verified and kept aside until its author's first record (seq 1) arrives.
     case held
     /// A second record for an (author, seq) we hold: the author's key signed two histories
     /// (the same account used on two nodes, or a stolen key). Evidence is kept, the author is
@@ -28,7 +29,8 @@ public enum ApplyOutcome: Equatable, Sendable {
     public var isStored: Bool { self == .applied || self == .forked || self == .held || self == .heldUntilDue }
 }
 
-/// The local replica: every verified record, and the state materialized from them, in SQLite.
+/// The local replica: the verified records its state needs (superseded card edits are dropped,
+/// PROTOCOL.md §9.3), and the state materialized from them, in SQLite.
 ///
 /// All access goes through one `DatabaseQueue`, so records apply one batch at a time and every
 /// batch is one transaction: the raw records and the materialized cards, likes, matches and
@@ -39,9 +41,10 @@ public enum ApplyOutcome: Equatable, Sendable {
 /// `queue`, which runs them one at a time; everything else is immutable.
 public final class Replica: @unchecked Sendable {
     public struct Settings: Sendable {
-        /// Records held back for missing predecessors, across all authors.
+        /// Records held back because their author's seq 1 is not held yet, across all authors.
         public var maxPending = 100_000
-        /// How far past an author's contiguous prefix a record may be and still be held.
+        /// The highest seq held back before its author's seq 1 arrives (further: refused as
+        /// `sequence-gap-too-large`, asked for again later).
         public var maxSequenceGap = Limits.maxSequenceGap
         /// Records kept per (author, seq): the lowest IDs win, so every replica keeps the same ones.
         public var maxVariantsPerSeq = 2
@@ -62,6 +65,14 @@ public final class Replica: @unchecked Sendable {
         /// network's difficulty and ID. The daemon sets it from `network_work_bits` and the
         /// network key; without it a replica asks for none (difficulty 0).
         public var accountWork = AccountWork.Requirement.none
+        /// How long (ms) a record stays held back waiting for its author's seq 1: then it is
+        /// dropped, and a peer that holds it offers it again (PROTOCOL.md §9).
+        public var maxPendingAge: UInt64 = 3_600_000
+        /// Whether superseded card records are dropped (PROTOCOL.md §9.3). Always on in a node:
+        /// replicas that are to reconcile to equal sets must all compact. Off only to measure
+        /// what compaction saves (`mentormate-bench reconcile --only g`) and in tests comparing
+        /// a compacted replica with a full one.
+        public var compaction = true
 
         public init() {}
     }
@@ -91,6 +102,22 @@ public final class Replica: @unchecked Sendable {
             try ReplicaSchema.migrator.migrate(db)
             try Self.computeMissingDigests(db)
             try ReconIndex.buildIfMissing(db)
+        }
+        try releaseHeldOnOpen()
+    }
+
+    /// Starts the lifetime of records held back before migration 9 (`arrived` 0) now, and
+    /// applies those an older build held back behind a gap of an admitted author: since
+    /// migration 9 only a missing seq 1 holds a record back.
+    private func releaseHeldOnOpen() throws(StoreError) {
+        let now = settings.now()
+        let stale = try read { db throws(StoreError) in try db.queryOne("SELECT 1 FROM pending WHERE arrived = 0 LIMIT 1") != nil }
+        guard stale else { return }
+        try write { db throws(StoreError) in
+            try db.execute("UPDATE pending SET arrived = ? WHERE arrived = 0", [.integer(Int64(clamping: now))])
+            var batch = ApplyBatch(db: db, settings: settings, openers: [:], now: now)
+            try batch.releaseAdmittedPending()
+            try batch.finish()
         }
     }
 
@@ -158,7 +185,8 @@ public final class Replica: @unchecked Sendable {
         -> (outcomes: [ApplyOutcome], stored: [VerifiedRecord]) {
         let now = settings.now()
         return try write { db throws(StoreError) in
-            var batch = ApplyBatch(db: db, settings: settings, openers: openers)
+            var batch = ApplyBatch(db: db, settings: settings, openers: openers, now: now)
+            try batch.expirePending(now: now)
             var outcomes: [ApplyOutcome] = []
             outcomes.reserveCapacity(verified.count)
             for item in verified {
@@ -185,7 +213,8 @@ public final class Replica: @unchecked Sendable {
     public func releaseDue() throws(StoreError) -> [VerifiedRecord] {
         let now = settings.now()
         return try write { db throws(StoreError) in
-            var batch = ApplyBatch(db: db, settings: settings, openers: openers)
+            var batch = ApplyBatch(db: db, settings: settings, openers: openers, now: now)
+            try batch.expirePending(now: now)
             try batch.releaseDue(now: now)
             try batch.finish()
             openers = batch.openers

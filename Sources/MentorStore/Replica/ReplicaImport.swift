@@ -13,9 +13,9 @@ public struct ImportSummary: Sendable, Equatable {
     public var applied = 0
     /// Stored as a second variant of an (author, seq): the author forked.
     public var forked = 0
-    /// Already held: nothing changed.
+    /// Already held, or superseded by what is held: nothing changed.
     public var duplicate = 0
-    /// Kept aside for missing predecessors (applied later, when those arrive).
+    /// Kept aside until their author's seq 1 arrives, or until due.
     public var held = 0
     /// Refused: failed verification, or refused by the merge rules.
     public var refused = 0

@@ -173,6 +173,39 @@ enum ReplicaSchema {
                 hash        BLOB NOT NULL                 -- ReconHash.leaf / ReconHash.node
             );
             """)
+        // Compaction and applying out of order (PROTOCOL.md §9; `ApplyBatch` says how): a card
+        // record every register of which has a newer winner is superseded and dropped — a
+        // replica keeps live state, not history. `superseded` remembers, in ~20 bytes, the
+        // (author, seq) and the first 8 bytes of the ID of each record dropped or refused so:
+        // enough to know a record offered again (`duplicate`), to see a second record at the
+        // same seq (a fork), and to keep `contiguous` (1...contiguous applied, stored or
+        // dropped). At most 2 per (author, seq), like variants. The seq 1 card (its proof of
+        // work admits the account) is never dropped. `pending` now holds only records of
+        // authors whose seq 1 is not held yet, each for at most `Settings.maxPendingAge` after
+        // `arrived` (ms; 0 from before this migration: set to the time of the next open).
+        // This migration compacts a replica in place: the dropped records' IDs leave the
+        // reconciliation tree, rebuilt on the next open (`ReconIndex.buildIfMissing`), and the
+        // v1 digests are recomputed (`Replica.computeMissingDigests`). The file does not shrink;
+        // SQLite reuses the freed pages.
+        m.register(9, "compaction: superseded card records dropped, records apply out of order", """
+            CREATE TABLE superseded (
+                author      INTEGER NOT NULL REFERENCES authors(id),
+                seq         INTEGER NOT NULL,
+                id_prefix   BLOB NOT NULL,                -- the record ID's first 8 bytes
+                PRIMARY KEY (author, seq, id_prefix)
+            ) WITHOUT ROWID;
+            ALTER TABLE pending ADD COLUMN arrived INTEGER NOT NULL DEFAULT 0;
+            CREATE INDEX pending_by_arrival ON pending(arrived);
+            INSERT OR IGNORE INTO superseded(author, seq, id_prefix)
+                SELECT r.author, r.seq, substr(r.id, 1, 8) FROM records r
+                WHERE r.type = 1 AND r.seq > 1
+                  AND NOT EXISTS (SELECT 1 FROM card_entries c WHERE c.author = r.author AND c.record_id = r.id);
+            DELETE FROM records
+                WHERE type = 1 AND seq > 1
+                  AND NOT EXISTS (SELECT 1 FROM card_entries c WHERE c.author = records.author AND c.record_id = records.id);
+            DELETE FROM recon_nodes;
+            UPDATE authors SET digest = NULL;
+            """)
         return m
     }
 }

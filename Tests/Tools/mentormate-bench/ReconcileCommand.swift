@@ -48,7 +48,8 @@ struct ReconcileCommand {
               for the rest. --eager runs the same with lazy push off (MENTORMATE_EAGER_PUSH=1:
               every body on every link), for the before/after.
           (g) size: W writes (default 1,000,000) by K accounts (default 10,000), half of them card
-              edits, imported into a replica; its file size ÷ the live state's bytes. The live
+              edits, imported into a replica twice — every record kept (as before compaction) and
+              compacted (PROTOCOL.md §9.3) — and each file size ÷ the live state's bytes. The live
               state is, per account, the latest record of each card field and of each like
               register (liker, target), plus every chat message — what a replica must keep.
 
@@ -520,27 +521,39 @@ private final class ReconcileRun {
     private func replicaSize() throws {
         let c = command
         print("(g) replica size: \(Format.grouped(c.writes)) writes by \(Format.grouped(c.accounts)) accounts, half card edits")
-        serial += 1
-        let state = dir + "/size-\(serial)"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let file = dir + "/size-\(serial).records"
+        let file = dir + "/size-\(serial + 1).records"
         let stats = try Workload(records: c.writes, authors: c.accounts, seed: c.seed, cardShare: 50).write(to: file)
-        _ = try importFile(file, into: state)
-        try? FileManager.default.removeItem(atPath: file)
-        // Through a daemon start, as a node would be: whatever it maintains at start runs too.
-        let node = try start("G", state)
-        let client = try RPCClient(path: node.socket, timeout: .seconds(30))
-        let held = try records(client)
-        client.close()
-        stopAll()
-        let size = try fileSize(state + "/replica.db") + ((try? fileSize(state + "/replica.db-wal")) ?? 0)
-        let ratio = Double(size) / Double(max(1, stats.liveBytes))
+        defer { try? FileManager.default.removeItem(atPath: file) }
         print("    written \(Format.grouped(stats.records)) records (\(stats.profiles) card, \(stats.likes) likes, \(stats.chats) chats), "
-              + "\(Format.megabytes(stats.bytes)); the replica holds \(Format.grouped(held)) records")
-        print("    live state: \(Format.grouped(stats.liveRecords)) records, \(Format.megabytes(stats.liveBytes)); replica files "
-              + "\(Format.megabytes(size)): \(Format.ratio(ratio))   target <= 2x   \(ratio <= 2 ? "PASS" : "MISS")")
-        summary.append("(g) \(Format.grouped(c.writes)) writes by \(Format.grouped(c.accounts)): replica \(Format.ratio(ratio)) the live state"
-                       + " (\(Format.megabytes(size)) vs \(Format.megabytes(stats.liveBytes)))   <= 2x   \(ratio <= 2 ? "PASS" : "MISS")")
+              + "\(Format.megabytes(stats.bytes)); live state: \(Format.grouped(stats.liveRecords)) records, \(Format.megabytes(stats.liveBytes))")
+        // Before: every record kept (what a replica did before compaction, PROTOCOL.md §9.3);
+        // after: superseded card records dropped as they are superseded.
+        var ratios: [(String, Double, Int)] = []
+        for (label, compaction) in [("history kept (before)", false), ("compacted (after)", true)] {
+            serial += 1
+            let state = dir + "/size-\(serial)"
+            try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            var settings = Replica.Settings()
+            settings.compaction = compaction
+            let took = try importFile(file, into: state, settings: settings)
+            // Through a daemon start, as a node would be: whatever it maintains at start runs too.
+            let node = try start("G\(serial)", state)
+            let client = try RPCClient(path: node.socket, timeout: .seconds(30))
+            let held = try records(client)
+            client.close()
+            stopAll()
+            let size = try fileSize(state + "/replica.db") + ((try? fileSize(state + "/replica.db-wal")) ?? 0)
+            let ratio = Double(size) / Double(max(1, stats.liveBytes))
+            print("    \(label): the replica holds \(Format.grouped(held)) records, files \(Format.megabytes(size)): "
+                  + "\(Format.ratio(ratio)) the live state (import \(Format.seconds(took)))")
+            ratios.append((label, ratio, size))
+            try? FileManager.default.removeItem(atPath: state)
+        }
+        guard let before = ratios.first, let after = ratios.last else { return }
+        print("    compaction: \(Format.ratio(after.1)) vs \(Format.ratio(before.1)) before   target <= 2x   \(after.1 <= 2 ? "PASS" : "MISS")")
+        summary.append("(g) \(Format.grouped(c.writes)) writes by \(Format.grouped(c.accounts)): replica \(Format.ratio(after.1)) the live state"
+                       + " (\(Format.megabytes(after.2)) vs \(Format.megabytes(stats.liveBytes)); \(Format.ratio(before.1)) without compaction)"
+                       + "   <= 2x   \(after.1 <= 2 ? "PASS" : "MISS")")
     }
 
     // MARK: Helpers
@@ -565,8 +578,8 @@ private final class ReconcileRun {
     }
 
     /// Imports a workload file into the replica of a state directory; the time it took.
-    private func importFile(_ file: String, into state: String) throws -> Duration {
-        let replica = try Replica(path: state + "/replica.db")
+    private func importFile(_ file: String, into state: String, settings: Replica.Settings = Replica.Settings()) throws -> Duration {
+        let replica = try Replica(path: state + "/replica.db", settings: settings)
         let started = ContinuousClock.now
         let summary = try replica.importBatches(try RecordFileReader(path: file, batchSize: 1000))
         let elapsed = ContinuousClock.now - started
