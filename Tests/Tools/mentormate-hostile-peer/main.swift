@@ -18,7 +18,7 @@
 //               field (refused as insufficient-work when the network asks for work: an offence)
 //   weak-work   the same with a work field just short of the difficulty: a nonce with at least
 //               bits − 4 but fewer than bits leading zero bits
-//   stream      an honest but greedy peer: sends valid cards (--records N, default 20,000, signed
+//   stream      an honest but greedy peer: sends valid records (--records N, default 20,000: one card, then likes of strangers, which no later record supersedes; signed
 //               first) as fast as the daemon's acks allow, keeping the window full; prints
 //               `result stream sent=N acked=N seconds=S closed=true|false`
 //   authors     an honest-looking peer announcing many accounts: --records N fresh accounts
@@ -729,9 +729,17 @@ case "stream", "authors":
     for start in stride(from: 0, to: preparedAuthors.count, by: SyncLimits.maxBatchRecords) {
         pending.append(Array(preparedAuthors[start..<min(start + SyncLimits.maxBatchRecords, preparedAuthors.count)]))
     }
+    // One card, then likes of distinct strangers: records no later one supersedes, so all of
+    // them stay stored (a stream of card edits would compact to one card, PROTOCOL §9.3).
     while attack == "stream", pending.count * SyncLimits.maxBatchRecords < streamRecords {
         var batch: [[UInt8]] = []
-        for _ in 0..<SyncLimits.maxBatchRecords { batch.append(card(&writer, "Stream \(writer.lastSeq + 1)")) }
+        for _ in 0..<SyncLimits.maxBatchRecords {
+            if writer.lastSeq == 0 { batch.append(card(&writer, "Stream")); continue }
+            do {
+                let target = try SigningKeyPair(seed: SecureRandom.bytes(32)).publicKey.key
+                batch.append(try writer.like(target, at: UInt64(time(nil)) * 1000).encoded)
+            } catch { fail("signing: \(error)") }
+        }
         pending.append(batch)
     }
     var began = timespec()
