@@ -3,64 +3,76 @@ import MentorCrypto
 @testable import MentorStore
 import Testing
 
-/// Two real replicas synced by two `SyncSession`s (v2) over an in-memory link, with a shell that
-/// does what `PeerManager` does: reconcile against the replica's tree, fetch from and apply to
-/// the replica. The tree is built in memory from the replica's records here (the SQLite tree is
-/// the "recon-store" work; its tests check it against `MemoryReconTree`).
-private final class ReplicaLink {
-    let replicas: [Replica]
-    var sessions: [SyncSession] = [SyncSession(role: .initiator, hashing: ReconHash.hashing),
-                                   SyncSession(role: .responder, hashing: ReconHash.hashing)]
-    var wire: [[[UInt8]]] = [[], []]          // wire[i]: messages sent by side i
+/// Two real replicas synced by two `SyncSession`s (v2) over an in-memory link, each run by the
+/// daemon's own interpreter (`SyncDriver`) over a host that reads from and applies to the
+/// replica. The tree is built in memory from the replica's records here (the SQLite tree has
+/// its own tests against `MemoryReconTree`).
+private final class ReplicaHost: SyncHost {
+    let replica: Replica
+    var outbox: [[UInt8]] = []          // messages sent, oldest first
+    var toApply: [[[UInt8]]] = []       // batches received, applied in `settle`
     var closed: [String] = []
+    var errors: [any Error] = []
+    init(_ replica: Replica) { self.replica = replica }
 
-    init(_ a: Replica, _ b: Replica) { replicas = [a, b] }
-
-    func entries(_ i: Int) throws -> [(id: [UInt8], bytes: [UInt8])] {
-        try replicas[i].knownAuthors().flatMap { a in
-            try replicas[i].records(of: a, seqs: 1...Limits.maxSeq).map { (VerifiedRecord.id(of: $0), $0) }
+    var isOpen: Bool { closed.isEmpty }
+    var now: ContinuousClock.Instant { .now }
+    func send(_ message: SyncMessage) { outbox.append(message.encoded) }
+    func entries() throws -> [(id: [UInt8], bytes: [UInt8])] {
+        try replica.knownAuthors().flatMap { a in
+            try replica.records(of: a, seqs: 1...Limits.maxSeq).map { (VerifiedRecord.id(of: $0), $0) }
         }
     }
+    func records(of author: PublicKey, seqs: ClosedRange<UInt64>) throws -> [[UInt8]] { try replica.records(of: author, seqs: seqs) }
+    func records(ids: [[UInt8]]) throws -> [[UInt8]] {
+        let wanted = Set(ids)
+        return try entries().filter { wanted.contains($0.id) }.map(\.bytes)
+    }
+    func records(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int) throws -> (records: [[UInt8]], next: FetchCursor?) {
+        (try entries().filter { ReconTree.prefix(of: $0.id, depth: depth) == prefix }.map(\.bytes), nil)
+    }
+    func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T { try body(MemoryReconTree(try entries().map(\.id))) }
+    func contiguousSeq(of author: PublicKey) -> UInt64 { (try? replica.contiguousSeq(of: author)) ?? 0 }
+    func apply(_ batch: [[UInt8]]) { toApply.append(batch) }
+    func schedule(_ timer: SyncTimer, at: ContinuousClock.Instant) {}
+    func progress(sent: Int, received: Int) {}
+    func peerAccounts(_ accounts: [PublicKey]) {}
+    func serveBlob(hash: [UInt8]) -> String? { nil }
+    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8]) -> String? { nil }
+    func finished(_ reason: String, blame: Bool) { closed.append(reason) }
+}
+
+private final class ReplicaLink {
+    let hosts: [ReplicaHost]
+    let drivers: [SyncDriver]
+    var sessions: [SyncSession] { drivers.map(\.session) }
+    var closed: [String] { hosts.flatMap(\.closed) }
+
+    init(_ a: Replica, _ b: Replica) {
+        hosts = [ReplicaHost(a), ReplicaHost(b)]
+        drivers = [SyncDriver(session: SyncSession(role: .initiator, hashing: ReconHash.hashing), host: hosts[0]),
+                   SyncDriver(session: SyncSession(role: .responder, hashing: ReconHash.hashing), host: hosts[1])]
+    }
+
+    func entries(_ i: Int) throws -> [(id: [UInt8], bytes: [UInt8])] { try hosts[i].entries() }
 
     func start() throws {
         for i in 0..<2 {
-            try run(i, sessions[i].start(salt: [UInt8](repeating: UInt8(i + 1), count: 16), held: UInt64(try entries(i).count)))
+            drivers[i].start(salt: [UInt8](repeating: UInt8(i + 1), count: 16), held: UInt64(try entries(i).count))
         }
     }
 
-    func run(_ i: Int, _ directives: [SyncDirective]) throws {
-        var pending = directives[...]
-        while let d = pending.popFirst() {
-            switch d {
-            case .send(let m): wire[i].append(m.encoded)
-            case .fetch(let author, let seqs):
-                pending = sessions[i].fetched(try replicas[i].records(of: author, seqs: seqs))[...] + pending
-            case .reconcile:
-                let tree = MemoryReconTree(try entries(i).map(\.id))
-                pending = try sessions[i].reconcile(in: tree)[...] + pending
-            case .fetchIDs(let ids):
-                let wanted = Set(ids)
-                pending = sessions[i].fetched(try entries(i).filter { wanted.contains($0.id) }.map(\.bytes))[...] + pending
-            case .fetchSubtree(let depth, let prefix, _, _):
-                let under = try entries(i).filter { ReconTree.prefix(of: $0.id, depth: depth) == prefix }.map(\.bytes)
-                pending = sessions[i].fetched(under, next: nil)[...] + pending
-            case .apply(let batch):
-                let outcomes = try replicas[i].apply(batch: batch)
-                let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
-                pending = sessions[i].applied(stored: outcomes.count - refused, refused: refused)[...] + pending
-            case .close(let reason), .end(let reason): closed.append(reason)
-            case .progress, .serveBlob, .blobPart, .peerAccounts: break
-            }
-        }
-    }
-
-    /// Delivers until both wires are empty.
+    /// Delivers and applies until nothing is left to do.
     func settle() throws {
         var steps = 0
-        while !(wire[0].isEmpty && wire[1].isEmpty), steps < 100_000 {
-            for i in 0..<2 where !wire[i].isEmpty {
-                let bytes = wire[i].removeFirst()
-                try run(1 - i, sessions[1 - i].receive(bytes: bytes))
+        while hosts.contains(where: { !$0.outbox.isEmpty || !$0.toApply.isEmpty }), steps < 100_000 {
+            for i in 0..<2 {
+                if !hosts[i].outbox.isEmpty { drivers[1 - i].receive(bytes: hosts[i].outbox.removeFirst()) }
+                if !hosts[i].toApply.isEmpty {
+                    let outcomes = try hosts[i].replica.apply(batch: hosts[i].toApply.removeFirst())
+                    let refused = outcomes.filter { if case .refused = $0 { true } else { false } }.count
+                    drivers[i].applied(stored: outcomes.count - refused, refused: refused)
+                }
             }
             steps += 1
         }
