@@ -632,6 +632,8 @@ public final class PeerManager: @unchecked Sendable {
         }
 
         func finished(_ reason: String, blame: Bool) {
+            // Held strongly: closing the link drops the manager's reference to it.
+            let connection: Connection = self.connection
             manager.end(connection, reason)
             if blame { manager.punish(connection, reason) }
         }
