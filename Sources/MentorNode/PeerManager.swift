@@ -561,14 +561,16 @@ public final class PeerManager: @unchecked Sendable {
     /// them out (verify/apply, pacing and budgets stay in the manager).
     private final class LinkHost: SyncHost {
         unowned let manager: PeerManager
-        unowned let connection: Connection
+        /// Weak: the manager owns the connection (which owns the driver, which owns this); a
+        /// call after the link closed finds it gone and does nothing.
+        weak var connection: Connection?
         init(manager: PeerManager, connection: Connection) { self.manager = manager; self.connection = connection }
 
-        var isOpen: Bool { !manager.stopped && !connection.closing }
+        var isOpen: Bool { guard let connection else { return false }; return !manager.stopped && !connection.closing }
         var now: ContinuousClock.Instant { .now }
         private var replica: Replica { manager.node.replica }
 
-        func send(_ message: SyncMessage) { manager.send(message.encoded, on: connection) }
+        func send(_ message: SyncMessage) { if let connection { manager.send(message.encoded, on: connection) } }
 
         func records(of author: PublicKey, seqs: ClosedRange<UInt64>) throws -> [[UInt8]] {
             try replica.records(of: author, seqs: seqs)
@@ -577,6 +579,7 @@ public final class PeerManager: @unchecked Sendable {
         func records(ids: [[UInt8]]) throws -> [[UInt8]] { try replica.reconRecords(ids: ids) }
 
         func records(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int) throws -> (records: [[UInt8]], next: FetchCursor?) {
+            guard let connection else { return ([], nil) }
             // The session carries a token; the replica's cursor stays here (one read of a
             // subtree is under way per session at a time).
             let resume = after.flatMap { connection.cursors.removeValue(forKey: $0.token) }
@@ -596,9 +599,10 @@ public final class PeerManager: @unchecked Sendable {
 
         func contiguousSeq(of author: PublicKey) -> UInt64 { (try? replica.contiguousSeq(of: author)) ?? 0 }
 
-        func apply(_ batch: [[UInt8]]) { manager.apply(batch, from: connection) }
+        func apply(_ batch: [[UInt8]]) { if let connection { manager.apply(batch, from: connection) } }
 
         func schedule(_ timer: SyncTimer, at: ContinuousClock.Instant) {
+            guard let connection else { return }
             connection.timers[timer]?.cancel()
             let item = DispatchWorkItem { [weak manager, weak connection] in
                 guard let manager, let connection, !manager.stopped, !connection.closing else { return }
@@ -610,14 +614,16 @@ public final class PeerManager: @unchecked Sendable {
             manager.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: item)
         }
 
-        func progress(sent: Int, received: Int) { manager.announceSync(connection) }
+        func progress(sent: Int, received: Int) { if let connection { manager.announceSync(connection) } }
 
         func peerAccounts(_ accounts: [PublicKey]) {
+            guard let connection else { return }
             connection.accounts = Set(accounts)
             manager.publishNearby()
         }
 
         func serveBlob(hash: [UInt8]) -> String? {
+            guard let connection else { return nil }
             // An honest peer asks for one blob at a time, after reading the last: a peer that
             // asks on while our answers wait unsent would make us buffer without bound.
             if BlobFetcher.asksFasterThanItReads(unsentBytes: connection.unsent.reduce(0, { $0 + $1.count })) {
@@ -628,17 +634,19 @@ public final class PeerManager: @unchecked Sendable {
         }
 
         func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8]) -> String? {
-            manager.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
+            guard let connection else { return nil }
+            return manager.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
         }
 
         func finished(_ reason: String, blame: Bool) {
             // Held strongly: closing the link drops the manager's reference to it.
-            let connection: Connection = self.connection
+            guard let connection else { return }
             manager.end(connection, reason)
             if blame { manager.punish(connection, reason) }
         }
 
         func didRun() {
+            guard let connection else { return }
             // Photos waited for links catching up: this one may just have (after a hello with
             // nothing to exchange, or its last batch).
             if manager.photosDeferredSince != nil, !manager.stopped, connection.session.isCaughtUp { manager.findMissingPhotos() }
