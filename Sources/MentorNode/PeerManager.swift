@@ -180,7 +180,12 @@ public final class PeerManager: @unchecked Sendable {
         /// The redialer's slot (`Redialer.targets`) for a link we dialled.
         let staticIndex: Int?
         var peerKey: SigningPublicKey?
-        var session: SyncSession
+        /// Runs the link's session (the directive interpreter shared with the simulation and the
+        /// tests); its host is a `LinkHost` over this connection. Set by `adopt`.
+        var driver: SyncDriver!
+        var session: SyncSession { driver.session }
+        /// The driver's timers (rounds, deferral retries), cancelled with the link.
+        var timers: [SyncTimer: DispatchWorkItem] = [:]
         var since: UInt64 = 0
         /// Messages `send` refused (backpressure), in order; flushed on `onWritable`.
         var unsent: [[UInt8]] = []
@@ -202,18 +207,12 @@ public final class PeerManager: @unchecked Sendable {
         var announced: (received: Int, sent: Int, caughtUp: Bool) = (0, 0, false)
         var announcedAt: ContinuousClock.Instant?
         var syncTimer: DispatchWorkItem?
-        /// Starts the next reconciliation round (links we dialled).
-        var roundTimer: DispatchWorkItem?
         /// Where the replica's read of a subtree stopped, by the token the session carries.
         var cursors: [UInt64: ReconCursor] = [:]
         var cursorTokens: UInt64 = 0
-        /// Asks the peer again for records the replica could not take now.
-        var deferralTimer: DispatchWorkItem?
         /// Kinds of "not taken now" already logged at info on this link.
         var notNowLogged: Set<String> = []
-        /// How often the peer may send the messages that cost us the most (§13.4).
-        var reconRate: MessageRate
-        var wantRate: MessageRate
+        /// How often the peer may send `here` (the driver rates `recon` and `want`, §13.4).
         var hereRate: MessageRate
         var treeRate: MessageRate
         /// The newest `here` that came over its rate, and the timer that takes it once the
@@ -221,18 +220,14 @@ public final class PeerManager: @unchecked Sendable {
         var heldHere: [UInt8]?
         var hereTimer: DispatchWorkItem?
 
-        init(link: PeerLink, via: String, staticIndex: Int?, sync: SyncSettings, pacer: AckPacer, serial: UInt64,
-             reconRate: MessageRate, wantRate: MessageRate, hereRate: MessageRate, treeRate: MessageRate) {
+        init(link: PeerLink, via: String, staticIndex: Int?, pacer: AckPacer, serial: UInt64, hereRate: MessageRate,
+             treeRate: MessageRate) {
             self.treeRate = treeRate
-            self.reconRate = reconRate
-            self.wantRate = wantRate
             self.hereRate = hereRate
             self.serial = serial
             self.link = link
             self.via = via
             self.staticIndex = staticIndex
-            self.session = SyncSession(role: link.role == .initiator ? .initiator : .responder, settings: sync,
-                                       hashing: ReconHash.hashing)
             self.pacer = pacer
         }
 
@@ -347,9 +342,8 @@ public final class PeerManager: @unchecked Sendable {
             for connection in connections.values {
                 connection.ackTimer?.cancel()
                 connection.syncTimer?.cancel()
-                connection.deferralTimer?.cancel()
+                for timer in connection.timers.values { timer.cancel() }
                 connection.hereTimer?.cancel()
-                connection.roundTimer?.cancel()
                 connection.blobTimer?.cancel()
                 connection.link.close()
             }
@@ -482,28 +476,32 @@ public final class PeerManager: @unchecked Sendable {
     private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
         serials += 1
-        let connection = Connection(link: link, via: via, staticIndex: staticIndex, sync: settings.sync,
+        let connection = Connection(link: link, via: via, staticIndex: staticIndex,
                                     pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
                                     serial: serials,
-                                    reconRate: MessageRate(capacity: settings.reconBurst, per: settings.reconPeriod),
-                                    wantRate: MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod),
                                     hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod),
                                     treeRate: MessageRate(capacity: settings.treeBurst, per: settings.treePeriod))
+        var driverSettings = SyncDriver.Settings()
+        driverSettings.roundInterval = settings.reconInterval
+        driverSettings.reconBurst = settings.reconBurst
+        driverSettings.reconPeriod = settings.reconPeriod
+        driverSettings.wantBurst = settings.wantBurst
+        driverSettings.wantPeriod = settings.wantPeriod
+        connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
+                                                            settings: settings.sync, hashing: ReconHash.hashing),
+                                       settings: driverSettings, host: LinkHost(manager: self, connection: connection))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         if let staticIndex { redialer.adopted(staticIndex, link: connection.serial, host: link.remote.host) }
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
-            if let excess = self.overRate(bytes, on: connection) {
-                self.run(connection.session.violation(excess), on: connection)
-                return
-            }
+            if let excess = self.overTreeRate(bytes, on: connection) { return connection.driver.violation(excess) }
             if bytes.first == SyncMessage.hereTag, !connection.hereRate.take(now: .now) {
                 self.holdHere(bytes, on: connection)
                 return
             }
-            self.run(connection.session.receive(bytes: bytes), on: connection)
+            connection.driver.receive(bytes: bytes)
         }
         link.onWritable = { [unowned self, unowned connection] in self.flushUnsent(connection) }
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
@@ -539,8 +537,7 @@ public final class PeerManager: @unchecked Sendable {
             return
         }
         tree.linkUp(connection.serial)
-        run(connection.session.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held)), on: connection)
-        if connection.session.role == .initiator { scheduleRound(connection) }
+        connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
         if photoListingStale || photosLookedAt == nil || photoTimer != nil { findMissingPhotos() } else { assignBlobs() }
     }
@@ -550,9 +547,9 @@ public final class PeerManager: @unchecked Sendable {
         connection.closing = true
         connection.ackTimer?.cancel()
         connection.syncTimer?.cancel()
-        connection.deferralTimer?.cancel()
+        for timer in connection.timers.values { timer.cancel() }
+        connection.timers = [:]
         connection.hereTimer?.cancel()
-        connection.roundTimer?.cancel()
         connection.blobTimer?.cancel()
         publishSnapshot()
         tree.linkDown(connection.serial)
@@ -600,129 +597,146 @@ public final class PeerManager: @unchecked Sendable {
             let mine = records.indices.filter { records[$0].origin != connection.serial }
             guard !mine.isEmpty else { continue }
             if !settings.lazyPush || tree.isEager(connection.serial) {
-                run(connection.session.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) }),
-                    on: connection)
+                connection.driver.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) })
             } else {
-                run(connection.session.announce(mine.map { ids[$0] }, now: .now), on: connection)
+                connection.driver.announce(mine.map { ids[$0] })
             }
         }
         scheduleGraft()
         if records.contains(where: Self.setsAPhoto) { lookForPhotosSoon() }
     }
 
-    /// Carries out directives; those that feed the session again are handled in turn.
-    private func run(_ directives: [SyncDirective], on connection: Connection) {
-        // Photos waited for links catching up: this one may just have (after a hello with
-        // nothing to exchange, or its last batch).
-        defer { if photosDeferredSince != nil, !stopped, connection.session.isCaughtUp { findMissingPhotos() } }
-        var pending = directives[...]
-        while let directive = pending.popFirst() {
-            guard !stopped, !connection.closing else { return }
-            switch directive {
-            case .send(let message):
-                send(message.encoded, on: connection)
-            case .fetch(let author, let seqs):
-                let records: [[UInt8]]
-                do { records = try node.replica.records(of: author, seqs: seqs) } catch {
-                    end(connection, "reading records from the replica failed: \(error)")
-                    return
-                }
-                pending = connection.session.fetched(records)[...] + pending
-            case .fetchIDs(let ids):
-                let records: [[UInt8]]
-                do { records = try node.replica.reconRecords(ids: ids) } catch {
-                    end(connection, "reading records from the replica failed: \(error)")
-                    return
-                }
-                pending = connection.session.fetched(records)[...] + pending
-            case .fetchSubtree(let depth, let prefix, let after, let limit):
-                // The session carries a token; the replica's cursor stays here (one read of a
-                // subtree is under way per session at a time).
-                let resume = after.flatMap { connection.cursors.removeValue(forKey: $0.token) }
-                if after != nil, resume == nil { connection.cursors = [:] }
-                let page: (records: [[UInt8]], next: ReconCursor?)
-                do { page = try node.replica.reconRecords(depth: depth, prefix: prefix, after: resume, limit: limit) } catch {
-                    end(connection, "reading records from the replica failed: \(error)")
-                    return
-                }
-                var next: FetchCursor?
-                if let cursor = page.next {
-                    connection.cursorTokens += 1
-                    if connection.cursors.count >= 16 { connection.cursors = [:] }
-                    connection.cursors[connection.cursorTokens] = cursor
-                    next = FetchCursor(token: connection.cursorTokens)
-                }
-                pending = connection.session.fetched(page.records, next: next)[...] + pending
-            case .reconcile:
-                let next: [SyncDirective]
-                do { next = try node.replica.withReconView { view in try connection.session.reconcile(in: view) } } catch {
-                    end(connection, "reading the reconciliation tree failed: \(error)")
-                    return
-                }
-                pending = next[...] + pending
-            case .end(let reason):
-                // No offence (another protocol version): logged once, not punished.
-                end(connection, reason)
-                return
-            case .apply(let batch):
-                apply(batch, from: connection)
-            case .close(let reason):
-                // The session closes only for what the peer did.
-                end(connection, reason)
-                punish(connection, reason)
-                return
-            case .progress:
-                announceSync(connection)
-            case .peerAccounts(let accounts):
-                connection.accounts = Set(accounts)
-                publishNearby()
-            case .serveBlob(let hash):
-                // An honest peer asks for one blob at a time, after reading the last: a peer that
-                // asks on while our answers wait unsent would make us buffer without bound.
-                if BlobFetcher.asksFasterThanItReads(unsentBytes: connection.unsent.reduce(0, { $0 + $1.count })) {
-                    pending = connection.session.violation("asks for blobs faster than it reads them")[...] + pending
-                    continue
-                }
-                serveBlob(hash, on: connection)
-            case .blobPart(let hash, let total, let offset, let bytes):
-                guard var assembly = connection.blobIn else {
-                    pending = connection.session.violation("a blob part of \(Hex.encode(hash).prefix(16)) that was not asked for")[...] + pending
-                    continue
-                }
-                do {
-                    let progress = try assembly.add(hash: hash, total: total, offset: offset, bytes: bytes)
-                    connection.blobIn = assembly
-                    connection.blobPartAt = .now
-                    if case .incomplete = progress { continue }
-                    connection.blobIn = nil
-                    blobs.answered(hash)
-                    if case .complete(let data) = progress {
-                        if let problem = storeBlob(data, hash: hash) {
-                            pending = connection.session.violation(problem)[...] + pending
-                            continue
-                        }
-                    } else if let delay = blobs.notHeld(hash, by: connection.serial) {
-                        let serial = connection.serial
-                        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds))) { [weak self] in
-                            guard let self, !self.stopped else { return }
-                            self.blobs.retry(hash, by: serial)
-                            self.assignBlobs()
-                        }
-                    }
-                    assignBlobs()
-                } catch {
-                    pending = connection.session.violation(error.message)[...] + pending
-                }
-            case .tree(let signal):
-                pending = pushSignal(signal, on: connection)[...] + pending
+    /// A link's side of its `SyncDriver`: the replica, the wire, the timers and the node's
+    /// pipelines of this manager, on `queue`. The decisions are the driver's; this only carries
+    /// them out (verify/apply, pacing and budgets stay in the manager).
+    private final class LinkHost: SyncHost {
+        unowned let manager: PeerManager
+        /// Weak: the manager owns the connection (which owns the driver, which owns this); a
+        /// call after the link closed finds it gone and does nothing.
+        weak var connection: Connection?
+        init(manager: PeerManager, connection: Connection) { self.manager = manager; self.connection = connection }
+
+        var isOpen: Bool { guard let connection else { return false }; return !manager.stopped && !connection.closing }
+        var now: ContinuousClock.Instant { .now }
+        private var replica: Replica { manager.node.replica }
+
+        func send(_ message: SyncMessage) { if let connection { manager.send(message.encoded, on: connection) } }
+        func pushSignal(_ signal: PushSignal) { if let connection { manager.pushSignal(signal, on: connection) } }
+
+        func records(of author: PublicKey, seqs: ClosedRange<UInt64>) throws -> [[UInt8]] {
+            try replica.records(of: author, seqs: seqs)
+        }
+
+        func records(ids: [[UInt8]]) throws -> [[UInt8]] { try replica.reconRecords(ids: ids) }
+
+        func records(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int) throws -> (records: [[UInt8]], next: FetchCursor?) {
+            guard let connection else { return ([], nil) }
+            // The session carries a token; the replica's cursor stays here (one read of a
+            // subtree is under way per session at a time).
+            let resume = after.flatMap { connection.cursors.removeValue(forKey: $0.token) }
+            if after != nil, resume == nil { connection.cursors = [:] }
+            let page = try replica.reconRecords(depth: depth, prefix: prefix, after: resume, limit: limit)
+            var next: FetchCursor?
+            if let cursor = page.next {
+                connection.cursorTokens += 1
+                if connection.cursors.count >= 16 { connection.cursors = [:] }
+                connection.cursors[connection.cursorTokens] = cursor
+                next = FetchCursor(token: connection.cursorTokens)
             }
+            return (page.records, next)
+        }
+
+        func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T { try replica.withReconView(body) }
+
+        func contiguousSeq(of author: PublicKey) -> UInt64 { (try? replica.contiguousSeq(of: author)) ?? 0 }
+
+        func apply(_ batch: [[UInt8]]) { if let connection { manager.apply(batch, from: connection) } }
+
+        func schedule(_ timer: SyncTimer, at: ContinuousClock.Instant) {
+            guard let connection else { return }
+            connection.timers[timer]?.cancel()
+            let item = DispatchWorkItem { [weak manager, weak connection] in
+                guard let manager, let connection, !manager.stopped, !connection.closing else { return }
+                connection.timers[timer] = nil
+                connection.driver.fire(timer)
+            }
+            connection.timers[timer] = item
+            let delay = max(.zero, at - .now)
+            manager.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: item)
+        }
+
+        func progress(sent: Int, received: Int) { if let connection { manager.announceSync(connection) } }
+
+        func peerAccounts(_ accounts: [PublicKey]) {
+            guard let connection else { return }
+            connection.accounts = Set(accounts)
+            manager.publishNearby()
+        }
+
+        func serveBlob(hash: [UInt8]) -> String? {
+            guard let connection else { return nil }
+            // An honest peer asks for one blob at a time, after reading the last: a peer that
+            // asks on while our answers wait unsent would make us buffer without bound.
+            if BlobFetcher.asksFasterThanItReads(unsentBytes: connection.unsent.reduce(0, { $0 + $1.count })) {
+                return "asks for blobs faster than it reads them"
+            }
+            manager.serveBlob(hash, on: connection)
+            return nil
+        }
+
+        func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8]) -> String? {
+            guard let connection else { return nil }
+            return manager.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
+        }
+
+        func finished(_ reason: String, blame: Bool) {
+            // Held strongly: closing the link drops the manager's reference to it.
+            guard let connection else { return }
+            manager.end(connection, reason)
+            if blame { manager.punish(connection, reason) }
+        }
+
+        func didRun() {
+            guard let connection else { return }
+            // Photos waited for links catching up: this one may just have (after a hello with
+            // nothing to exchange, or its last batch).
+            if manager.photosDeferredSince != nil, !manager.stopped, connection.session.isCaughtUp { manager.findMissingPhotos() }
+        }
+    }
+
+    /// A part of a blob the peer sent; a reason to close the link for, if the peer is at fault.
+    private func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
+        guard var assembly = connection.blobIn else {
+            return "a blob part of \(Hex.encode(hash).prefix(16)) that was not asked for"
+        }
+        do {
+            let progress = try assembly.add(hash: hash, total: total, offset: offset, bytes: bytes)
+            connection.blobIn = assembly
+            connection.blobPartAt = .now
+            if case .incomplete = progress { return nil }
+            connection.blobIn = nil
+            blobs.answered(hash)
+            if case .complete(let data) = progress {
+                if let problem = storeBlob(data, hash: hash) { return problem }
+            } else if let delay = blobs.notHeld(hash, by: connection.serial) {
+                let serial = connection.serial
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds))) { [weak self] in
+                    guard let self, !self.stopped else { return }
+                    self.blobs.retry(hash, by: serial)
+                    self.assignBlobs()
+                }
+            }
+            assignBlobs()
+            return nil
+        } catch {
+            return error.message
         }
     }
 
     // MARK: Lazy push (on queue)
 
-    /// What a peer said about the push tree (PROTOCOL.md §13.7); directives for its session.
-    private func pushSignal(_ signal: PushSignal, on connection: Connection) -> [SyncDirective] {
+    /// What a peer said about the push tree (PROTOCOL.md §13.7).
+    private func pushSignal(_ signal: PushSignal, on connection: Connection) {
         switch signal {
         case .pruned:
             tree.prunedBy(connection.serial)
@@ -731,13 +745,12 @@ public final class PeerManager: @unchecked Sendable {
         case .announced(let ids):
             snapshotLock.withLock { announcedIDs += ids.count }
             let unknown = ids.filter { !tree.knows($0) }
-            guard !unknown.isEmpty else { return [] }
+            guard !unknown.isEmpty else { return }
             let held = heldIDs(unknown)
             tree.held(Array(held))
             tree.announced(unknown.filter { !held.contains($0) }, by: connection.serial, now: .now)
             scheduleGraft()
         }
-        return []
     }
 
     /// Which of these IDs the replica holds (applied or held back); a failed read holds none
@@ -760,7 +773,7 @@ public final class PeerManager: @unchecked Sendable {
                 tree.held(Array(held))
                 let ids = ask.ids.filter { !held.contains($0) }
                 guard !ids.isEmpty else { continue }
-                run(connection.session.graft(ids, now: now), on: connection)
+                connection.driver.graft(ids)
             }
         }
         guard let at = tree.nextDeadline else {
@@ -784,7 +797,7 @@ public final class PeerManager: @unchecked Sendable {
     private func noteDuplicates(_ count: Int, from connection: Connection) {
         guard count > 0 else { return }
         snapshotLock.withLock { duplicates += count }
-        if settings.lazyPush, tree.duplicate(from: connection.serial) { run(connection.session.prune(), on: connection) }
+        if settings.lazyPush, tree.duplicate(from: connection.serial) { connection.driver.prune() }
     }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
@@ -809,24 +822,11 @@ public final class PeerManager: @unchecked Sendable {
         publishSnapshot()
     }
 
-    /// Starts a reconciliation round on a link we dialled every `reconInterval` while it is up.
-    private func scheduleRound(_ connection: Connection) {
-        connection.roundTimer?.cancel()
-        let timer = DispatchWorkItem { [weak self, weak connection] in
-            guard let self, let connection, !self.stopped, !connection.closing else { return }
-            connection.roundTimer = nil
-            self.run(connection.session.startRound(), on: connection)
-            self.scheduleRound(connection)
-        }
-        connection.roundTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(settings.reconInterval.nanoseconds)), execute: timer)
-    }
-
     /// A fork variant was applied: the links we dialled start a round now (the variant's
     /// siblings elsewhere are found without waiting for the minute).
     private func reconcileNow() {
         for connection in connections.values where !connection.closing && connection.since != 0 && connection.session.role == .initiator {
-            run(connection.session.startRound(), on: connection)
+            connection.driver.startRound()
         }
     }
 
@@ -852,7 +852,7 @@ public final class PeerManager: @unchecked Sendable {
             guard !self.stopped, !connection.closing, let held = connection.heldHere else { return }
             guard connection.hereRate.take(now: .now) else { return self.holdHere(held, on: connection) }
             connection.heldHere = nil
-            self.run(connection.session.receive(bytes: held), on: connection)
+            connection.driver.receive(bytes: held)
         }
         connection.hereTimer = timer
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(refill.nanoseconds)), execute: timer)
@@ -904,10 +904,9 @@ public final class PeerManager: @unchecked Sendable {
                     self.noteNotNow(verdict, from: connection)
                     // Records per second: the ack waits until the bucket has paid for the batch.
                     let delay = refused == 0 ? self.rateDelay(connection, records: batch.count) : nil
-                    let next = connection.session.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
                     if let delay { self.scheduleAcks(connection, after: delay) }
-                    self.run(next, on: connection)
-                    if !overBudget.isEmpty { self.run(connection.session.abandon(overBudget), on: connection) }
+                    connection.driver.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
+                    if !overBudget.isEmpty { connection.driver.abandon(overBudget) }
                     if outcomes.contains(.forked) { self.reconcileNow() }
                 }
             }
@@ -959,10 +958,7 @@ public final class PeerManager: @unchecked Sendable {
             logger.info("a record from a peer was refused as its fault", ["peer.address": "\(connection.link.remote)",
                         "code": e.code.name, "records": "\(verdict.offences)", "why": e.message])
         }
-        if !verdict.deferred.isEmpty {
-            connection.session.deferred(verdict.deferred, now: .now)
-            scheduleDeferralRetry(connection)
-        }
+        connection.driver.deferred(verdict.deferred)
         for (code, count) in verdict.notNow.sorted(by: { $0.key < $1.key }) {
             let first = connection.notNowLogged.insert(code).inserted
             logger.log(first ? .info : .debug, "records from a peer not taken now (no fault of the peer; the link stays)",
@@ -970,26 +966,12 @@ public final class PeerManager: @unchecked Sendable {
                         "then": code == RecordError.Code.equivocation.name ? "evidence kept" : "asked for again later"])
         }
         if let author = verdict.heldUntilDue.first {
-            connection.session.heldAside(verdict.heldUntilDue)
+            connection.driver.heldAside(verdict.heldUntilDue)
             let first = connection.notNowLogged.insert("held-until-due").inserted
             logger.log(first ? .info : .debug, "records dated ahead of this node's clock are held until due (the author's clock runs fast)",
                        ["peer.address": "\(connection.link.remote)", "author": author.shortID, "authors": "\(verdict.heldUntilDue.count)"])
             scheduleDueRelease()
         }
-    }
-
-    /// Asks the peer again for deferred records when the session's back-off says so.
-    private func scheduleDeferralRetry(_ connection: Connection) {
-        guard connection.deferralTimer == nil, let at = connection.session.nextDeferralRetry else { return }
-        let timer = DispatchWorkItem { [weak self, weak connection] in
-            guard let self, let connection, !self.stopped, !connection.closing else { return }
-            connection.deferralTimer = nil
-            self.run(connection.session.retryDeferred(now: .now, held: { (try? self.node.replica.contiguousSeq(of: $0)) ?? 0 }), on: connection)
-            self.scheduleDeferralRetry(connection)
-        }
-        connection.deferralTimer = timer
-        let delay = max(.zero, at - .now)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
     }
 
     /// Applies the records held until due once the earliest is due by our clock (looked at
@@ -1230,22 +1212,12 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Defence (on queue)
 
-    /// Whether a message from the peer is over its rate (§13.4): `summary` and `want` make us
-    /// read the replica for every author they name, and an honest node sends them rarely; the
-    /// type byte is read before anything is decoded. The reason to end the session, if over.
-    private func overRate(_ bytes: [UInt8], on connection: Connection) -> String? {
-        guard let tag = bytes.first else { return nil }
-        let now = ContinuousClock.now
-        switch tag {
-        case SyncMessage.reconTag where !connection.reconRate.take(now: now):
-            return "more than \(settings.reconBurst) recon messages in \(settings.reconPeriod) (an honest node runs one round a minute)"
-        case 0x04 where !connection.wantRate.take(now: now):
-            return "more than \(settings.wantBurst) want messages in \(settings.wantPeriod)"
-        case _ where SyncMessage.treeTags.contains(tag) && !connection.treeRate.take(now: now):
-            return "more than \(settings.treeBurst) ihave/prune/graft messages in \(settings.treePeriod)"
-        default:
-            return nil
-        }
+    /// Whether a lazy-push message from the peer is over its rate (§13.7; the driver rates
+    /// `recon` and `want`): the type byte is read before anything is decoded. The reason to end
+    /// the session, if over.
+    private func overTreeRate(_ bytes: [UInt8], on connection: Connection) -> String? {
+        guard let tag = bytes.first, SyncMessage.treeTags.contains(tag), !connection.treeRate.take(now: .now) else { return nil }
+        return "more than \(settings.treeBurst) ihave/prune/graft messages in \(settings.treePeriod)"
     }
 
     /// What in a link's end is the peer's fault (nil: a network problem, or our own doing).
@@ -1288,7 +1260,7 @@ public final class PeerManager: @unchecked Sendable {
                 self.scheduleAcks(connection, after: more)
                 return
             }
-            self.run(connection.session.releaseAcks(), on: connection)
+            connection.driver.releaseAcks()
         }
         connection.ackTimer = timer
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
