@@ -271,16 +271,15 @@ public final class PeerManager: @unchecked Sendable {
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
     private var overBudgetLogged: Set<PublicKey> = []
-    /// Lazy push: which links carry bodies, which IDs wait for theirs (links named by serial),
-    /// and the timer of the next graft.
-    private var tree: PushTree
+    /// Lazy push: which links carry bodies, which IDs wait for theirs (`PushLinks`; links named
+    /// by serial), and the timer of the next graft.
+    private var push: PushLinks
     private var graftTimer: (at: ContinuousClock.Instant, timer: DispatchWorkItem)?
 
     private let snapshotLock = NSLock()
     private var snapshot: [PeerInfo] = []
     private var received = 0   // guarded by snapshotLock
-    private var duplicates = 0   // guarded by snapshotLock
-    private var announcedIDs = 0   // guarded by snapshotLock
+    private var pushCounts = PushLinks.Counts()   // guarded by snapshotLock (a copy of `push.counts`)
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -294,7 +293,7 @@ public final class PeerManager: @unchecked Sendable {
                                                                           maxBackoff: settings.maxBackoff, discovery: settings.discovery))
         self.random = InjectedRandom(source: settings.random)
         self.penalties = PenaltyBox(settings: settings.penalties)
-        self.tree = PushTree(settings: .init(graftTimeout: settings.graftTimeout))
+        self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
         self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                  photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
         var listenerSettings = settings.listener
@@ -363,7 +362,7 @@ public final class PeerManager: @unchecked Sendable {
     /// Lazy push (`status.sync`): bodies received (as `recordsReceived`), those of them already
     /// held (duplicates), and record IDs peers announced in `ihave`.
     public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
-        snapshotLock.withLock { (received, duplicates, announcedIDs) }
+        snapshotLock.withLock { (received, pushCounts.duplicates, pushCounts.announced) }
     }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
     public var photoLookupCount: Int { queue.sync { photoLookups } }
@@ -536,7 +535,7 @@ public final class PeerManager: @unchecked Sendable {
             end(connection, "reading the size of the record set failed: \(error)")
             return
         }
-        tree.linkUp(connection.serial)
+        push.linkUp(connection.serial)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
         if photoListingStale || photosLookedAt == nil || photoTimer != nil { findMissingPhotos() } else { assignBlobs() }
@@ -552,7 +551,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.hereTimer?.cancel()
         connection.blobTimer?.cancel()
         publishSnapshot()
-        tree.linkDown(connection.serial)
+        push.linkDown(connection.serial)
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
@@ -592,11 +591,11 @@ public final class PeerManager: @unchecked Sendable {
         guard !stopped else { return }
         if !records.isEmpty { photoListingStale = true }
         let ids = records.map { VerifiedRecord.id(of: $0.bytes) }
-        tree.held(ids)
+        push.applied(ids)
         for connection in connections.values where !connection.closing && connection.since != 0 {
             let mine = records.indices.filter { records[$0].origin != connection.serial }
             guard !mine.isEmpty else { continue }
-            if !settings.lazyPush || tree.isEager(connection.serial) {
+            if push.carriesBodies(connection.serial) {
                 connection.driver.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) })
             } else {
                 connection.driver.announce(mine.map { ids[$0] })
@@ -737,20 +736,9 @@ public final class PeerManager: @unchecked Sendable {
 
     /// What a peer said about the push tree (PROTOCOL.md §13.7).
     private func pushSignal(_ signal: PushSignal, on connection: Connection) {
-        switch signal {
-        case .pruned:
-            tree.prunedBy(connection.serial)
-        case .grafted:
-            tree.graftedBy(connection.serial)
-        case .announced(let ids):
-            snapshotLock.withLock { announcedIDs += ids.count }
-            let unknown = ids.filter { !tree.knows($0) }
-            guard !unknown.isEmpty else { return }
-            let held = heldIDs(unknown)
-            tree.held(Array(held))
-            tree.announced(unknown.filter { !held.contains($0) }, by: connection.serial, now: .now)
-            scheduleGraft()
-        }
+        let waiting = push.signal(signal, from: connection.serial, now: .now, held: heldIDs)
+        publishPushCounts()
+        if waiting { scheduleGraft() }
     }
 
     /// Which of these IDs the replica holds (applied or held back); a failed read holds none
@@ -764,19 +752,11 @@ public final class PeerManager: @unchecked Sendable {
     private func scheduleGraft() {
         guard !stopped else { return }
         let now = ContinuousClock.now
-        if let at = tree.nextDeadline, at <= now {
-            for ask in tree.due(now: now) {
-                guard let connection = connections.values.first(where: { $0.serial == ask.link && !$0.closing }) else { continue }
-                // A body may have come meanwhile by a way that does not pass `localRecordsAdded`
-                // (held back for a gap): ask only for what the replica still lacks.
-                let held = heldIDs(ask.ids)
-                tree.held(Array(held))
-                let ids = ask.ids.filter { !held.contains($0) }
-                guard !ids.isEmpty else { continue }
-                connection.driver.graft(ids)
-            }
+        let open = { (serial: UInt64) in self.connections.values.first(where: { $0.serial == serial && !$0.closing }) }
+        for graft in push.dueGrafts(now: now, isOpen: { open($0) != nil }, held: heldIDs) {
+            open(graft.link)?.driver.graft(graft.ids)
         }
-        guard let at = tree.nextDeadline else {
+        guard let at = push.nextGraft else {
             graftTimer?.timer.cancel()
             graftTimer = nil
             return
@@ -795,9 +775,14 @@ public final class PeerManager: @unchecked Sendable {
     /// Bodies of a batch that were already held: counted, and the link is pruned if the tree
     /// says so (it is redundant).
     private func noteDuplicates(_ count: Int, from connection: Connection) {
-        guard count > 0 else { return }
-        snapshotLock.withLock { duplicates += count }
-        if settings.lazyPush, tree.duplicate(from: connection.serial) { connection.driver.prune() }
+        let prune = push.duplicates(count, from: connection.serial)
+        if count > 0 { publishPushCounts() }
+        if prune { connection.driver.prune() }
+    }
+
+    private func publishPushCounts() {
+        let counts = push.counts
+        snapshotLock.withLock { pushCounts = counts }
     }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
