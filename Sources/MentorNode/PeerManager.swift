@@ -258,15 +258,9 @@ public final class PeerManager: @unchecked Sendable {
     /// Since when photo fetching waits for links catching up, and the timer that ends the wait.
     private var photosDeferredSince: ContinuousClock.Instant? { blobs.waitingSince }
     private var photoTimer: DispatchWorkItem?
-    /// When the replica was last asked for missing photos, and the timer of the next ask.
-    private var photosLookedAt: ContinuousClock.Instant?
+    /// When to list the photos the replica lacks (`PhotoSync`), and the timer of the next listing.
+    private var photos: PhotoSync
     private var photoLookupTimer: DispatchWorkItem?
-    private var photoLookups = 0
-    /// Whether records were applied since the last listing of missing photos: a new link then
-    /// needs a new listing; otherwise the last one (`blobs.wanted`) still holds and the link is
-    /// only given its share of it. (Listing costs a scan of the cards' photo entries and one
-    /// budget look-up per missing photo — ~130 ms at 10,000 accounts, on every reconnect.)
-    private var photoListingStale = true
     /// Bytes of each author's records and photos, as last read or counted (on `applyQueue`;
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
@@ -296,6 +290,7 @@ public final class PeerManager: @unchecked Sendable {
         self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
         self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                  photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
+        self.photos = PhotoSync(settings: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout))
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
@@ -365,7 +360,7 @@ public final class PeerManager: @unchecked Sendable {
         snapshotLock.withLock { (received, pushCounts.duplicates, pushCounts.announced) }
     }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
-    public var photoLookupCount: Int { queue.sync { photoLookups } }
+    public var photoLookupCount: Int { queue.sync { photos.listings } }
 
     // MARK: Discovered peers
 
@@ -538,7 +533,7 @@ public final class PeerManager: @unchecked Sendable {
         push.linkUp(connection.serial)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
-        if photoListingStale || photosLookedAt == nil || photoTimer != nil { findMissingPhotos() } else { assignBlobs() }
+        if photos.newLinkNeedsListing(waiting: photoTimer != nil) { findMissingPhotos() } else { assignBlobs() }
     }
 
     private func closed(_ id: ObjectIdentifier, _ reason: PeerLink.CloseReason) {
@@ -589,7 +584,7 @@ public final class PeerManager: @unchecked Sendable {
     /// in full on the links the push tree keeps eager, as IDs (`ihave`) on the lazy ones.
     private func localRecordsAdded(_ records: [AppliedRecord]) {
         guard !stopped else { return }
-        if !records.isEmpty { photoListingStale = true }
+        if !records.isEmpty { photos.recordsApplied() }
         let ids = records.map { VerifiedRecord.id(of: $0.bytes) }
         push.applied(ids)
         for connection in connections.values where !connection.closing && connection.since != 0 {
@@ -602,7 +597,7 @@ public final class PeerManager: @unchecked Sendable {
             }
         }
         scheduleGraft()
-        if records.contains(where: Self.setsAPhoto) { lookForPhotosSoon() }
+        if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { lookForPhotosSoon() }
     }
 
     /// A link's side of its `SyncDriver`: the replica, the wire, the timers and the node's
@@ -1050,17 +1045,6 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Photos (on queue)
 
-    /// Whether a record is a profile edit that sets a photo (type and body read without
-    /// verifying: the replica already did).
-    private static func setsAPhoto(_ record: AppliedRecord) -> Bool {
-        // The type byte follows the magic and the version (§4): most records are not cards, and
-        // this runs for every record applied, so only cards are decoded.
-        guard record.bytes.count > 4, record.bytes[4] == RecordType.profile.rawValue,
-              let r = try? Record.decode(record.bytes), r.type == .profile,
-              let card = try? ProfileCard(body: r.body), case .some(.some) = card.photo else { return false }
-        return true
-    }
-
     /// Adds the photos current cards name and the replica lacks, and asks peers for them —
     /// once the links catching up have caught up (within `photoDeferral`), so that photos named
     /// by card edits a backlog supersedes are never fetched. Photos no current card names any
@@ -1085,9 +1069,7 @@ public final class PeerManager: @unchecked Sendable {
         photoTimer = nil
         photoLookupTimer?.cancel()
         photoLookupTimer = nil
-        photosLookedAt = now
-        photoLookups += 1
-        photoListingStale = false
+        photos.listing(now: now)
         let refs: [(ref: PhotoRef, author: PublicKey)]
         let used: Int64
         do {
@@ -1095,7 +1077,7 @@ public final class PeerManager: @unchecked Sendable {
             used = try node.replica.blobUsage().bytes
         } catch {
             logger.info("listing missing photos failed", ["error": "\(error)"])
-            photoListingStale = true
+            photos.listingFailed()
             return
         }
         let skipped = blobs.update(missing: refs, blobBytes: used, local: Set(node.localAccounts())) { author in
@@ -1112,7 +1094,7 @@ public final class PeerManager: @unchecked Sendable {
     /// the interval is over (one timer for any number of batches meanwhile).
     private func lookForPhotosSoon() {
         let now = ContinuousClock.now
-        guard let last = photosLookedAt, now - last < settings.photoLookupInterval else { return findMissingPhotos() }
+        guard let at = photos.nextListing(now: now) else { return findMissingPhotos() }
         guard photoLookupTimer == nil else { return }
         let timer = DispatchWorkItem { [weak self] in
             guard let self, !self.stopped else { return }
@@ -1120,7 +1102,7 @@ public final class PeerManager: @unchecked Sendable {
             self.findMissingPhotos()
         }
         photoLookupTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int((settings.photoLookupInterval - (now - last)).nanoseconds)), execute: timer)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int((at - now).nanoseconds)), execute: timer)
     }
 
     /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
@@ -1134,7 +1116,7 @@ public final class PeerManager: @unchecked Sendable {
             connection.blobIn = BlobAssembly(hash: request.hash, size: request.size)
             connection.blobPartAt = .now
             send(SyncMessage.wantBlob(hash: request.hash).encoded, on: connection)
-            scheduleBlobCheck(connection, at: connection.blobPartAt + settings.blobAnswerTimeout)
+            scheduleBlobCheck(connection, at: connection.blobPartAt + photos.settings.answerTimeout)
         }
     }
 
@@ -1145,8 +1127,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.blobTimer?.cancel()
         let timer = DispatchWorkItem { [weak self, weak connection] in
             guard let self, let connection, !self.stopped, !connection.closing, connection.blobIn != nil else { return }
-            let due = connection.blobPartAt + self.settings.blobAnswerTimeout
-            if ContinuousClock.now < due { return self.scheduleBlobCheck(connection, at: due) }
+            if let due = self.photos.answerDue(lastPart: connection.blobPartAt, now: .now) { return self.scheduleBlobCheck(connection, at: due) }
             self.end(connection, "no answer to a photo request (wantBlob) for \(self.settings.blobAnswerTimeout); the photo is asked of another peer (no offence)")
         }
         connection.blobTimer = timer
@@ -1156,9 +1137,7 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Checks a received blob against its content address and stores it; a problem to close for.
     private func storeBlob(_ data: [UInt8], hash: [UInt8]) -> String? {
-        guard BLAKE2b.hash(data, outputLength: 32) == hash else {
-            return "blob \(Hex.encode(hash).prefix(16)) does not match its hash"
-        }
+        if let mismatch = PhotoSync.mismatch(data, hash: hash) { return mismatch }
         blobs.arrived(hash)
         // Named by a card when asked for, and superseded since: not stored.
         guard (try? node.replica.isNamedPhoto(hash: hash)) == true else {
@@ -1182,17 +1161,7 @@ public final class PeerManager: @unchecked Sendable {
             logger.info("reading a photo failed", ["error": "\(error)"])
             blob = nil
         }
-        guard let data = blob?.data, !data.isEmpty, data.count <= Limits.maxPhotoBytes else {
-            send(SyncMessage.blob(hash: hash, total: 0, offset: 0, bytes: []).encoded, on: connection)
-            return
-        }
-        var offset = 0
-        while offset < data.count {
-            let end = min(offset + SyncLimits.maxBlobPart, data.count)
-            send(SyncMessage.blob(hash: hash, total: UInt32(data.count), offset: UInt32(offset), bytes: Array(data[offset..<end])).encoded,
-                 on: connection)
-            offset = end
-        }
+        for part in PhotoSync.answer(hash: hash, blob: blob?.data) { send(part.encoded, on: connection) }
     }
 
     // MARK: Defence (on queue)
