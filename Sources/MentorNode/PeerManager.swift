@@ -53,9 +53,10 @@ import MentorStore
 ///
 /// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
 /// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
-/// from which link, when), `AckPacer` (records per second), `SyncEventThrottle` (when
-/// `event.sync` goes out). This class keeps the links, the timers and the I/O, and carries
-/// their decisions out.
+/// from which link, when), `PhotoSync` (when to list missing photos, serving and checking them),
+/// `PushLinks` (lazy push across the links), `AckPacer` (records per second),
+/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events).
+/// This class keeps the links, the timers and the I/O, and carries their decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
@@ -1224,7 +1225,7 @@ public final class PeerManager: @unchecked Sendable {
 
     private func announcePeer(_ connection: Connection, _ state: String) {
         guard let info = connection.info else { return }
-        node.broadcast("peer", RPCNotification(method: "event.peer", params: ["peer": peerJSON(info), "state": .string(state)]))
+        node.broadcast("peer", PeerStatus.peerEvent(info, state: state))
     }
 
     /// `event.sync` with the session's totals: now if the last one is old enough or the session
@@ -1255,16 +1256,11 @@ public final class PeerManager: @unchecked Sendable {
         }
         connection.announced = totals
         connection.announcedAt = now
-        node.broadcast("sync", RPCNotification(method: "event.sync", params: [
-            "peer": .string(key.key.id), "address": .string("\(connection.link.remote)"),
-            "received": .int(Int64(totals.received)), "sent": .int(Int64(totals.sent)), "caughtUp": .bool(totals.caughtUp)]))
+        node.broadcast("sync", PeerStatus.syncEvent(node: key.key.id, address: "\(connection.link.remote)", totals))
     }
 
     private func publishSnapshot() {
-        let list = connections.values
-            .filter { !$0.closing && $0.since != 0 }
-            .compactMap(\.info)
-            .sorted { $0.since < $1.since }
+        let list = PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) })
         snapshotLock.withLock { snapshot = list }
     }
 }

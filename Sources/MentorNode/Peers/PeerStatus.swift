@@ -1,0 +1,31 @@
+import MentorAPI
+
+/// What the peer manager tells about its links (docs/API.md): the list of connected peers that
+/// `runtimeInfo().peers` and `status` show, and the `event.peer` and `event.sync`
+/// notifications. Pure functions of the links' state; the shell keeps the state, publishes the
+/// list under its lock and broadcasts the events (`SyncEventThrottle` decides when `event.sync`
+/// goes out).
+enum PeerStatus {
+    /// One link as the status sees it: whether it is closing, and who is on it (nil: the
+    /// handshake has not named the peer yet; `since` 0: not established).
+    typealias Link = (closing: Bool, info: PeerInfo?)
+
+    /// The connected peers: links established and not closing, the oldest first.
+    static func connected(_ links: some Sequence<Link>) -> [PeerInfo] {
+        links.filter { !$0.closing && ($0.info?.since ?? 0) != 0 }
+            .compactMap(\.info)
+            .sorted { $0.since < $1.since }
+    }
+
+    /// `event.peer`: a link was established (`connected`) or ended (`disconnected`).
+    static func peerEvent(_ info: PeerInfo, state: String) -> RPCNotification {
+        RPCNotification(method: "event.peer", params: ["peer": peerJSON(info), "state": .string(state)])
+    }
+
+    /// `event.sync`: a session's totals with the peer `node` (its node ID) at `address`.
+    static func syncEvent(node: String, address: String, _ totals: SyncEventThrottle.Totals) -> RPCNotification {
+        RPCNotification(method: "event.sync", params: [
+            "peer": .string(node), "address": .string(address),
+            "received": .int(Int64(totals.received)), "sent": .int(Int64(totals.sent)), "caughtUp": .bool(totals.caughtUp)])
+    }
+}

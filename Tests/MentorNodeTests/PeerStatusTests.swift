@@ -1,0 +1,34 @@
+import MentorAPI
+import Testing
+@testable import MentorNode
+
+/// What the peer manager shows of its links (docs/API.md `runtimeInfo().peers`, `event.peer`,
+/// `event.sync`), from the links' state alone.
+@Suite struct PeerStatusTests {
+    private func info(_ node: String, since: UInt64) -> PeerInfo {
+        PeerInfo(node: node, address: "10.0.0.\(since):7000", via: "config", since: since)
+    }
+
+    @Test func onlyEstablishedLinksNotClosingAreListedOldestFirst() {
+        let links: [PeerStatus.Link] = [
+            (closing: false, info: info("c", since: 300)),
+            (closing: false, info: nil),                    // handshake under way
+            (closing: false, info: info("z", since: 0)),    // named, not established yet
+            (closing: true, info: info("x", since: 50)),    // closing
+            (closing: false, info: info("a", since: 100)),
+        ]
+        #expect(PeerStatus.connected(links).map(\.node) == ["a", "c"])
+        #expect(PeerStatus.connected([PeerStatus.Link]()).isEmpty)
+    }
+
+    @Test func eventsCarryThePeerAndTheSessionsTotals() {
+        let peer = PeerStatus.peerEvent(info("n1", since: 7), state: "connected")
+        #expect(peer.method == "event.peer")
+        #expect(peer.params["state"] == "connected")
+        #expect(peer.params["peer"] == ["node": "n1", "address": "10.0.0.7:7000", "via": "config", "since": 7])
+
+        let sync = PeerStatus.syncEvent(node: "n1", address: "10.0.0.7:7000", (received: 12, sent: 3, caughtUp: true))
+        #expect(sync.method == "event.sync")
+        #expect(sync.params == ["peer": "n1", "address": "10.0.0.7:7000", "received": 12, "sent": 3, "caughtUp": true])
+    }
+}
