@@ -172,70 +172,8 @@ public final class PeerManager: @unchecked Sendable {
     private let myKey: SigningPublicKey
     private var listener: PeerListener!
 
-    /// One link and, once established, its session. Confined to `queue`.
-    private final class Connection {
-        let link: PeerLink
-        /// "config", "mdns" or "incoming" (an incoming link from an address found over mDNS
-        /// becomes "mdns" when established: both ends dial, and one of the two links survives).
-        var via: String
-        /// The redialer's slot (`Redialer.targets`) for a link we dialled.
-        let staticIndex: Int?
-        var peerKey: SigningPublicKey?
-        /// Runs the link's session (the directive interpreter shared with the simulation and the
-        /// tests); its host is a `LinkHost` over this connection. Set by `adopt`.
-        var driver: SyncDriver!
-        var session: SyncSession { driver.session }
-        /// The driver's timers (rounds, deferral retries), cancelled with the link.
-        var timers: [SyncTimer: DispatchWorkItem] = [:]
-        var since: UInt64 = 0
-        /// Messages `send` refused (backpressure), in order; flushed on `onWritable`.
-        var unsent: [[UInt8]] = []
-        var closing = false
-        /// Records per second: the bucket whose debt delays acks.
-        var pacer: AckPacer
-        /// Sends the acks the rate limit held back.
-        var ackTimer: DispatchWorkItem?
-        /// Serial number (ObjectIdentifiers are reused after deallocation).
-        let serial: UInt64
-        /// The accounts the peer's node said live there.
-        var accounts: Set<PublicKey> = []
-        /// The blob being received over this link (one at a time).
-        var blobIn: BlobAssembly?
-        /// When the request in `blobIn` was sent or last got a part, and the timer that checks it.
-        var blobPartAt: ContinuousClock.Instant = .now
-        var blobTimer: DispatchWorkItem?
-        /// `event.sync` throttle: the totals last announced, when, and the pending timer.
-        var announced: (received: Int, sent: Int, caughtUp: Bool) = (0, 0, false)
-        var announcedAt: ContinuousClock.Instant?
-        var syncTimer: DispatchWorkItem?
-        /// Where the replica's read of a subtree stopped, by the token the session carries.
-        var cursors: [UInt64: ReconCursor] = [:]
-        var cursorTokens: UInt64 = 0
-        /// Kinds of "not taken now" already logged at info on this link.
-        var notNowLogged: Set<String> = []
-        /// How often the peer may send `here` (the driver rates `recon` and `want`, §13.4).
-        var hereRate: MessageRate
-        var treeRate: MessageRate
-        /// The newest `here` that came over its rate, and the timer that takes it once the
-        /// bucket has a token again.
-        var heldHere: [UInt8]?
-        var hereTimer: DispatchWorkItem?
-
-        init(link: PeerLink, via: String, staticIndex: Int?, pacer: AckPacer, serial: UInt64, hereRate: MessageRate,
-             treeRate: MessageRate) {
-            self.treeRate = treeRate
-            self.hereRate = hereRate
-            self.serial = serial
-            self.link = link
-            self.via = via
-            self.staticIndex = staticIndex
-            self.pacer = pacer
-        }
-
-        var info: PeerInfo? {
-            peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via, since: since) }
-        }
-    }
+    /// One link and its session's state (`PeerConnection`). Confined to `queue`.
+    private typealias Connection = PeerConnection
 
     // Confined to queue:
     private var connections: [ObjectIdentifier: Connection] = [:]
@@ -628,17 +566,9 @@ public final class PeerManager: @unchecked Sendable {
             guard let connection else { return ([], nil) }
             // The session carries a token; the replica's cursor stays here (one read of a
             // subtree is under way per session at a time).
-            let resume = after.flatMap { connection.cursors.removeValue(forKey: $0.token) }
-            if after != nil, resume == nil { connection.cursors = [:] }
+            let resume = connection.cursors.resume(after?.token)
             let page = try replica.reconRecords(depth: depth, prefix: prefix, after: resume, limit: limit)
-            var next: FetchCursor?
-            if let cursor = page.next {
-                connection.cursorTokens += 1
-                if connection.cursors.count >= 16 { connection.cursors = [:] }
-                connection.cursors[connection.cursorTokens] = cursor
-                next = FetchCursor(token: connection.cursorTokens)
-            }
-            return (page.records, next)
+            return (page.records, page.next.map { FetchCursor(token: connection.cursors.keep($0)) })
         }
 
         func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T { try replica.withReconView(body) }
