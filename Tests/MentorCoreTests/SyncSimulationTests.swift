@@ -270,6 +270,9 @@ private struct SimFrame {
 /// What the hostile node does to its next batch on a link.
 private enum SimMangle { case duplicates, forgery }
 
+/// The links with something to do, in the order they got it.
+private final class SimBusyLinks { var list: [SimConnection] = [] }
+
 /// A live connection between nodes `a` < `b`. Index 0 is a's side, 1 is b's.
 private final class SimConnection {
     let nodes: [Int]
@@ -285,15 +288,26 @@ private final class SimConnection {
     var heldAcks = [0, 0]                       // per side: the session's held acks (mirrored)
     var received: [Set<[UInt8]>] = [[], []]     // per side: record encodings it got here
     var mangles: [SimMangle] = []               // the hostile side's plans for its next batches
+    /// Frames on the wire, batches to apply and held acks, both sides: 0 when there is nothing
+    /// to do on the link. A link with something is listed in `busy` (the scheduler looks at
+    /// those alone, which in a 190-link mesh saves most of its time).
+    var pending = 0 {
+        didSet { if pending > 0, !listed { listed = true; busy.list.append(self) } }
+    }
+    var listed = false
+    unowned let busy: SimBusyLinks
     var alive = true
 
-    init(_ a: Int, _ b: Int, serial: UInt64) {
+    init(_ a: Int, _ b: Int, serial: UInt64, busy: SimBusyLinks) {
         nodes = [a, b]
         self.serial = serial
+        self.busy = busy
     }
 
     func side(of node: Int) -> Int { nodes[0] == node ? 0 : 1 }
     var idle: Bool { wire[0].isEmpty && wire[1].isEmpty }
+    /// The counters agree with the queues (checked at the end of each seed).
+    var pendingIsRight: Bool { pending == wire[0].count + wire[1].count + toApply[0].count + toApply[1].count + heldAcks[0] + heldAcks[1] }
 }
 
 /// A link end's host: the simulation's network, replica, scheduler and clock, as `PeerManager`'s
@@ -317,7 +331,7 @@ private final class SimHost: SyncHost {
     }
     func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T { try body(sim.replicas[node].tree) }
     func contiguousSeq(of author: PublicKey) -> UInt64 { sim.replicas[node].contiguous(author) }
-    func apply(_ batch: [[UInt8]]) { connection.toApply[side].append(batch) }
+    func apply(_ batch: [[UInt8]]) { connection.toApply[side].append(batch); connection.pending += 1 }
     func schedule(_ timer: SyncTimer, at: ContinuousClock.Instant) {}   // the scheduler reads `pendingTimers`
     func progress(sent: Int, received: Int) {}
     func peerAccounts(_ accounts: [PublicKey]) {}
@@ -387,6 +401,9 @@ private final class Simulation {
 
     var replicas: [SimReplica]
     var trees: [PushTree]
+    /// Each tree's `nextDeadline`, kept after every change (reading it in each step would copy
+    /// the tree in a debug build).
+    var graftDeadline: [ContinuousClock.Instant?]
     var up: [Bool]
     /// Announcements (`localRecordsAdded`) a node has yet to pass to its links, in order, with
     /// the link they came over (not passed to that one: echo suppression by link, as the daemon
@@ -467,6 +484,7 @@ private final class Simulation {
         driverSettings = d
         replicas = [SimReplica](repeating: SimReplica(), count: n)
         trees = [PushTree](repeating: PushTree(), count: n)
+        graftDeadline = [ContinuousClock.Instant?](repeating: nil, count: n)
         up = [Bool](repeating: true, count: n)
         announcements = [[(records: Added, origin: UInt64?)]](repeating: [], count: n)
         connections = Array(repeating: nil, count: n * n)
@@ -498,12 +516,15 @@ private final class Simulation {
 
     /// The same connections, in the order they came up.
     var liveConnections: [SimConnection] = []
+    let busy = SimBusyLinks()
+    /// A link was cut since the last redial.
+    var lost = false
 
     // MARK: Links
 
     func connect(_ a: Int, _ b: Int) throws(SimulationFailure) {
         serials += 1
-        let c = SimConnection(min(a, b), max(a, b), serial: serials)
+        let c = SimConnection(min(a, b), max(a, b), serial: serials, busy: busy)
         let initiator = below(2)
         c.drivers = (0...1).map { side in
             SyncDriver(session: SyncSession(role: side == initiator ? .initiator : .responder, settings: settings[c.nodes[side]],
@@ -528,6 +549,7 @@ private final class Simulation {
     func cut(_ c: SimConnection, _ why: String) {
         guard c.alive else { return }
         c.alive = false
+        lost = true
         connections[pair(c.nodes[0], c.nodes[1])] = nil
         liveConnections.removeAll { $0 === c }
         for node in c.nodes { trees[node].linkDown(c.serial) }
@@ -558,6 +580,7 @@ private final class Simulation {
             message = .records(mangle(batch, plan))
         }
         c.wire[side].append(SimFrame(counter: c.sent[side], bytes: message.encoded))
+        c.pending += 1
         c.sent[side] += 1
         switch message {
         case .records(let batch):
@@ -626,6 +649,7 @@ private final class Simulation {
     /// Sends the grafts that are due (the daemon's `scheduleGraft`; its timer is the scheduler's).
     func sendDueGrafts(_ node: Int) {
         let now = instant
+        defer { graftDeadline[node] = trees[node].nextDeadline }
         guard let at = trees[node].nextDeadline, at <= now else { return }
         for ask in trees[node].due(now: now) {
             guard let c = liveConnections.first(where: { $0.serial == ask.link }) else { continue }
@@ -648,6 +672,7 @@ private final class Simulation {
 
     func deliver(_ c: SimConnection, from side: Int) throws(SimulationFailure) {
         let frame = c.wire[side].removeFirst()
+        c.pending -= 1
         let to = 1 - side
         guard frame.counter == c.expected[to], !frame.altered else {
             stats.detected += 1
@@ -682,6 +707,7 @@ private final class Simulation {
 
     func apply(_ c: SimConnection, side: Int) throws(SimulationFailure) {
         let batch = c.toApply[side].removeFirst()
+        c.pending -= 1
         let node = c.nodes[side]
         var added: Added = []
         var deferred: Set<PublicKey> = []
@@ -727,7 +753,11 @@ private final class Simulation {
         noteDuplicates(duplicates, c, side)
         driver.deferred(Array(deferred))
         driver.applied(stored: added.count, refused: refused, holdAck: hold)
-        if c.alive { c.heldAcks[side] = driver.session.heldAcks }
+        if c.alive {
+            let held = driver.session.heldAcks
+            c.pending += held - c.heldAcks[side]
+            c.heldAcks[side] = held
+        }
         try check()
         if forkApplied { try reconcileNow(node) }
         try announce(node, added, from: c.serial)
@@ -821,6 +851,7 @@ private final class Simulation {
         for c in liveConnections where c.nodes.contains(node) { cut(c, "node \(node) restarts") }
         announcements[node] = []
         trees[node] = PushTree()
+        graftDeadline[node] = nil
         up[node] = false
     }
 
@@ -851,6 +882,7 @@ private final class Simulation {
         case 1:
             log("duplicate frame \(c.wire[side][i].counter) \(c.nodes[side])→\(c.nodes[1 - side])")
             c.wire[side].insert(c.wire[side][i], at: i + 1 + below(c.wire[side].count - i))
+            c.pending += 1
         case 2 where i + 1 < c.wire[side].count:
             log("reorder frames \(c.wire[side][i].counter), \(c.wire[side][i + 1].counter) \(c.nodes[side])→\(c.nodes[1 - side])")
             c.wire[side].swapAt(i, i + 1)
@@ -950,7 +982,7 @@ private final class Simulation {
             if skewSteps > 0 {
                 for a in 1...n + 1 { if let d = r.heldUntilDue[a].values.map(\.due).min() { next.append(d) } }
             }
-            if let at = trees[node].nextDeadline { next.append(steps(until: at)) }
+            if let at = graftDeadline[node] { next.append(steps(until: at)) }
         }
         if skewSteps > 0 {
             for c in liveConnections {
@@ -969,18 +1001,24 @@ private final class Simulation {
     func progressStep() throws(SimulationFailure) -> Bool {
         var weights: [Double] = [], work: [Work] = []
         let now = instant
-        for c in liveConnections {
+        // Every link while timers fire at random or deferrals may be due, else those with work.
+        busy.list.removeAll { c in
+            let done = !c.alive || c.pending == 0
+            if done { c.listed = false }
+            return done
+        }
+        for c in roundTimers || skewSteps > 0 ? liveConnections : busy.list {
+            if roundTimers { weights.append(0.05); work.append(.round(c)) }
             for side in 0...1 {
                 if !c.wire[side].isEmpty { weights.append(3 * linkSpeed[2 * pair(c.nodes[0], c.nodes[1]) + side]); work.append(.deliver(c, side)) }
                 if !c.toApply[side].isEmpty { weights.append(applyWeight); work.append(.apply(c, side)) }
                 if c.heldAcks[side] > 0 { weights.append(1); work.append(.release(c, side)) }
                 if skewSteps > 0, let at = c.drivers[side].pendingTimers[.deferralRetry], at <= now { weights.append(1); work.append(.retry(c, side)) }
             }
-            if roundTimers { weights.append(0.05); work.append(.round(c)) }
         }
         for node in announcements.indices where !announcements[node].isEmpty { weights.append(2); work.append(.announce(node)) }
         for node in 0..<n where up[node] {
-            if let at = trees[node].nextDeadline, at <= now { weights.append(1); work.append(.graft(node)) }
+            if let at = graftDeadline[node], at <= now { weights.append(1); work.append(.graft(node)) }
         }
         if skewSteps > 0 {   // only then can records be held until due
             for (node, r) in replicas.enumerated() where up[node] && r.heldUntilDue.contains(where: { $0.values.contains { $0.due <= time } }) {
@@ -992,6 +1030,7 @@ private final class Simulation {
         case .deliver(let c, let side): try deliver(c, from: side)
         case .apply(let c, let side): try apply(c, side: side)
         case .release(let c, let side):
+            c.pending -= c.heldAcks[side]
             c.heldAcks[side] = 0
             c.drivers[side].releaseAcks()
             try check()
@@ -1016,9 +1055,9 @@ private final class Simulation {
         var total = 0.0
         for w in weights { total += w }
         var x = Double(rng.next() % 1_000_000) / 1_000_000 * total
-        for (i, w) in weights.enumerated() {
-            if x < w { return i }
-            x -= w
+        for i in 0..<weights.count {
+            if x < weights[i] { return i }
+            x -= weights[i]
         }
         return weights.count - 1
     }
@@ -1094,8 +1133,11 @@ private final class Simulation {
         for node in 0..<n where !up[node] { up[node] = true }
         let links = links.filter { !penalized.contains(pair($0.0, $0.1)) }
         func redial() throws(SimulationFailure) {
+            guard lost else { return }
+            lost = false
             for (a, b) in links where connections[pair(a, b)] == nil && !penalized.contains(pair(a, b)) { try connect(a, b) }
         }
+        lost = true
         try redial()
         var settleSteps = 0
         var recordsAtLastRounds = -1
@@ -1130,6 +1172,7 @@ private final class Simulation {
     }
 
     func checkSettled() throws(SimulationFailure) {
+        for c in liveConnections where !c.pendingIsRight { try fail("the scheduler's count of work on link \(c.nodes) is off") }
         var all: Set<[UInt8]> = []
         for a in 1...n + 1 {
             if created[a] >= 1 { for seq in 1...Int(created[a]) { all.insert(simRecords[a][seq]) } }
