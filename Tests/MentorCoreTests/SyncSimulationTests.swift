@@ -55,7 +55,7 @@ import MentorCrypto
 // links comes up (connected among the honest nodes alone), and everything is delivered until
 // nothing is left to do.
 //
-// **Twenty-node meshes with lazy push** (one seed in `meshEvery`): a full mesh (one in four) or
+// **Twenty-node meshes with lazy push** (one seed in `meshEvery`, 200): a full mesh (one in four) or
 // a random connected mesh of mean degree ~5; every link is up and drained with the clock stopped
 // (a step is 100 µs: frames travel far faster than the graft timeout, as on a LAN); a few records
 // are written one at a time (their duplicates prune the redundant links: the eager links become a
@@ -131,6 +131,13 @@ private struct SimReplica {
     var contiguousSeq = [UInt64](repeating: 0, count: SimulationConfig.maxAuthor + 1)
     /// Records dated ahead of this node's clock, kept until due (simulated time), by author.
     var heldUntilDue = [[UInt64: (due: Int, bytes: [UInt8])]](repeating: [:], count: SimulationConfig.maxAuthor + 1)
+    /// The earliest due of those (kept on every change: the scheduler reads it each step).
+    var earliestDue: Int?
+    mutating func refreshEarliestDue() {
+        var earliest: Int?
+        for held in heldUntilDue { for h in held.values where earliest == nil || h.due < earliest! { earliest = h.due } }
+        earliestDue = earliest
+    }
     var duplicates = 0
     var tree = SimTree()
     var byID: [[UInt8]: [UInt8]] = [:]
@@ -246,9 +253,12 @@ struct SimTree: ReconView {
     }
 
     func children(depth: Int, prefix: UInt16) -> [(nibble: UInt8, node: ReconNode)] {
-        (0..<16).compactMap { n in
-            node(depth: depth + 1, prefix: ReconTree.child(depth: depth, prefix: prefix, nibble: UInt8(n))).map { (UInt8(n), $0) }
+        // A plain loop: a debug build spends most of a generic `compactMap` on metadata.
+        var out: [(nibble: UInt8, node: ReconNode)] = []
+        for n in 0..<16 {
+            if let child = node(depth: depth + 1, prefix: ReconTree.child(depth: depth, prefix: prefix, nibble: UInt8(n))) { out.append((UInt8(n), child)) }
         }
+        return out
     }
 
     func ids(depth: Int, prefix: UInt16) -> [[UInt8]] {
@@ -732,6 +742,7 @@ private final class Simulation {
                 if chance(holdUntilDueChance) {
                     if replicas[node].heldUntilDue[a][p.seq] == nil { stats.heldUntilDue += 1 }
                     replicas[node].heldUntilDue[a][p.seq] = (due, record)
+                    replicas[node].refreshEarliestDue()
                 } else {
                     stats.deferred += 1
                     deferred.insert(p.author)
@@ -970,6 +981,7 @@ private final class Simulation {
                 added += replicas[node].apply(h.bytes, at: RecordPosition(author: simKey(a), seq: seq))
             }
         }
+        replicas[node].refreshEarliestDue()
         log("\(node) applies records held until due: \(added.map { "\($0.author.bytes[0]):\($0.seq)" })")
         try announce(node, added)
     }
@@ -980,7 +992,7 @@ private final class Simulation {
         var next: [Int] = []
         for (node, r) in replicas.enumerated() where up[node] {
             if skewSteps > 0 {
-                for a in 1...n + 1 { if let d = r.heldUntilDue[a].values.map(\.due).min() { next.append(d) } }
+                if let d = r.earliestDue { next.append(d) }
             }
             if let at = graftDeadline[node] { next.append(steps(until: at)) }
         }
@@ -1021,8 +1033,8 @@ private final class Simulation {
             if let at = graftDeadline[node], at <= now { weights.append(1); work.append(.graft(node)) }
         }
         if skewSteps > 0 {   // only then can records be held until due
-            for (node, r) in replicas.enumerated() where up[node] && r.heldUntilDue.contains(where: { $0.values.contains { $0.due <= time } }) {
-                weights.append(1); work.append(.due(node))
+            for node in 0..<n where up[node] {
+                if let due = replicas[node].earliestDue, due <= time { weights.append(1); work.append(.due(node)) }
             }
         }
         guard !work.isEmpty else { return false }
@@ -1294,13 +1306,13 @@ private final class Simulation {
         }
     }
 
-    /// Steps of the faulty phase per seed (`MM_SIM_STEPS` for longer runs): sized so that 10,000
-    /// seeds take about 30 s of CPU in a debug build.
+    /// Steps of the faulty phase per seed (`MM_SIM_STEPS` for longer runs). 10,000 seeds (50 of
+    /// them meshes) take ~3 min of CPU in a debug build on the development machine.
     static let faultSteps = ProcessInfo.processInfo.environment["MM_SIM_STEPS"].flatMap { Int($0) } ?? 64
     static let settleLimit = 50_000
     static let meshSettleLimit = 2_000_000
     /// One seed in this many is a 20-node mesh (`MM_SIM_MESH_EVERY`; 0: none).
-    static let meshEvery = ProcessInfo.processInfo.environment["MM_SIM_MESH_EVERY"].flatMap { UInt64($0) } ?? 100
+    static let meshEvery = ProcessInfo.processInfo.environment["MM_SIM_MESH_EVERY"].flatMap { UInt64($0) } ?? 200
 
     static func isMesh(_ seed: UInt64) -> Bool { meshEvery > 0 && seed % meshEvery == 0 }
 
