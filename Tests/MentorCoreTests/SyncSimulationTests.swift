@@ -1235,6 +1235,18 @@ private final class Simulation {
         }
     }
 
+    /// The nodes linked to `node` through live links.
+    func reachable(from node: Int) -> Set<Int> {
+        var seen: Set<Int> = [node], todo = [node]
+        while let next = todo.popLast() {
+            for c in liveConnections where c.nodes.contains(next) {
+                let other = c.nodes[1 - c.side(of: next)]
+                if seen.insert(other).inserted { todo.append(other) }
+            }
+        }
+        return seen
+    }
+
     func runMesh(settleLimit: Int) throws(SimulationFailure) {
         roundTimers = false
         let fullMesh = below(4) == 0
@@ -1260,9 +1272,10 @@ private final class Simulation {
         // Measured: one to three records at once; on some seeds a tree edge with frames on it
         // is cut while they travel (redialled at the end).
         for _ in 0..<6 {
+            var written: [(bytes: [UInt8], at: Int)] = []
             for _ in 0...below(3) {
                 let node = below(n)
-                if let bytes = try create(at: node) { measured[bytes] = node }
+                if let bytes = try create(at: node) { measured[bytes] = node; written.append((bytes, node)) }
             }
             if cutTree {
                 for _ in 0..<below(4 * n) { _ = try progressStep() }
@@ -1273,6 +1286,14 @@ private final class Simulation {
                 }
             }
             try drain(limit: settleLimit)
+            // Lazy push alone (no round has run) brought each record to every node still linked
+            // to its writer: over the tree, or by a graft where a tree edge was cut.
+            for w in written {
+                let id = VerifiedRecord.id(of: w.bytes)
+                for node in reachable(from: w.at) where replicas[node].byID[id] == nil {
+                    try fail("node \(node) lacks \(Self.describe(w.bytes)) after lazy push, though linked to its writer \(w.at)")
+                }
+            }
         }
         try settle(links: links, settleLimit: settleLimit)
         let pairs = measured.count * (n - 1)
