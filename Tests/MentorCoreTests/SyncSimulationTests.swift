@@ -1248,6 +1248,7 @@ private final class Simulation {
     }
 
     func runMesh(settleLimit: Int) throws(SimulationFailure) {
+        stats.meshSeeds = 1
         roundTimers = false
         let fullMesh = below(4) == 0
         let cutTree = chance(0.5)
@@ -1299,7 +1300,6 @@ private final class Simulation {
         let pairs = measured.count * (n - 1)
         let ratio = Double(bodies) / Double(max(1, pairs))
         log("bodies per node per measured record: \(bodies) / \(pairs) = \(ratio)")
-        stats.meshSeeds = 1
         if cutTree {
             stats.bodiesCut = bodies; stats.pairsCut = pairs; stats.worstCut = ratio
         } else {
