@@ -585,7 +585,7 @@ private final class Simulation {
     func send(_ c: SimConnection, _ side: Int, _ message: SyncMessage, fromDriver: Bool) {
         let node = c.nodes[side], peer = c.nodes[1 - side]
         var message = message
-        if !isHonest(node), case .records(let batch) = message, let plan = c.mangles.first {
+        if fromDriver, !isHonest(node), case .records(let batch) = message, let plan = c.mangles.first {
             c.mangles.removeFirst()
             message = .records(mangle(batch, plan))
         }
