@@ -108,6 +108,32 @@ private func record(_ seq: UInt64) -> [UInt8] {
         #expect(host.finished.count == 1 && host.finished[0].blame && host.finished[0].reason.contains("want messages"))
     }
 
+    /// The lazy-push rate is off unless set (the daemon rates those messages in its shell);
+    /// set, as the simulation sets it, the message past the burst ends the session with blame,
+    /// and the bucket refills with time.
+    @Test func lazyPushMessagesOverTheirRateEndTheSessionOnlyWhenTheRateIsSet() {
+        let ihave = SyncMessage.ihave([[UInt8](repeating: 7, count: 32)]).encoded
+        let (unrated, h0) = established(.responder)
+        for _ in 0..<600 { unrated.receive(bytes: ihave) }
+        #expect(h0.finished.isEmpty, "no tree rate by default: the daemon's stays in PeerManager")
+
+        var settings = SyncDriver.Settings()
+        settings.treeBurst = 4
+        let host = FakeHost()
+        let driver = SyncDriver(session: SyncSession(role: .responder, hashing: ReconHash.hashing), settings: settings, host: host)
+        driver.start(salt: [UInt8](repeating: 1, count: 16), held: 0)
+        driver.receive(bytes: SyncMessage.hello(salt: [UInt8](repeating: 2, count: 16), held: 0).encoded)
+        for _ in 0..<2 { driver.receive(bytes: ihave) }
+        driver.receive(bytes: SyncMessage.prune.encoded)
+        driver.receive(bytes: SyncMessage.graft([[UInt8](repeating: 8, count: 32)]).encoded)
+        #expect(host.finished.isEmpty)
+        host.clock += settings.treePeriod   // refilled
+        for _ in 0..<4 { driver.receive(bytes: ihave) }
+        #expect(host.finished.isEmpty)
+        driver.receive(bytes: SyncMessage.prune.encoded)
+        #expect(host.finished.count == 1 && host.finished[0].blame && host.finished[0].reason.contains("ihave/prune/graft"))
+    }
+
     @Test func aDeferralSchedulesItsRetryAndAStaleFireIsIgnored() {
         let (driver, host) = established(.responder)
         driver.receive(bytes: SyncMessage.records([record(5)]).encoded)

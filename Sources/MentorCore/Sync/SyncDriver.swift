@@ -83,6 +83,12 @@ public final class SyncDriver {
         /// `SyncSession.wantsPerPeriod` per `SyncSession.wantPeriod`: half of this).
         public var wantBurst = 256
         public var wantPeriod: Duration = .seconds(30)
+        /// `ihave`, `prune` and `graft` messages the peer may send (PROTOCOL.md §13.7), likewise;
+        /// 0 (the default): not rated by the driver. The daemon rates them in its shell
+        /// (`PeerManager.overTreeRate`, before the driver sees the frame); the simulation sets
+        /// the daemon's figures here.
+        public var treeBurst = 0
+        public var treePeriod: Duration = .seconds(30)
         public init() {}
     }
 
@@ -95,6 +101,7 @@ public final class SyncDriver {
     public private(set) var pendingTimers: [SyncTimer: ContinuousClock.Instant] = [:]
     private var reconRate: MessageRate
     private var wantRate: MessageRate
+    private var treeRate: MessageRate?
 
     public init(session: SyncSession, settings: Settings = Settings(), host: any SyncHost) {
         self.session = session
@@ -102,6 +109,7 @@ public final class SyncDriver {
         self.host = host
         reconRate = MessageRate(capacity: settings.reconBurst, per: settings.reconPeriod)
         wantRate = MessageRate(capacity: settings.wantBurst, per: settings.wantPeriod)
+        treeRate = settings.treeBurst > 0 ? MessageRate(capacity: settings.treeBurst, per: settings.treePeriod) : nil
     }
 
     // MARK: Inputs
@@ -291,6 +299,8 @@ public final class SyncDriver {
             return "more than \(settings.reconBurst) recon messages in \(settings.reconPeriod) (an honest node runs one round a minute)"
         case SyncMessage.Tag.want.rawValue where !wantRate.take(now: now):
             return "more than \(settings.wantBurst) want messages in \(settings.wantPeriod)"
+        case let tag where SyncMessage.treeTags.contains(tag) && treeRate != nil && !treeRate!.take(now: now):
+            return "more than \(settings.treeBurst) ihave/prune/graft messages in \(settings.treePeriod)"
         default:
             return nil
         }
