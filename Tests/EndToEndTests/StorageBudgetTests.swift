@@ -1,0 +1,96 @@
+import Foundation
+import MentorAPI
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 13 item 4: cheap identities are no weapon. "A peer announcing 200,000 authors (valid at
+/// a test network's low difficulty) does not stop sync between two honest nodes." (The other
+/// half, "at the default difficulty, a record without enough work is refused", is
+/// `atTheDefaultDifficultyAFirstRecordWithoutEnoughWorkIsRefused`, AccountWorkTests.swift.)
+extension EndToEndTests {
+    /// A (`foreign_accounts_max = 3000`) and B are linked; Ana lives on A, Ben on B. A hostile
+    /// peer sends A 200,000 fresh accounts, each first card with valid work at the tests'
+    /// difficulty, as fast as A's acks allow. Meanwhile Ben's and Ana's card edits keep crossing
+    /// between A and B; the hostile link is never cut (announcing accounts is no offence); A
+    /// holds at most its budget of foreign accounts, Ben among them; `status` says degraded with
+    /// what was declined; A's peak memory stays bounded.
+    @Test func aPeerAnnouncing200kAuthorsDoesNotStopSyncBetweenTwoHonestNodes() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let budget = 3_000, authors = 200_000
+        let stateA = e2e.path("state-a"), socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
+        let config = try e2e.write("a.conf", Array("foreign_accounts_max = \(budget)\n".utf8))
+        let a = try e2e.startDaemon(stateDir: stateA, socket: socketA, extra: ["--config", config])
+        defer { a.kill() }
+        let portA = try listenPort(e2e, socketA)
+        let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
+        defer { b.kill() }
+        try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
+        try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "20"], socket: socketB)
+        _ = try poll(timeout: .seconds(20), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("Ben") })
+
+        let tool = try Binaries.tool("mentormate-hostile-peer")
+        let hostile = try ChildProcess([tool, "127.0.0.1", "\(portA)", "authors", "--records", "\(authors)", "--from", "127.0.0.71",
+                                        "--wait", "150"], stdout: .pipe, stderr: .file(e2e.path("authors.err")))
+        defer { _ = hostile.kill() }
+        let made = hostile.waitForLine(timeout: .seconds(240)) { $0.hasPrefix("made=") }
+        #expect(made != nil, "the hostile peer makes its accounts: \(hostile.lines) \(e2e.read(e2e.path("authors.err")))")
+        print("authors: \(made ?? "?")")
+
+        // While the flood runs: edits on both honest nodes cross the link, each within seconds.
+        let began = ContinuousClock.now
+        var crossed: [Duration] = []
+        for wage in [31, 32, 33] {
+            let sent = ContinuousClock.now
+            try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "\(wage)"], socket: socketB)
+            let shown = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\(wage)") })
+            #expect(shown.contains("\(wage)"), "Ben's wage \(wage) should reach A during the flood: \(shown)\n\(a.log)")
+            try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "\(wage + 10)"], socket: socketA)
+            let back = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketB))" }, until: { $0.contains("\(wage + 10)") })
+            #expect(back.contains("\(wage + 10)"), "Ana's budget \(wage + 10) should reach B during the flood: \(back)\n\(b.log)")
+            crossed.append(ContinuousClock.now - sent)
+        }
+        let result = hostile.waitForLine(timeout: .seconds(200)) { $0.hasPrefix("result ") }
+        print("authors: \(result ?? "?"); honest edits crossed both ways in \(crossed) (from \(ContinuousClock.now - began) of flood)")
+        #expect(result?.contains("closed=false") == true, "announcing accounts is no offence: the link stays: \(result ?? "")\n\(a.log)")
+        #expect(result?.contains("sent=\(authors)") == true, "the hostile peer sent every account: \(result ?? "")")
+
+        let status = try mmJSON(e2e, ["status"], socketA)
+        let storage = try #require(status["storage"], "status.storage: \(status)")
+        let held = Int(storage["accounts"]?.intValue ?? -1)
+        let declined = Int(storage["declinedRecords"]?.intValue ?? -1)
+        let memory = Self.processMemory(a.pid)
+        print("authors: A holds \(held) foreign accounts (budget \(budget)), declined \(declined) records; VmHWM \(memory.hwm / 1024) MiB, VmRSS \(memory.rss / 1024) MiB")
+        #expect(storage["degraded"]?.boolValue == true && status["health"]?.stringValue == "degraded", "status says degraded: \(status)")
+        #expect(held <= budget && held >= budget - 1_024, "A holds its budget of foreign accounts, no more: \(storage)")
+        #expect(declined >= authors - budget, "the rest were declined: \(storage)")
+        let rows = try e2e.tool(["/usr/bin/sqlite3", stateA + "/replica.db", "SELECT count(*) FROM authors"])
+        let stored = Int(rows.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        #expect(stored <= budget + 1, "the replica holds the budget plus Ana: \(stored)")
+        #expect(memory.hwm < 400 * 1024, "A's peak memory stays bounded: VmHWM \(memory.hwm) KiB")
+        let doctor = try mmJSON(e2e, ["doctor"], socketA)
+        #expect("\(doctor)".contains("storage budget is full"), "doctor names the full budget: \(doctor)")
+
+        // A still syncs with B after the flood, and B got only what A held.
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "44"], socket: socketB)
+        let after = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("44") })
+        #expect(after.contains("44"), "Ben's edit after the flood reaches A: \(after)")
+    }
+
+    /// VmRSS and VmHWM of a process, in KiB.
+    static func processMemory(_ pid: pid_t) -> (rss: Int, hwm: Int) {
+        let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        func value(_ key: String) -> Int {
+            for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
+                return Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? -1
+            }
+            return -1
+        }
+        return (value("VmRSS"), value("VmHWM"))
+    }
+}
