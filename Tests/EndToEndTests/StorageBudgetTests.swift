@@ -54,11 +54,11 @@ extension EndToEndTests {
         for wage in [31, 32, 33] {
             let sent = ContinuousClock.now
             try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "\(wage)"], socket: socketB)
-            let shown = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\(wage)") })
-            #expect(shown.contains("\(wage)"), "Ben's wage \(wage) should reach A during the flood: \(shown)\n\(a.log)")
+            let shown = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\"wage\":\(wage)") })
+            #expect(shown.contains("\"wage\":\(wage)"), "Ben's wage \(wage) should reach A during the flood: \(shown)\n\(a.log)")
             try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "\(wage + 10)"], socket: socketA)
-            let back = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketB))" }, until: { $0.contains("\(wage + 10)") })
-            #expect(back.contains("\(wage + 10)"), "Ana's budget \(wage + 10) should reach B during the flood: \(back)\n\(b.log)")
+            let back = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketB))" }, until: { $0.contains("\"budget\":\(wage + 10)") })
+            #expect(back.contains("\"budget\":\(wage + 10)"), "Ana's budget \(wage + 10) should reach B during the flood: \(back)\n\(b.log)")
             crossed.append(ContinuousClock.now - sent)
         }
         let editsTook = ContinuousClock.now - began
@@ -88,8 +88,8 @@ extension EndToEndTests {
 
         // A still syncs with B after the flood, and B got only what A held.
         try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "44"], socket: socketB)
-        let after = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("44") })
-        #expect(after.contains("44"), "Ben's edit after the flood reaches A: \(after)")
+        let after = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\"wage\":44") })
+        #expect(after.contains("\"wage\":44"), "Ben's edit after the flood reaches A: \(after)")
 
         // Restarted, A counts what it holds from the replica (one query) and is still full.
         _ = a.terminate()
@@ -97,6 +97,67 @@ extension EndToEndTests {
         let again = try mmJSON(e2e, ["status"], socketA)["storage"]
         #expect(again?["accounts"]?.intValue == Int64(held), "the count survives a restart: \(again ?? .null)")
         #expect(again?["degraded"]?.boolValue == true, "full after the restart: \(again ?? .null)")
+    }
+
+    /// Past the byte budget (`foreign_storage_mb = 1`) the node keeps, in order, its own
+    /// accounts, partners and nearby accounts, and declines every stranger. A is linked to B
+    /// only; C and D link to B. Ana (A) likes Cara (C); Ben lives on B (nearby to A); Dan (D) is a
+    /// stranger to A. A hostile peer's stream fills A's byte budget; then Cara's, Ben's and Dan's
+    /// edits: Cara's and Ben's reach A, Dan's does not, and the hostile link is never cut.
+    @Test func pastTheByteBudgetPartnersAndNearbyAccountsAreKeptAndStrangersDeclined() throws {
+        try E2E.requireRoot()
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let stateA = e2e.path("state-a"), socketA = e2e.path("a.sock"), socketB = e2e.path("b.sock")
+        let socketC = e2e.path("c.sock"), socketD = e2e.path("d.sock")
+        let config = try e2e.write("a.conf", Array("foreign_storage_mb = 1\n".utf8))
+        let a = try e2e.startDaemon(stateDir: stateA, socket: socketA, extra: ["--config", config])
+        defer { a.kill() }
+        let portA = try listenPort(e2e, socketA)
+        let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"])
+        defer { b.kill() }
+        let portB = try listenPort(e2e, socketB)
+        let c = try e2e.startDaemon(stateDir: e2e.path("state-c"), socket: socketC, extra: ["--peer", "127.0.0.1:\(portB)"])
+        defer { c.kill() }
+        let d = try e2e.startDaemon(stateDir: e2e.path("state-d"), socket: socketD, extra: ["--peer", "127.0.0.1:\(portB)"])
+        defer { d.kill() }
+        try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--budget", "30"], socket: socketA)
+        for (name, socket) in [("Ben", socketB), ("Cara", socketC), ("Dan", socketD)] {
+            try e2e.mm(["signup", "--email", "\(name.lowercased())@uni.edu", "--name", name, "--role", "tutor"], socket: socket)
+            try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "20"], socket: socket)
+        }
+        let seen = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" },
+                            until: { $0.contains("Ben") && $0.contains("Cara") && $0.contains("Dan") })
+        #expect(seen.contains("Cara") && seen.contains("Dan"), "A sees the three tutors: \(seen)")
+        let cara = try #require(try mmJSON(e2e, ["whoami"], socketC)["id"]?.stringValue)
+        try e2e.mm(["like", cara], socket: socketA)
+
+        let output = try Self.hostile(e2e, port: portA, "stream", from: "127.0.0.72", ["--records", "12000", "--wait", "60"])
+        print("byte budget: \(output.split(separator: "\n").last ?? "")")
+        #expect(output.contains("closed=false"), "a full budget is no offence: the link stays: \(output)\n\(a.log)")
+        let storage = try #require(try mmJSON(e2e, ["status"], socketA)["storage"])
+        print("byte budget: A's storage after the stream: \(storage)")
+        #expect(storage["degraded"]?.boolValue == true && (storage["declinedRecords"]?.intValue ?? 0) > 0, "\(storage)")
+        #expect((storage["bytes"]?.intValue ?? .max) <= (1 << 20) + 256 * 1024, "at most a batch past 1 MiB: \(storage)")
+
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "42"], socket: socketD)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "41"], socket: socketC)
+        try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "43"], socket: socketB)
+        // Cara left Ana's feed when Ana liked her: her card is read by ID.
+        let caraCard = try poll(timeout: .seconds(30), { try mmJSON(e2e, ["profile", "show", cara], socketA)["wage"]?.intValue ?? 0 },
+                                until: { $0 == 41 })
+        #expect(caraCard == 41, "Cara is Ana's partner: her edit is stored past the budget\n\(a.log)")
+        let kept = try poll(timeout: .seconds(30), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("\"wage\":43") })
+        #expect(kept.contains("\"wage\":43"), "Ben is nearby (on a linked node): his edit is stored past the budget: \(kept)")
+        func digest(_ socket: String) throws -> String {
+            try RPCClient(path: socket, timeout: .seconds(10)).call("replica.digest")["digest"]?.stringValue ?? "?"
+        }
+        let synced = try poll(timeout: .seconds(20), { (try digest(socketB), try digest(socketD)) }, until: { $0.0 == $0.1 })
+        #expect(synced.0 == synced.1, "Dan's edit reaches B and B's reach D (the honest nodes sync)")
+        usleep(2_000_000)
+        let feedA = "\(try mmJSON(e2e, ["feed"], socketA))"
+        #expect(feedA.contains("Dan") && !feedA.contains("\"wage\":42"), "Dan is a stranger to A: his edit is declined: \(feedA)")
     }
 
     /// VmRSS and VmHWM of a process, in KiB.
