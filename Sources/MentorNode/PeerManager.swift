@@ -1132,7 +1132,9 @@ public final class PeerManager: @unchecked Sendable {
             }
             let isNew: Bool
             if let known = verdicts[author] { isNew = known } else {
-                isNew = !((try? node.replica.holdsAccount(author)) ?? true)
+                // A declined author was new when declined and is not stored since (unless it became
+                // a partner, looked up below): no look-up in the replica for the records offered again.
+                isNew = budgetLock.withLock { budget.isDeclined(author) } || !((try? node.replica.holdsAccount(author)) ?? true)
                 verdicts[author] = isNew
             }
             // A partner is kept (looked up only for a record that would be declined).
