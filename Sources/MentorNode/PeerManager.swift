@@ -46,7 +46,9 @@ import MentorStore
 ///   was fetched is not stored; the node's photo budget and each author's storage budget decide
 ///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
 /// - Budgets and rates: records of an author over its storage budget are dropped unread (no
-///   offence); `recon` and `want` messages over their per-link rate end the session as an
+///   offence); past the node-wide budget (`StorageBudget`: foreign accounts and their bytes)
+///   the node degrades — own, partner and nearby accounts and those held are kept, strangers'
+///   records declined (before verifying once the author was declined), no offence; `recon` and `want` messages over their per-link rate end the session as an
 ///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
@@ -62,7 +64,8 @@ import MentorStore
 /// on `applyQueue` (serial) and its outcome comes back to `queue`;
 /// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
-/// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`.
+/// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`, and the storage
+/// budget, guarded by `budgetLock`.
 public final class PeerManager: @unchecked Sendable {
     public struct Settings: Sendable {
         public var link = PeerLink.Settings()
