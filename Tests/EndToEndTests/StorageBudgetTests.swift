@@ -28,6 +28,11 @@ extension EndToEndTests {
         var a = try e2e.startDaemon(stateDir: stateA, socket: socketA, extra: ["--config", config] + bits)
         defer { a.kill() }
         let portA = try listenPort(e2e, socketA)
+        // The hostile peer makes its accounts (most of this test's time) while the honest nodes start.
+        let tool = try Binaries.tool("mentormate-hostile-peer")
+        let hostile = try ChildProcess([tool, "127.0.0.1", "\(portA)", "authors", "--records", "\(authors)", "--from", "127.0.0.71",
+                                        "--wait", "150"] + bits, stdout: .pipe, stderr: .file(e2e.path("authors.err")))
+        defer { _ = hostile.kill() }
         let b = try e2e.startDaemon(stateDir: e2e.path("state-b"), socket: socketB, extra: ["--peer", "127.0.0.1:\(portA)"] + bits)
         defer { b.kill() }
         try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
@@ -36,10 +41,6 @@ extension EndToEndTests {
         try e2e.mm(["profile", "set", "--courses", "CS 490", "--wage", "20"], socket: socketB)
         _ = try poll(timeout: .seconds(20), { "\(try mmJSON(e2e, ["feed"], socketA))" }, until: { $0.contains("Ben") })
 
-        let tool = try Binaries.tool("mentormate-hostile-peer")
-        let hostile = try ChildProcess([tool, "127.0.0.1", "\(portA)", "authors", "--records", "\(authors)", "--from", "127.0.0.71",
-                                        "--wait", "150"] + bits, stdout: .pipe, stderr: .file(e2e.path("authors.err")))
-        defer { _ = hostile.kill() }
         let made = hostile.waitForLine(timeout: .seconds(240)) { $0.hasPrefix("made=") }
         #expect(made != nil, "the hostile peer makes its accounts: \(hostile.lines) \(e2e.read(e2e.path("authors.err")))")
         print("authors: \(made ?? "?")")
