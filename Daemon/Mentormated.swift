@@ -144,6 +144,8 @@ struct Mentormated {
         peerSettings.recordsBurst = settings.peerRecordsPerSecond
         peerSettings.authorBudget = Int64(settings.authorStorageMiB) << 20
         peerSettings.photoBudget = Int64(settings.photoStorageMiB) << 20
+        peerSettings.foreignAccountsMax = settings.foreignAccountsMax
+        peerSettings.foreignBytesMax = Int64(settings.foreignStorageMiB) << 20
         // For measurements only (`mentormate-bench reconcile` (f) --eager): push every body on
         // every link, as before lazy push (OPERATIONS.md).
         peerSettings.lazyPush = environment["MENTORMATE_EAGER_PUSH"] != "1"
@@ -160,6 +162,7 @@ struct Mentormated {
                                    discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
                                    networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
             info.recordsReceived = peerManager?.recordsReceived ?? 0
+            info.storage = peerManager?.storage
             if let push = peerManager?.pushCounters {
                 info.duplicateBodies = push.duplicates
                 info.idsAnnounced = push.announced

@@ -36,6 +36,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Storage budgets (§13.4 of PROTOCOL.md), in MiB: one author's records and photos, and all photos.
     public var authorStorageMiB = 64
     public var photoStorageMiB = 2048
+    /// The node-wide budget (issue 13 item 4): foreign accounts held, and MiB of their records.
+    /// Past it the node degrades — keeps its own accounts, partners, nearby accounts and those
+    /// it holds, declines new strangers — and never stops syncing (OPERATIONS.md).
+    public var foreignAccountsMax = 1_000_000
+    public var foreignStorageMiB = 2048
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -62,7 +67,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "network_work_bits", "log_level", "email_domains",
                               "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
-                              "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb"]
+                              "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb",
+                              "foreign_accounts_max", "foreign_storage_mb"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -130,6 +136,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
                 throw ValueError(message: "\(key) must be a whole number of MiB from 1 to 1048576, not \"\(value)\"")
             }
             if key == "author_storage_mb" { authorStorageMiB = n } else { photoStorageMiB = n }
+        case "foreign_accounts_max":
+            foreignAccountsMax = try Self.wholeNumber(key, value, 1...100_000_000,
+                                                      unit: " (accounts of other nodes kept; past it new strangers are not stored)")
+        case "foreign_storage_mb":
+            foreignStorageMiB = try Self.wholeNumber(key, value, 1...1_048_576,
+                                                     unit: " MiB (records of other nodes' accounts kept; past it strangers' records are not stored)")
         case "email_domains":
             emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
             if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {

@@ -47,6 +47,14 @@ extension Node {
         checks.append(Check(name: "replica integrity", ok: integrity == ["ok"], detail: integrity.prefix(3).joined(separator: "; "),
                             fix: integrity == ["ok"] ? nil : "stop the daemon and restore the state directory from a backup (docs/OPERATIONS.md)"))
         checks.append(diskCheck())
+        if let storage = info.storage {
+            // Degraded is no failure (sync goes on): a warning with what to change.
+            checks.append(Check(name: "storage budget", ok: true,
+                                detail: storage.degraded ? Self.storageProblem(storage)
+                                    : "\(storage.accounts) of \(storage.maxAccounts) foreign accounts, \(storage.bytes >> 20) of \(storage.maxBytes >> 20) MiB",
+                                fix: storage.degraded ? "raise foreign_accounts_max or foreign_storage_mb in the config file if the disk allows (docs/OPERATIONS.md), or leave it: the node keeps syncing what matters to its users" : nil,
+                                warning: storage.degraded))
+        }
         checks.append(socketCheck("API socket", info.socketPath, fix: "restart mentormated; if the file is left over from a crash the next start replaces it"))
         if info.discovery == "off" {
             // --no-mdns: nothing in this daemon talks to D-Bus or Avahi.

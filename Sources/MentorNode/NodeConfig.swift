@@ -51,12 +51,35 @@ public struct RuntimeInfo: Sendable {
     /// and record IDs peers announced in `ihave` instead of a body (PROTOCOL.md §13.7).
     public var duplicateBodies = 0
     public var idsAnnounced = 0
+    /// The node-wide storage budget (`PeerManager.storage`; nil without a peer manager).
+    public var storage: StorageStatus?
 
     public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64,
                 discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {
         self.socketPath = socketPath; self.listen = listen; self.discovery = discovery; self.peers = peers; self.startedAt = startedAt
         self.discoveryName = discoveryName; self.discoveryVisible = discoveryVisible
         self.networkKeyFile = networkKeyFile; self.systemMode = systemMode
+    }
+}
+
+/// The node-wide storage budget's state (issue 13 item 4; `StorageBudget` says the policy), for
+/// `status.storage` and `doctor`.
+public struct StorageStatus: Sendable, Equatable {
+    /// Foreign accounts held and the bytes of their records, and the budgets for both.
+    public var accounts: Int
+    public var bytes: Int64
+    public var maxAccounts: Int
+    public var maxBytes: Int64
+    /// Authors whose records were declined lately (the bounded set) and records declined since start.
+    public var declinedAuthors: Int
+    public var declinedRecords: Int
+    /// A budget is full, or something was declined since start.
+    public var degraded: Bool
+
+    public init(accounts: Int, bytes: Int64, maxAccounts: Int, maxBytes: Int64, declinedAuthors: Int, declinedRecords: Int,
+                degraded: Bool) {
+        self.accounts = accounts; self.bytes = bytes; self.maxAccounts = maxAccounts; self.maxBytes = maxBytes
+        self.declinedAuthors = declinedAuthors; self.declinedRecords = declinedRecords; self.degraded = degraded
     }
 }
 

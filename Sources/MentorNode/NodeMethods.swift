@@ -471,6 +471,7 @@ extension Node {
         var problems: [String] = []
         if counts.pending > 0 { problems.append("\(counts.pending) records wait for missing predecessors") }
         if info.discovery.hasPrefix("unavailable") { problems.append("mDNS discovery is \(info.discovery); `mentormate doctor` says what to fix") }
+        if let storage = info.storage, storage.degraded { problems.append(Self.storageProblem(storage)) }
         return [
             "node": .string(nodeKeys.publicKey.key.id), "version": .string(MentorMateVersion.string),
             "listen": info.listen.map { ["host": .string($0.host), "port": .int(Int64($0.port))] } ?? .null,
@@ -485,9 +486,25 @@ extension Node {
             "mdnsName": info.discoveryName.map(JSON.string) ?? .null,
             "uptime": .int(Int64((config.now() - min(config.now(), info.startedAt)) / 1000)),
             "health": .string(problems.isEmpty ? "ok" : "degraded"), "problems": .array(problems.map(JSON.string)),
+            "storage": info.storage.map(Self.storageJSON) ?? .null,
             "networkWorkBits": .int(Int64(replica.settings.accountWork.bits)),
             "signupWorkMillis": .int(Int64((signupWorkSeconds() * 1000).rounded())),
         ]
+    }
+}
+
+extension Node {
+    /// `status.storage` (docs/API.md).
+    static func storageJSON(_ s: StorageStatus) -> JSON {
+        ["accounts": .int(Int64(s.accounts)), "bytes": .int(s.bytes), "maxAccounts": .int(Int64(s.maxAccounts)),
+         "maxBytes": .int(s.maxBytes), "declinedAuthors": .int(Int64(s.declinedAuthors)),
+         "declinedRecords": .int(Int64(s.declinedRecords)), "degraded": .bool(s.degraded)]
+    }
+
+    /// What `status.problems` and `doctor` say while the storage budget degrades the node.
+    static func storageProblem(_ s: StorageStatus) -> String {
+        "the storage budget is full (\(s.accounts) of \(s.maxAccounts) foreign accounts, \(s.bytes >> 20) of \(s.maxBytes >> 20) MiB): "
+            + "\(s.declinedRecords) records of strangers' accounts were not stored; own accounts, partners, nearby and held accounts are kept"
     }
 }
 

@@ -46,7 +46,9 @@ import MentorStore
 ///   was fetched is not stored; the node's photo budget and each author's storage budget decide
 ///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
 /// - Budgets and rates: records of an author over its storage budget are dropped unread (no
-///   offence); `recon` and `want` messages over their per-link rate end the session as an
+///   offence); past the node-wide budget (`StorageBudget`: foreign accounts and their bytes)
+///   the node degrades — own, partner and nearby accounts and those held are kept, strangers'
+///   records declined (before verifying once the author was declined), no offence; `recon` and `want` messages over their per-link rate end the session as an
 ///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
 /// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
 ///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
@@ -63,7 +65,8 @@ import MentorStore
 /// on `applyQueue` (serial) and its outcome comes back to `queue`;
 /// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
-/// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`.
+/// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`, and the storage
+/// budget, guarded by `budgetLock`.
 public final class PeerManager: @unchecked Sendable {
     public struct Settings: Sendable {
         public var link = PeerLink.Settings()
@@ -91,6 +94,12 @@ public final class PeerManager: @unchecked Sendable {
         /// past it, further records of the author are dropped (not stored, no offence) and its
         /// photo is not fetched. Accounts of this node are exempt.
         public var authorBudget: Int64 = 64 << 20
+        /// The node-wide storage budget (`foreign_accounts_max`, `foreign_storage_mb`; the policy
+        /// is `StorageBudget`'s): foreign accounts held, and the bytes of their records. Past it
+        /// the node degrades — records of new strangers (past the bytes: of every stranger) are
+        /// declined, no offence — and never stops syncing.
+        public var foreignAccountsMax = 1_000_000
+        public var foreignBytesMax: Int64 = 2 << 30
         /// Bytes all photos together may take (`photo_storage_mb`): a photo that would go over it
         /// is not fetched (smallest photos are fetched first).
         public var photoBudget: Int64 = 2 << 30
@@ -204,6 +213,14 @@ public final class PeerManager: @unchecked Sendable {
     /// at most 4096 authors, then read afresh), and the authors logged as over budget.
     private var authorBytes: [PublicKey: Int64] = [:]
     private var overBudgetLogged: Set<PublicKey> = []
+    /// The node-wide storage budget and a copy of the nearby accounts it ranks by: decided on
+    /// `applyQueue`, consulted on `queue` before verifying, read by `status` (guarded by
+    /// `budgetLock`). When its byte count was last read again from the replica (on `applyQueue`).
+    private let budgetLock = NSLock()
+    private var budget: StorageBudget
+    private var budgetNearby: Set<PublicKey> = []
+    private var budgetFullLogged = false
+    private var bytesRecountedAt: ContinuousClock.Instant?
     /// Lazy push: which links carry bodies, which IDs wait for theirs (`PushLinks`; links named
     /// by serial), and the timer of the next graft.
     private var push: PushLinks
@@ -227,6 +244,13 @@ public final class PeerManager: @unchecked Sendable {
         self.random = InjectedRandom(source: settings.random)
         self.penalties = PenaltyBox(settings: settings.penalties)
         self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
+        self.budget = StorageBudget(settings: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax))
+        do {
+            let held = try node.replica.foreignStorage()
+            budget = StorageBudget(settings: budget.settings, accounts: held.accounts, bytes: held.bytes)
+        } catch {
+            logger.info("reading the storage held for other accounts failed; the budget counts from zero", ["error": "\(error)"])
+        }
         self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                  photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
         self.photos = PhotoSync(settings: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout))
@@ -297,6 +321,14 @@ public final class PeerManager: @unchecked Sendable {
     /// held (duplicates), and record IDs peers announced in `ihave`.
     public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
         snapshotLock.withLock { (received, pushCounts.duplicates, pushCounts.announced) }
+    }
+    /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
+    public var storage: StorageStatus {
+        budgetLock.withLock {
+            StorageStatus(accounts: budget.accounts, bytes: budget.bytes, maxAccounts: budget.settings.maxAccounts,
+                          maxBytes: budget.settings.maxBytes, declinedAuthors: budget.declinedAuthors,
+                          declinedRecords: budget.declinedRecords, degraded: budget.isDegraded)
+        }
     }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
     public var photoLookupCount: Int { queue.sync { photos.listings } }
@@ -773,6 +805,7 @@ public final class PeerManager: @unchecked Sendable {
         var all: Set<PublicKey> = []
         for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
         node.setNearby(all)
+        budgetLock.withLock { budgetNearby = all }
     }
 
     // MARK: Applying (off queue)
@@ -791,17 +824,18 @@ public final class PeerManager: @unchecked Sendable {
         // The connection stays on `queue`: it is found again there by its key and serial.
         let key = ObjectIdentifier(connection), serial = connection.serial
         snapshotLock.withLock { received += batch.count }
+        let kept = declinedBeforeVerifying(batch)   // the node-wide budget's sure declines, unverified
         let checked = VerifiedBatch()
-        verifyQueue.async { checked.fill(node.replica.verify(batch)) }
+        verifyQueue.async { checked.fill(node.replica.verify(kept)) }
         applyQueue.async { [weak self] in
             let verified = checked.wait()
             guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
-            let (indices, overBudget) = self.withinBudget(batch)
-            let admitted = indices.map { batch[$0] }
+            let (indices, overBudget, classes) = self.withinBudget(kept)
+            let admitted = indices.map { kept[$0] }
             let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in
                 try node.applyRemote(verified: indices.map { verified[$0] }, origin: serial)
             }
-            if case .success(let outcomes) = result { self.countStored(admitted, outcomes) }
+            self.countStored(admitted, classes, try? result.get())
             self.queue.async {
                 guard let connection = self.connections[key], connection.serial == serial,
                       !self.stopped, !connection.closing else { return }
@@ -924,18 +958,34 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Budgets (on applyQueue)
 
-    /// Splits a batch into the records to apply (their indices) and the authors over their
-    /// storage budget (`settings.authorBudget`: records plus photos; accounts of this node are
-    /// exempt), whose records are dropped: not stored, not an offence, the session goes on.
-    private func withinBudget(_ batch: [[UInt8]]) -> (admitted: [Int], overBudget: [PublicKey]) {
+    /// How the node-wide budget counted an admitted record (`countStored` settles it).
+    private struct Admission {
+        var priority: StorageBudget.Priority
+        /// The first record of an account the replica did not hold: counted by `decide`.
+        var newAccount: Bool
+    }
+
+    /// Splits a batch into the records to apply (their indices, and how the node-wide budget
+    /// counted each) and the authors over their storage budget (`settings.authorBudget`: records
+    /// plus photos; accounts of this node are exempt), whose records are dropped: not stored,
+    /// not an offence, the session goes on. The node-wide budget (`StorageBudget`) then declines
+    /// what its policy says — records of new strangers past the account budget, of every
+    /// stranger past the byte budget — likewise without offence.
+    private func withinBudget(_ batch: [[UInt8]]) -> (admitted: [Int], overBudget: [PublicKey], classes: [Admission]) {
         var admitted: [Int] = []
         admitted.reserveCapacity(batch.count)
+        var classes: [Admission] = []
         var over: [PublicKey] = []
         var admittedBytes: [PublicKey: Int64] = [:]
+        var partners: [PublicKey: Bool] = [:]
+        var declined = 0
         let local = Set(node.localAccounts())
+        let nearby = budgetLock.withLock { budgetNearby }
+        recountBytesIfFull()
         for (i, bytes) in batch.enumerated() {
             guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author) else {
                 admitted.append(i)   // malformed ones are refused (and blamed) by the replica
+                classes.append(Admission(priority: .own, newAccount: false))
                 continue
             }
             if authorBytes.count >= 4096, authorBytes[author] == nil { authorBytes = [:] }
@@ -945,25 +995,118 @@ public final class PeerManager: @unchecked Sendable {
             }
             authorBytes[author] = used
             // Within the batch, what it would add counts too (so one batch cannot overshoot).
-            let pending = admittedBytes[author] ?? 0
-            guard used + pending + Int64(bytes.count) <= settings.authorBudget else {
+            let pending = admittedBytes[author]
+            guard used + (pending ?? 0) + Int64(bytes.count) <= settings.authorBudget else {
                 if !over.contains(author) { over.append(author) }
                 continue
             }
-            admittedBytes[author] = pending + Int64(bytes.count)
+            // Node-wide: the replica holds nothing of a new account (nor did this batch admit one).
+            let isNew = used == 0 && pending == nil && !((try? node.replica.holdsAccount(author)) ?? true)
+            var priority: StorageBudget.Priority = nearby.contains(author) ? .nearby : .other
+            if priority == .other, budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }) {
+                let partner = partners[author] ?? ((try? node.replica.isPartner(author)) ?? false)
+                partners[author] = partner
+                if partner { priority = .partner }
+            }
+            guard budgetLock.withLock({ budget.decide(author, priority: priority, isNew: isNew, size: bytes.count) }) == .store else {
+                declined += 1
+                continue
+            }
+            admittedBytes[author] = (pending ?? 0) + Int64(bytes.count)
             admitted.append(i)
+            classes.append(Admission(priority: priority, newAccount: isNew))
         }
         for author in over where overBudgetLogged.count < 4096 && overBudgetLogged.insert(author).inserted {
             logger.info("records of an author over its storage budget are not stored",
                         ["author": author.shortID, "budget": "\(settings.authorBudget >> 20) MiB"])
         }
-        return (admitted, over)
+        if declined > 0 { logBudgetFull(declined) }
+        return (admitted, over, classes)
     }
 
-    /// Adds what the replica stored of a batch to the authors' counted bytes: only records that
-    /// were stored count (a peer replaying an author's records as duplicates adds nothing, so it
-    /// cannot push an honest author over its budget).
-    private func countStored(_ batch: [[UInt8]], _ outcomes: [ApplyOutcome]) {
+    /// On `queue`, before a batch is verified: drops the records the node-wide budget declines
+    /// for sure — of strangers while the byte budget is full, of strangers the replica does not
+    /// hold (or that were declined lately) while the account budget is full — so that a flood of
+    /// new accounts costs a peek and one indexed lookup per record, not a signature check. Never
+    /// an offence (nothing of them is read but the author). Accounts of this node, nearby ones
+    /// and partners are kept; the rest is decided again, exactly, by `withinBudget`.
+    private func declinedBeforeVerifying(_ batch: [[UInt8]]) -> [[UInt8]] {
+        let (full, anyDeclined) = budgetLock.withLock { (budget.accountsFull || budget.bytesFull, budget.declinedAuthors > 0) }
+        guard full || anyDeclined else { return batch }
+        let local = Set(node.localAccounts())
+        var kept: [[UInt8]] = []
+        kept.reserveCapacity(batch.count)
+        var verdicts: [PublicKey: Bool] = [:]   // author -> new (the replica holds nothing of it)
+        var declined = 0
+        for bytes in batch {
+            guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author),
+                  !connections.values.contains(where: { $0.accounts.contains(author) }) else {
+                kept.append(bytes)
+                continue
+            }
+            let isNew: Bool
+            if let known = verdicts[author] { isNew = known } else {
+                // A declined author was new when declined and is not stored since (unless it became
+                // a partner, looked up below): no look-up in the replica for the records offered again.
+                isNew = budgetLock.withLock { budget.isDeclined(author) } || !((try? node.replica.holdsAccount(author)) ?? true)
+                verdicts[author] = isNew
+            }
+            // A partner is kept (looked up only for a record that would be declined).
+            guard budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }),
+                  (try? node.replica.isPartner(author)) == false,
+                  budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author)
+                                          && budget.decide(author, priority: .other, isNew: isNew, size: bytes.count) == .decline }) else {
+                kept.append(bytes)
+                continue
+            }
+            declined += 1
+        }
+        if declined > 0 { logBudgetFull(declined) }
+        return kept
+    }
+
+    /// Once at info (then at debug), that the node degrades: its storage budget is full.
+    private func logBudgetFull(_ declined: Int) {
+        let state = storage
+        let first = budgetLock.withLock { () -> Bool in
+            defer { budgetFullLogged = true }
+            return !budgetFullLogged
+        }
+        logger.log(first ? .info : .debug,
+                   "the node's storage budget is full: records of accounts of strangers are not stored (no fault of the peer; the link stays)",
+                   ["records": "\(declined)", "accounts": "\(state.accounts)", "foreign_accounts_max": "\(state.maxAccounts)",
+                    "bytes": "\(state.bytes)", "foreign_storage_mb": "\(state.maxBytes >> 20)",
+                    "kept": "own accounts, partners, nearby accounts and the accounts already held"])
+    }
+
+    /// While the byte budget is full, reads the replica's own count again (at most once a
+    /// second): compaction drops superseded card edits the count here added, so a stranger
+    /// editing its card over and over cannot fill the budget for everyone.
+    private func recountBytesIfFull() {
+        guard budgetLock.withLock({ budget.bytesFull }) else { return }
+        let now = ContinuousClock.now
+        if let at = bytesRecountedAt, now - at < .seconds(1) { return }
+        bytesRecountedAt = now
+        guard let bytes = try? node.replica.foreignBytes() else { return }
+        budgetLock.withLock { budget.recount(bytes: bytes) }
+    }
+
+    /// Adds what the replica stored of a batch to the authors' counted bytes and to the
+    /// node-wide budget: only records that were stored count (a peer replaying an author's
+    /// records as duplicates adds nothing, so it cannot push an honest author over its budget);
+    /// a new account counted by `decide` whose record was not stored is given back (`outcomes`
+    /// nil: the batch failed, nothing was stored).
+    private func countStored(_ batch: [[UInt8]], _ classes: [Admission], _ outcomes: [ApplyOutcome]?) {
+        budgetLock.withLock {
+            for (k, admission) in classes.enumerated() where admission.priority != .own {
+                let outcome = outcomes.flatMap { k < $0.count ? $0[k] : nil }
+                switch outcome {
+                case .applied?, .forked?, .held?: budget.stored(priority: admission.priority, size: batch[k].count)
+                default: if admission.newAccount { budget.released(priority: admission.priority) }
+                }
+            }
+        }
+        guard let outcomes else { return }
         for (bytes, outcome) in zip(batch, outcomes) {
             switch outcome {
             case .duplicate, .refused: continue

@@ -94,6 +94,23 @@ import MentorAPI
         #expect(c.networkWorkBits == 32, "a refused value changes nothing")
     }
 
+    @Test func theNodeWideBudgetKeysParseAndRefuseNonsenseChangingNothing() throws {
+        var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
+        #expect(c.foreignAccountsMax == 1_000_000 && c.foreignStorageMiB == 2048, "the documented defaults")
+        try c.apply(file: "foreign_accounts_max = 50000\nforeign_storage_mb = 256\n", path: "/etc/m.conf")
+        #expect(c.foreignAccountsMax == 50_000 && c.foreignStorageMiB == 256)
+        for (key, bad) in [("foreign_accounts_max", "0"), ("foreign_accounts_max", "many"), ("foreign_storage_mb", "-5"),
+                           ("foreign_storage_mb", "2.5")] {
+            do {
+                try c.apply(file: "\(key) = \(bad)\n", path: "/etc/m.conf")
+                Issue.record("\(key) = \(bad) should be refused")
+            } catch {
+                #expect(error.message.contains("\(key) must be a whole number"), "\(error.message)")
+            }
+        }
+        #expect(c.foreignAccountsMax == 50_000 && c.foreignStorageMiB == 256, "a refused value changes nothing")
+    }
+
     @Test func storageBudgetsParseInMiBAndRefuseNonsense() throws {
         var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
         #expect(c.authorStorageMiB == 64 && c.photoStorageMiB == 2048)

@@ -13,7 +13,7 @@ import Testing
         var budget = StorageBudget(settings: .init(maxAccounts: 2, maxBytes: 1 << 30, declinedCapacity: 8))
         for i in 0..<2 {
             #expect(budget.decide(key(i), priority: .other, isNew: true, size: 100) == .store)
-            budget.stored(priority: .other, newAccount: true, size: 100)
+            budget.stored(priority: .other, size: 100)
         }
         #expect(budget.accountsFull && budget.accounts == 2)
         #expect(budget.isDegraded, "full is degraded")
@@ -23,22 +23,34 @@ import Testing
         for p in [StorageBudget.Priority.own, .partner, .nearby] {
             #expect(budget.decide(key(20 + p.rawValue), priority: p, isNew: true, size: 100) == .store, "\(p) is kept past the budget")
         }
-        budget.stored(priority: .own, newAccount: true, size: 100)
-        #expect(budget.accounts == 2, "own accounts are not counted")
-        budget.stored(priority: .nearby, newAccount: true, size: 100)
-        #expect(budget.accounts == 3 && budget.bytes == 300)
+        budget.stored(priority: .own, size: 100)
+        #expect(budget.accounts == 4, "own accounts are not counted; the partner and the nearby one are (past the budget)")
+        budget.stored(priority: .nearby, size: 100)
+        #expect(budget.bytes == 300)
+        budget.released(priority: .partner)
+        #expect(budget.accounts == 3, "a counted new account whose record was not stored is given back")
         #expect(budget.declinedRecords == 1 && budget.isDegraded)
     }
 
     @Test func pastTheByteBudgetEveryStrangersRecordIsDeclined() {
         var budget = StorageBudget(settings: .init(maxAccounts: 100, maxBytes: 250, declinedCapacity: 8))
         #expect(budget.decide(key(1), priority: .other, isNew: true, size: 200) == .store)
-        budget.stored(priority: .other, newAccount: true, size: 200)
+        budget.stored(priority: .other, size: 200)
         #expect(budget.decide(key(1), priority: .other, isNew: false, size: 100) == .store)
-        budget.stored(priority: .other, newAccount: false, size: 100)
+        budget.stored(priority: .other, size: 100)
         #expect(budget.bytesFull)
         #expect(budget.decide(key(1), priority: .other, isNew: false, size: 100) == .decline)
         #expect(budget.decide(key(2), priority: .partner, isNew: true, size: 100) == .store)
+    }
+
+    @Test func aBatchOfNewAccountsCannotOvershootTheBudgetBeforeItIsApplied() {
+        var budget = StorageBudget(settings: .init(maxAccounts: 10, maxBytes: 1 << 30, declinedCapacity: 1024))
+        // 256 new accounts decided in one batch, none of them applied yet.
+        let stored = (0..<256).filter { budget.decide(key($0), priority: .other, isNew: true, size: 100) == .store }.count
+        #expect(stored == 10 && budget.accounts == 10, "decide counts each new account it lets through")
+        #expect(budget.wouldDecline(priority: .other, isNew: true, author: key(999)))
+        #expect(!budget.wouldDecline(priority: .nearby, isNew: true, author: key(999)))
+        #expect(!budget.wouldDecline(priority: .other, isNew: false, author: key(3)), "a held account keeps its updates")
     }
 
     @Test func theDeclinedSetIsBoundedAndForgetsTheOldestFirst() {
@@ -58,7 +70,7 @@ import Testing
             var held = false
             for _ in 0..<3 {
                 if budget.decide(key(i), priority: .other, isNew: !held, size: 200) == .store {
-                    budget.stored(priority: .other, newAccount: !held, size: 200)
+                    budget.stored(priority: .other, size: 200)
                     held = true
                 } else { declined += 1 }
             }

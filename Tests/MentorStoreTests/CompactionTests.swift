@@ -306,7 +306,7 @@ import MentorCrypto
             _ = try full.apply(verified: (records + [gapFirst]).map { .success($0) })
             try full.close()
             let db = try Database(path: path)
-            try db.executeScript("""
+            try db.executeScript(undoMigration10 + """
                 DROP TABLE superseded; DROP INDEX pending_by_arrival; ALTER TABLE pending DROP COLUMN arrived;
                 PRAGMA user_version = 8;
                 """)
@@ -316,7 +316,7 @@ import MentorCrypto
             try db.close()
         }
         let upgraded = try Replica(path: path, settings: testSettings())
-        #expect(try upgraded.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == 9)
+        #expect(try upgraded.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == 10)
         let fresh = try Self.replica()
         _ = try fresh.apply(verified: (records + [gapFirst, gapThird]).map { .success($0) })
         #expect(try Self.storedIDs(upgraded) == Self.storedIDs(fresh))

@@ -27,6 +27,12 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
+/// SQL that takes a replica back from migration 10 (for tests of older schemas' upgrades).
+let undoMigration10 = """
+    DROP TRIGGER records_bytes_in; DROP TRIGGER records_bytes_out; DROP TRIGGER pending_bytes_in; DROP TRIGGER pending_bytes_out;
+    DROP TABLE storage_totals; DROP INDEX pairs_by_other;
+    """
+
 /// A deterministic key pair from a small number.
 func keyPair(_ n: UInt8) -> SigningKeyPair {
     // A seed of 32 equal bytes is a valid Ed25519 seed.

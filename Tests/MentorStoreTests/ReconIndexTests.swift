@@ -196,7 +196,7 @@ import MentorCrypto
         // What a build at migration 7 left: no ID indexes, no tree, user_version 7.
         do {
             let db = try Database(path: path)
-            try db.executeScript("""
+            try db.executeScript(undoMigration10 + """
                 DROP TABLE recon_nodes; DROP INDEX records_by_id; DROP INDEX pending_by_id;
                 DROP TABLE superseded; DROP INDEX pending_by_arrival; ALTER TABLE pending DROP COLUMN arrived;
                 PRAGMA user_version = 7;
@@ -204,7 +204,7 @@ import MentorCrypto
             try db.close()
         }
         let replica = try Replica(path: path, settings: historySettings())
-        #expect(try replica.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == 9)
+        #expect(try replica.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == 10)
         let ids = try Self.heldIDs(replica)
         // Migration 9 runs too and compacts each chain of bio edits to its seq 1 and its last
         // edit (the seq 4 variants included); the held record stays held (its seq 1 is missing).

@@ -238,7 +238,7 @@ import MentorCrypto
         // What a schema-3 replica of an older build holds: no answered-like column, and a
         // summary that counted both messages.
         let db = try Database(path: path)
-        try db.executeScript("""
+        try db.executeScript(undoMigration10 + """
             UPDATE pairs SET messages = 2;
             ALTER TABLE pair_entries DROP COLUMN answers;
             DROP TABLE held_until_due;

@@ -8,7 +8,7 @@ import MentorCore
 ///
 /// Policy when full — the node degrades, it never fails:
 /// 1. `own` accounts (living on this node) are always stored and not counted.
-/// 2. `partner` accounts (a like, match or chat with a local account) and 3. `nearby` ones (on
+/// 2. `partner` accounts (a local account likes them or matched them) and 3. `nearby` ones (on
 ///    a linked node's `here` list) are always stored and counted, even past the budget: they are
 ///    bounded by what local users do and by the links, not by strangers.
 /// 4. `other` accounts: while the node is under both budgets they are stored. Past the account
@@ -18,7 +18,8 @@ import MentorCore
 ///
 /// Declined authors are remembered in a bounded set (`declinedCapacity`, oldest forgotten
 /// first), so the caller can drop their records before verifying them when they are offered
-/// again (reconciliation keeps showing them as differences).
+/// again (reconciliation keeps showing them as differences). The counts are started from the
+/// replica (`Replica.foreignStorage`) and kept here; the caller owns the locking.
 struct StorageBudget: Sendable {
     struct Settings: Sendable, Equatable {
         /// Foreign accounts kept (`foreign_accounts_max`).
@@ -59,23 +60,43 @@ struct StorageBudget: Sendable {
     var declinedAuthors: Int { declined.count }
 
     /// Whether a record of `size` bytes by an author of `priority` is stored; `isNew` says the
-    /// replica holds nothing of the author yet.
+    /// replica holds nothing of the author yet (nor does an earlier record of the same batch).
+    /// A new foreign account that is stored is counted at once (reserved), so that a batch of
+    /// new accounts cannot take the count past the budget before it is applied; the caller
+    /// gives it back with `released` if the replica then does not store the record.
     mutating func decide(_ author: PublicKey, priority: Priority, isNew: Bool, size: Int) -> Decision {
-        guard priority == .other else { return .store }
-        if bytesFull || (isNew && accountsFull) || (isNew && isDeclined(author)) {
+        guard priority != .own else { return .store }
+        if priority == .other, bytesFull || (isNew && accountsFull) || (isNew && isDeclined(author)) {
             declinedRecords += 1
             remember(author)
             return .decline
         }
+        if isNew { accounts += 1 }
         return .store
     }
 
-    /// The replica stored a record (`newAccount`: the first of its author here).
-    mutating func stored(priority: Priority, newAccount: Bool, size: Int) {
+    /// The replica stored a record of `size` bytes that `decide` let through.
+    mutating func stored(priority: Priority, size: Int) {
         guard priority != .own else { return }
-        if newAccount { accounts += 1 }
         bytes += Int64(size)
     }
+
+    /// The replica did not store the first record of a new account that `decide` counted.
+    mutating func released(priority: Priority) {
+        guard priority != .own, accounts > 0 else { return }
+        accounts -= 1
+    }
+
+    /// Whether a record by an author of `priority` would be declined now without looking it up
+    /// (the author is known to be new, or was declined lately): what lets the caller drop a
+    /// flood of new strangers' records before verifying them.
+    func wouldDecline(priority: Priority, isNew: Bool, author: PublicKey) -> Bool {
+        priority == .other && (bytesFull || (isNew && (accountsFull || isDeclined(author))))
+    }
+
+    /// The replica's own count of the bytes (read again: compaction drops records the counts
+    /// here added, so they only grow between reads).
+    mutating func recount(bytes: Int64) { self.bytes = bytes }
 
     /// Whether an author's records were declined lately: its records may be dropped before they
     /// are verified — unless it has since become a partner or nearby (the caller checks that).

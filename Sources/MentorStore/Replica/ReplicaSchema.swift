@@ -206,6 +206,28 @@ enum ReplicaSchema {
             DELETE FROM recon_nodes;
             UPDATE authors SET digest = NULL;
             """)
+        // The node-wide storage budget (issue 13 item 4, `StorageTotals.swift`): the bytes of
+        // every stored record (`records` and `pending`), kept by triggers in one row so that the
+        // daemon reads its foreign bytes at start in O(1) instead of summing the replica (2 GiB at
+        // the default budget); each insert or delete pays one update of that row. `pairs_by_other`
+        // answers "is this author a partner of a local account" (stored past the budget).
+        m.register(10, "storage totals for the node-wide budget", """
+            CREATE TABLE storage_totals (
+                id          INTEGER PRIMARY KEY CHECK (id = 1),
+                bytes       INTEGER NOT NULL              -- sum of length(bytes) over records and pending
+            );
+            INSERT INTO storage_totals(id, bytes) VALUES (1,
+                (SELECT coalesce(sum(length(bytes)), 0) FROM records) + (SELECT coalesce(sum(length(bytes)), 0) FROM pending));
+            CREATE TRIGGER records_bytes_in AFTER INSERT ON records BEGIN
+                UPDATE storage_totals SET bytes = bytes + length(NEW.bytes) WHERE id = 1; END;
+            CREATE TRIGGER records_bytes_out AFTER DELETE ON records BEGIN
+                UPDATE storage_totals SET bytes = bytes - length(OLD.bytes) WHERE id = 1; END;
+            CREATE TRIGGER pending_bytes_in AFTER INSERT ON pending BEGIN
+                UPDATE storage_totals SET bytes = bytes + length(NEW.bytes) WHERE id = 1; END;
+            CREATE TRIGGER pending_bytes_out AFTER DELETE ON pending BEGIN
+                UPDATE storage_totals SET bytes = bytes - length(OLD.bytes) WHERE id = 1; END;
+            CREATE INDEX pairs_by_other ON pairs(other);
+            """)
         return m
     }
 }
