@@ -355,6 +355,8 @@ private final class ReconcileRun {
 
     struct ColdSync {
         var mergeRate: Double, syncRate: Double
+        /// Records A held (what B took): fewer than written, compaction.
+        var held: Int
         var fromLink: Duration
         var wire: Int, recordBytes: Int
         var cpuA: Double, cpuB: Double
@@ -400,7 +402,7 @@ private final class ReconcileRun {
         let wire = relay.snapshot()
         let fromLink = done - (wire.firstConnection ?? startB)
         let syncRate = Double(held) / fromLink.seconds
-        let result = ColdSync(mergeRate: mergeRate, syncRate: syncRate, fromLink: fromLink, wire: wire.total,
+        let result = ColdSync(mergeRate: mergeRate, syncRate: syncRate, held: held, fromLink: fromLink, wire: wire.total,
                               recordBytes: recordBytes, cpuA: cpuA, cpuB: cpuB)
         stopAll()
         if !quiet {
@@ -424,6 +426,12 @@ private final class ReconcileRun {
             let narrow = try coldSync(records: n, authors: 100, label: "(e)", quiet: true)
             let wide = try coldSync(records: n, authors: authors, label: "(e)", quiet: true)
             let ratio = wide.fromLink.seconds / narrow.fromLink.seconds
+            // Compaction leaves more of the written records from many authors (fewer edits each):
+            // the time per record held, too.
+            let perHeld = (wide.fromLink.seconds / Double(max(1, wide.held))) / (narrow.fromLink.seconds / Double(max(1, narrow.held)))
+            print("    \(Format.grouped(n)) written, held \(Format.grouped(narrow.held)) from 100 authors, \(Format.grouped(wide.held)) from "
+                  + "\(Format.grouped(authors)); per record held \(Format.ratio(perHeld)); sync rate ÷ merge: 100 authors "
+                  + "\(Format.ratio(narrow.syncRate / narrow.mergeRate)), \(Format.grouped(authors)) \(Format.ratio(wide.syncRate / wide.mergeRate))")
             print("    \(Format.grouped(n)) records: from 100 authors \(Format.seconds(narrow.fromLink)), from \(Format.grouped(authors)) "
                   + "\(Format.seconds(wide.fromLink)) (wire \(Format.ratio(Double(wide.wire) / Double(max(1, wide.recordBytes)))), "
                   + "cpu B \(Format.fixed(wide.cpuB, 2)) s): \(Format.ratio(ratio))   target <= 1.2x   \(ratio <= 1.2 ? "PASS" : "MISS")")
