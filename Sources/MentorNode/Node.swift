@@ -439,10 +439,17 @@ public final class Node: @unchecked Sendable {
     }
 
     func refreshCard(_ key: PublicKey) throws {
-        guard let state = try replica.card(of: key) else { return }
-        cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
-                                    updatedAt: state.updatedAt, nearby: isNearby(key))
-        names[key] = state.card.name
+        try refreshCards([key])
+    }
+
+    /// `refreshCard` for many authors, their cards read in one read transaction.
+    func refreshCards(_ keys: [PublicKey]) throws {
+        for state in try replica.cards(of: keys) {
+            let key = state.author
+            cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
+                                        updatedAt: state.updatedAt, nearby: isNearby(key))
+            names[key] = state.card.name
+        }
     }
 
     /// An account is nearby now when it lives on this node or on a node linked to ours.
@@ -500,8 +507,15 @@ public final class Node: @unchecked Sendable {
 
     /// Updates the card index and publishes match/message/unmatch events after records applied.
     func afterApply(_ records: [Record]) {
-        for r in records where r.type == .profile { try? refreshCard(r.author) }
-        if records.contains(where: { $0.type == .profile }) { collectPhotos() }
+        // One read of every card the batch touched (an author's edits in one batch read once),
+        // not one read transaction per profile record: at a campus's many authors this was a
+        // tenth of a cold sync's apply.
+        var touched: [PublicKey] = [], seen: Set<PublicKey> = []
+        for r in records where r.type == .profile && seen.insert(r.author).inserted { touched.append(r.author) }
+        if !touched.isEmpty {
+            try? refreshCards(touched)
+            collectPhotos()
+        }
         guard records.contains(where: { $0.type != .profile }) else { return }
         for (uid, writer) in writers {
             let me = writer.author

@@ -31,9 +31,11 @@ struct ReconcileCommand {
           (b) as (a) with D records differing (default 1,000): the last record of D authors, half
               only on A and half only on B; time until both hold all, bytes ÷ the differing
               records' bytes.
-          (c) cold sync: B starts empty and takes the R records from A; sync rate (from the link
-              opening) ÷ the local merge rate (Replica.importBatches of the same records into A's
-              empty replica, measured in the same run).
+          (c) cold sync: B starts empty and takes the records A holds of the R written (fewer:
+              superseded card edits are compacted, PROTOCOL.md §9.3); sync rate (from the link
+              opening) ÷ the local merge rate (Replica.importBatches of the same records, A's, in
+              (author, seq, ID) order into an empty replica, measured in the same run). (a), (b)
+              likewise wait for the records the replicas hold, not the R written.
           (d) as (c) for a backlog of N records (default 15,000) from 100 authors (`peers`' case).
           (e) cold sync of R records from A authors for each --wide R:A (default
               15000:10000,100000:50000), against the same count from 100 authors: time ratio.
@@ -239,7 +241,8 @@ private final class ReconcileRun {
         _ = try importFile(file, into: a)
         try? FileManager.default.removeItem(atPath: file)
         try copyReplica(from: a, to: b)
-        let r = try reconnect(a: a, b: b, expected: c.records)
+        // Compaction (PROTOCOL.md §9.3) keeps fewer records than were written: wait for what A holds.
+        let r = try reconnect(a: a, b: b, expected: try heldRecords(a))
         let kb = Double(r.wire.total) / 1024
         let cpuMax = max(r.cpuA, r.cpuB)
         print("    wire: \(Format.grouped(r.wire.aToB)) bytes A→B + \(Format.grouped(r.wire.bToA)) B→A = \(Format.fixed(kb, 2)) KB"
@@ -283,6 +286,12 @@ private final class ReconcileRun {
             }
         }
         try writer.close()
+        // What both hold once reconciled: the whole workload, compacted (PROTOCOL.md §9.3).
+        let whole = dir + "/\(serial)-whole"
+        try FileManager.default.createDirectory(atPath: whole, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        _ = try importFile(file, into: whole)
+        let expected = try heldRecords(whole)
+        try? FileManager.default.removeItem(atPath: whole)
         try? FileManager.default.removeItem(atPath: file)
         _ = try importFile(common, into: a)
         try? FileManager.default.removeItem(atPath: common)
@@ -294,9 +303,9 @@ private final class ReconcileRun {
             guard outcomes.allSatisfy({ $0 == .applied }) else { throw BenchFailure("the differing records were not all applied: \(outcomes)") }
         }
         let differingBytes = differing.reduce(0) { $0 + $1.count }
-        let r = try reconnect(a: a, b: b, expected: c.records)
+        let r = try reconnect(a: a, b: b, expected: expected)
         let ratio = Double(r.wire.total) / Double(max(1, differingBytes))
-        print("    both hold all \(Format.grouped(c.records)) at \(Format.millis(r.done)) after the link opened "
+        print("    both hold all \(Format.grouped(expected)) at \(Format.millis(r.done)) after the link opened "
               + "(\(Format.millis(r.linkOpened)) after the relay let it through)   target < 1 s   \(r.done < .seconds(1) ? "PASS" : "MISS")")
         print("    wire: \(Format.grouped(r.wire.aToB)) bytes A→B + \(Format.grouped(r.wire.bToA)) B→A = \(Format.grouped(r.wire.total)); "
               + "differing records \(Format.grouped(differingBytes)) bytes: \(Format.ratio(ratio))   target < 3x   \(ratio < 3 ? "PASS" : "MISS")")
@@ -346,6 +355,8 @@ private final class ReconcileRun {
 
     struct ColdSync {
         var mergeRate: Double, syncRate: Double
+        /// Records A held (what B took): fewer than written, compaction.
+        var held: Int
         var fromLink: Duration
         var wire: Int, recordBytes: Int
         var cpuA: Double, cpuB: Double
@@ -356,9 +367,20 @@ private final class ReconcileRun {
         if !quiet { print("\(label) cold sync: \(Format.grouped(n)) records from \(Format.grouped(authors)) authors, A → an empty B") }
         let (a, b) = try pairDirs()
         let file = try generate(records: n, authors: authors, seed: command.seed)
-        let imported = try importFile(file, into: a)
+        let written = try importFile(file, into: a)
         try? FileManager.default.removeItem(atPath: file)
-        let mergeRate = Double(n) / imported.seconds
+        // Compaction keeps fewer records than were written (PROTOCOL.md §9.3); B gets what A
+        // holds. The local merge rate is that of the same records: A's, imported (in the order
+        // a sync reads them) into an empty replica.
+        let held = try heldRecords(a)
+        let heldFile = dir + "/held-\(serial).records"
+        _ = try exportHeld(a, to: heldFile)
+        let scratch = dir + "/\(serial)-merge"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let imported = try importFile(heldFile, into: scratch)
+        try? FileManager.default.removeItem(atPath: heldFile)
+        try? FileManager.default.removeItem(atPath: scratch)
+        let mergeRate = Double(held) / imported.seconds
         let recordBytes = try replicaBytes(a)
         let nodeA = try start("A", a)
         let relay = try CountingRelay(targetPort: try listenPort(nodeA.socket))
@@ -369,9 +391,9 @@ private final class ReconcileRun {
         let client = try RPCClient(path: nodeB.socket, timeout: .seconds(30))
         defer { client.close() }
         let deadline = startB + .seconds(command.timeout)
-        while try records(client) < n {
+        while try records(client) < held {
             guard ContinuousClock.now < deadline else {
-                throw BenchFailure("B holds \(try records(client)) of \(n) records \(command.timeout) s after it started; relay: \(relay.snapshot())")
+                throw BenchFailure("B holds \(try records(client)) of \(held) records \(command.timeout) s after it started; relay: \(relay.snapshot())")
             }
             usleep(5_000)
         }
@@ -379,13 +401,14 @@ private final class ReconcileRun {
         let cpuA = nodeA.cpuSeconds() - cpuA0, cpuB = nodeB.cpuSeconds()
         let wire = relay.snapshot()
         let fromLink = done - (wire.firstConnection ?? startB)
-        let syncRate = Double(n) / fromLink.seconds
-        let result = ColdSync(mergeRate: mergeRate, syncRate: syncRate, fromLink: fromLink, wire: wire.total,
+        let syncRate = Double(held) / fromLink.seconds
+        let result = ColdSync(mergeRate: mergeRate, syncRate: syncRate, held: held, fromLink: fromLink, wire: wire.total,
                               recordBytes: recordBytes, cpuA: cpuA, cpuB: cpuB)
         stopAll()
         if !quiet {
             let ratio = syncRate / mergeRate
-            print("    local merge (import into A's empty replica): \(Format.grouped(Int(mergeRate))) records/s "
+            print("    A holds \(Format.grouped(held)) of the \(Format.grouped(n)) written (compaction; imported in \(Format.seconds(written)))")
+            print("    local merge (A's \(Format.grouped(held)) records imported into an empty replica): \(Format.grouped(Int(mergeRate))) records/s "
                   + "(\(Format.seconds(imported)))")
             print("    sync: all held \(Format.seconds(fromLink)) after the link opened (\(Format.seconds(done - startB)) after B started): "
                   + "\(Format.grouped(Int(syncRate))) records/s; cpu A \(Format.fixed(cpuA, 2)) s, B \(Format.fixed(cpuB, 2)) s; "
@@ -403,6 +426,12 @@ private final class ReconcileRun {
             let narrow = try coldSync(records: n, authors: 100, label: "(e)", quiet: true)
             let wide = try coldSync(records: n, authors: authors, label: "(e)", quiet: true)
             let ratio = wide.fromLink.seconds / narrow.fromLink.seconds
+            // Compaction leaves more of the written records from many authors (fewer edits each):
+            // the time per record held, too.
+            let perHeld = (wide.fromLink.seconds / Double(max(1, wide.held))) / (narrow.fromLink.seconds / Double(max(1, narrow.held)))
+            print("    \(Format.grouped(n)) written, held \(Format.grouped(narrow.held)) from 100 authors, \(Format.grouped(wide.held)) from "
+                  + "\(Format.grouped(authors)); per record held \(Format.ratio(perHeld)); sync rate ÷ merge: 100 authors "
+                  + "\(Format.ratio(narrow.syncRate / narrow.mergeRate)), \(Format.grouped(authors)) \(Format.ratio(wide.syncRate / wide.mergeRate))")
             print("    \(Format.grouped(n)) records: from 100 authors \(Format.seconds(narrow.fromLink)), from \(Format.grouped(authors)) "
                   + "\(Format.seconds(wide.fromLink)) (wire \(Format.ratio(Double(wide.wire) / Double(max(1, wide.recordBytes)))), "
                   + "cpu B \(Format.fixed(wide.cpuB, 2)) s): \(Format.ratio(ratio))   target <= 1.2x   \(ratio <= 1.2 ? "PASS" : "MISS")")
@@ -592,6 +621,32 @@ private final class ReconcileRun {
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: a + "/replica.db" + suffix) {
             try FileManager.default.copyItem(atPath: a + "/replica.db" + suffix, toPath: b + "/replica.db" + suffix)
         }
+    }
+
+    /// The records a state directory's replica holds (fewer than were imported: compaction).
+    private func heldRecords(_ state: String) throws -> Int {
+        let db = try Database(path: state + "/replica.db", options: .init(readOnly: true))
+        defer { try? db.close() }
+        return Int(try db.queryOne("SELECT count(*) FROM records")?.int64(0) ?? 0)
+    }
+
+    /// Writes the records a replica holds to a record file, in the order a sync reads them
+    /// (author, seq, ID); how many.
+    private func exportHeld(_ state: String, to file: String) throws -> Int {
+        let db = try Database(path: state + "/replica.db", options: .init(readOnly: true))
+        defer { try? db.close() }
+        let writer = try RecordFileWriter(path: file)
+        var count = 0
+        for row in try db.query("SELECT bytes FROM records ORDER BY author, seq, id") {
+            guard let bytes = row.blob(0) else { continue }
+            var w = ByteWriter(capacity: 4 + bytes.count)
+            w.u32(UInt32(bytes.count))
+            w.raw(bytes)
+            try writer.write(w.bytes[...])
+            count += 1
+        }
+        try writer.close()
+        return count
     }
 
     private func replicaBytes(_ state: String) throws -> Int {
