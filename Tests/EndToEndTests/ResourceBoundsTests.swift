@@ -150,17 +150,6 @@ extension EndToEndTests {
         }
     }
 
-    /// VmRSS and VmHWM of a process, in KiB.
-    private static func memory(_ pid: pid_t) -> (rss: Int, hwm: Int) {
-        let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        func value(_ key: String) -> Int {
-            for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
-                return Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? -1
-            }
-            return -1
-        }
-        return (value("VmRSS"), value("VmHWM"))
-    }
 
     /// (3) Four links each send the largest recon message (120,000 short IDs A lacks), and stay up: A's memory
     /// grows by a bounded amount per link (the old code held ~20 MiB per link).
@@ -174,7 +163,7 @@ extension EndToEndTests {
         let port = try listenPort(e2e, socket)
         let tool = try Binaries.tool("mentormate-hostile-peer")
         usleep(500_000)
-        let before = Self.memory(a.pid)
+        let before = processMemory(a.pid)
         var peers: [ChildProcess] = []
         defer { for p in peers { p.kill() } }
         for i in 0..<4 {
@@ -188,7 +177,7 @@ extension EndToEndTests {
         // A has taken in every part once its links are all still up and it answers.
         usleep(3_000_000)
         _ = try mmJSON(e2e, ["status"], socket)
-        let after = Self.memory(a.pid)
+        let after = processMemory(a.pid)
         let perLink = Double(after.rss - before.rss) / 4 / 1024
         print("hello100k: VmRSS \(before.rss) -> \(after.rss) KiB, VmHWM \(before.hwm) -> \(after.hwm) KiB with 4 links; " +
               "\(String(format: "%.1f", perLink)) MiB per link")

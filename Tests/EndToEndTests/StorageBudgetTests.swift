@@ -75,7 +75,7 @@ extension EndToEndTests {
         let storage = try #require(status["storage"], "status.storage: \(status)")
         let held = Int(storage["accounts"]?.intValue ?? -1)
         let declined = Int(storage["declinedRecords"]?.intValue ?? -1)
-        let memory = Self.processMemory(a.pid)
+        let memory = processMemory(a.pid)
         print("authors: A holds \(held) foreign accounts (budget \(budget)), declined \(declined) records; VmHWM \(memory.hwm / 1024) MiB, VmRSS \(memory.rss / 1024) MiB")
         #expect(storage["degraded"]?.boolValue == true && status["health"]?.stringValue == "degraded", "status says degraded: \(status)")
         #expect(held <= budget && held >= budget - 1_024, "A holds its budget of foreign accounts, no more: \(storage)")
@@ -161,15 +161,4 @@ extension EndToEndTests {
         #expect(feedA.contains("Dan") && !feedA.contains("\"wage\":42"), "Dan is a stranger to A: his edit is declined: \(feedA)")
     }
 
-    /// VmRSS and VmHWM of a process, in KiB.
-    static func processMemory(_ pid: pid_t) -> (rss: Int, hwm: Int) {
-        let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        func value(_ key: String) -> Int {
-            for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
-                return Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? -1
-            }
-            return -1
-        }
-        return (value("VmRSS"), value("VmHWM"))
-    }
 }

@@ -253,3 +253,15 @@ struct E2EError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// VmRSS and VmHWM of a process, in KiB (-1 where /proc does not say).
+func processMemory(_ pid: pid_t) -> (rss: Int, hwm: Int) {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+    func value(_ key: String) -> Int {
+        for line in text.split(separator: "\n") where line.hasPrefix(key + ":") {
+            return Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "") ?? -1
+        }
+        return -1
+    }
+    return (value("VmRSS"), value("VmHWM"))
+}
