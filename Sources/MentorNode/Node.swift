@@ -248,18 +248,35 @@ public final class Node: @unchecked Sendable {
     /// can verify its next batch while this one is applied. `origin` names the link they came
     /// from, so they are not pushed back to it.
     public func applyRemote(verified: [Result<VerifiedRecord, RecordError>], origin: UInt64? = nil) throws(StoreError) -> [ApplyOutcome] {
+        try applyRemote(batches: [(verified, origin)])[0]
+    }
+
+    /// Several received batches in one transaction (each from the link `origin` names): the
+    /// outcomes of each, in its order. The cards and pairs they touched are shown, and what they
+    /// stored is pushed on, once for all.
+    public func applyRemote(batches: [(verified: [Result<VerifiedRecord, RecordError>], origin: UInt64?)])
+        throws(StoreError) -> [[ApplyOutcome]] {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
-        let (outcomes, stored) = try replica.applyReporting(verified: verified)
+        let (outcomes, stored) = try replica.applyReporting(verified: batches.flatMap(\.verified))
         queue.sync { afterApply(stored.map(\.record)) }
-        let inBatch: Set<[UInt8]> = origin == nil ? [] : Set(verified.compactMap { try? $0.get().encoded })
+        var origins: [[UInt8]: UInt64] = [:]
+        for batch in batches {
+            guard let origin = batch.origin else { continue }
+            for case .success(let v) in batch.verified { origins[v.id] = origin }
+        }
         let applied = stored.map {
-            AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded,
-                          origin: inBatch.contains($0.encoded) ? origin : nil)
+            AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded, origin: origins[$0.id])
         }
         if !applied.isEmpty {
             onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
         }
-        return outcomes
+        var split: [[ApplyOutcome]] = []
+        var start = 0
+        for batch in batches {
+            split.append(Array(outcomes[start ..< start + batch.verified.count]))
+            start += batch.verified.count
+        }
+        return split
     }
 
     /// Applies the records held until due whose time has come (PROTOCOL.md §9), then indexes

@@ -90,6 +90,9 @@ public final class PeerManager: @unchecked Sendable {
         /// The initiator of a link starts a reconciliation round this often while it is up (and
         /// after applying a fork variant); equal sets cost one short message each way.
         public var reconInterval: Duration = .seconds(60)
+        /// Received records applied in one transaction at most: the batches waiting their turn
+        /// (verified) are applied together up to this many.
+        public var recordsPerApply = 768
         /// Bytes one author's records and photos may take on this node (`author_storage_mb`):
         /// past it, further records of the author are dropped (not stored, no offence) and its
         /// photo is not fetched. Accounts of this node are exempt.
@@ -177,6 +180,8 @@ public final class PeerManager: @unchecked Sendable {
     private let applyQueue = DispatchQueue(label: "MentorNode.PeerManager.apply")
     private let verifyQueue = DispatchQueue(label: "MentorNode.PeerManager.verify", attributes: .concurrent)
     private let applyGate = NSLock()
+    /// Batches received and not applied yet, in order (`apply`, `applyWaiting`).
+    private let backlog = ApplyBacklog()
     private var applyStopped = false   // guarded by applyGate
     private let myKey: SigningPublicKey
     private var listener: PeerListener!
@@ -209,9 +214,13 @@ public final class PeerManager: @unchecked Sendable {
     /// When to list the photos the replica lacks (`PhotoSync`), and the timer of the next listing.
     private var photos: PhotoSync
     private var photoLookupTimer: DispatchWorkItem?
-    /// Bytes of each author's records and photos, as last read or counted (on `applyQueue`;
-    /// at most 4096 authors, then read afresh), and the authors logged as over budget.
-    private var authorBytes: [PublicKey: Int64] = [:]
+    /// Bytes of each author's records and photos, as last read or counted, and whether the
+    /// replica holds anything of it (on `applyQueue`; at most `authorBytesCapacity` authors,
+    /// then read afresh — one read per batch for the authors it names that are not here), and
+    /// the authors logged as over budget.
+    private var authorBytes: [PublicKey: AuthorBytes] = [:]
+    private struct AuthorBytes { var bytes: Int64; var held: Bool }
+    private static let authorBytesCapacity = 65_536
     private var overBudgetLogged: Set<PublicKey> = []
     /// The node-wide storage budget and a copy of the nearby accounts it ranks by: decided on
     /// `applyQueue`, consulted on `queue` before verifying, read by `status` (guarded by
@@ -819,42 +828,65 @@ public final class PeerManager: @unchecked Sendable {
     /// the rate of the apply alone instead of verify + apply one after the other. Bounded:
     /// a session closes a peer with more than `window` batches unacknowledged, and a batch is
     /// acknowledged only after its apply.
+    ///
+    /// Batches waiting their turn are applied together: each run takes the oldest batch and
+    /// every later one already verified, up to `recordsPerApply` records, in one transaction —
+    /// the per-transaction work (the commit, the reconciliation tree's upper levels, the cards
+    /// and pairs shown, the pushes) is shared, as in the local merge's batches of 1,000. Each
+    /// batch still gets its own outcomes, budget decision and acknowledgement.
     private func apply(_ batch: [[UInt8]], from connection: Connection) {
         let node = self.node
-        // The connection stays on `queue`: it is found again there by its key and serial.
-        let key = ObjectIdentifier(connection), serial = connection.serial
         snapshotLock.withLock { received += batch.count }
         let kept = declinedBeforeVerifying(batch)   // the node-wide budget's sure declines, unverified
         let checked = VerifiedBatch()
         verifyQueue.async { checked.fill(node.replica.verify(kept)) }
-        applyQueue.async { [weak self] in
-            let verified = checked.wait()
-            guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
-            let (indices, overBudget, classes) = self.withinBudget(kept)
-            let admitted = indices.map { kept[$0] }
-            let result = Result<[ApplyOutcome], StoreError> { () throws(StoreError) in
-                try node.applyRemote(verified: indices.map { verified[$0] }, origin: serial)
-            }
-            self.countStored(admitted, classes, try? result.get())
-            self.queue.async {
-                guard let connection = self.connections[key], connection.serial == serial,
-                      !self.stopped, !connection.closing else { return }
-                switch result {
-                case .failure(let error):
-                    self.end(connection, "applying records from the peer failed: \(error)")
-                case .success(let outcomes):
-                    self.noteDuplicates(outcomes.filter { $0 == .duplicate }.count, from: connection)
-                    let verdict = RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
-                    let refused = verdict.offences
-                    self.noteNotNow(verdict, from: connection)
-                    // Records per second: the ack waits until the bucket has paid for the batch.
-                    let delay = refused == 0 ? self.rateDelay(connection, records: batch.count) : nil
-                    if let delay { self.scheduleAcks(connection, after: delay) }
-                    connection.driver.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
-                    if !overBudget.isEmpty { connection.driver.abandon(overBudget) }
-                    if outcomes.contains(.forked) { self.reconcileNow() }
-                }
-            }
+        // The connection stays on `queue`: it is found again there by its key and serial.
+        backlog.push(ApplyBacklog.Job(received: batch.count, kept: kept, checked: checked,
+                                      key: ObjectIdentifier(connection), serial: connection.serial))
+        applyQueue.async { [weak self] in self?.applyWaiting() }
+    }
+
+    /// On `applyQueue`: applies the batches `backlog` gives (nothing if an earlier run took
+    /// them), then hands each batch's outcome back to its link on `queue`.
+    private func applyWaiting() {
+        let jobs = backlog.take(records: settings.recordsPerApply)
+        guard !jobs.isEmpty, !applyGate.withLock({ applyStopped }) else { return }
+        let verified = jobs.map { $0.checked.wait() }
+        var admittedBytes: [PublicKey: Int64] = [:]
+        let budgets = jobs.map { withinBudget($0.kept, admittedBytes: &admittedBytes) }
+        let result = Result<[[ApplyOutcome]], StoreError> { () throws(StoreError) in
+            try node.applyRemote(batches: jobs.indices.map { k in
+                (verified: budgets[k].admitted.map { verified[k][$0] }, origin: jobs[k].serial)
+            })
+        }
+        for (k, job) in jobs.enumerated() {
+            let (indices, overBudget, classes) = budgets[k]
+            let admitted = indices.map { job.kept[$0] }
+            let batchResult = result.map { $0[k] }
+            countStored(admitted, classes, try? batchResult.get())
+            queue.async { self.applied(batchResult, of: job, admitted: admitted, overBudget: overBudget) }
+        }
+    }
+
+    /// On `queue`: a batch's outcome goes to its link's session (acknowledged, deferred, blamed).
+    private func applied(_ result: Result<[ApplyOutcome], StoreError>, of job: ApplyBacklog.Job,
+                         admitted: [[UInt8]], overBudget: [PublicKey]) {
+        guard let connection = connections[job.key], connection.serial == job.serial,
+              !stopped, !connection.closing else { return }
+        switch result {
+        case .failure(let error):
+            end(connection, "applying records from the peer failed: \(error)")
+        case .success(let outcomes):
+            noteDuplicates(outcomes.filter { $0 == .duplicate }.count, from: connection)
+            let verdict = RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
+            let refused = verdict.offences
+            noteNotNow(verdict, from: connection)
+            // Records per second: the ack waits until the bucket has paid for the batch.
+            let delay = refused == 0 ? rateDelay(connection, records: job.received) : nil
+            if let delay { scheduleAcks(connection, after: delay) }
+            connection.driver.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
+            if !overBudget.isEmpty { connection.driver.abandon(overBudget) }
+            if outcomes.contains(.forked) { reconcileNow() }
         }
     }
 
@@ -971,37 +1003,50 @@ public final class PeerManager: @unchecked Sendable {
     /// not an offence, the session goes on. The node-wide budget (`StorageBudget`) then declines
     /// what its policy says — records of new strangers past the account budget, of every
     /// stranger past the byte budget — likewise without offence.
-    private func withinBudget(_ batch: [[UInt8]]) -> (admitted: [Int], overBudget: [PublicKey], classes: [Admission]) {
+    ///
+    /// `admittedBytes` carries what earlier batches of the same apply admitted and are not
+    /// counted yet (`countStored` counts them once applied), so batches applied together cannot
+    /// overshoot either.
+    private func withinBudget(_ batch: [[UInt8]], admittedBytes: inout [PublicKey: Int64])
+        -> (admitted: [Int], overBudget: [PublicKey], classes: [Admission]) {
         var admitted: [Int] = []
         admitted.reserveCapacity(batch.count)
         var classes: [Admission] = []
         var over: [PublicKey] = []
-        var admittedBytes: [PublicKey: Int64] = [:]
         var partners: [PublicKey: Bool] = [:]
         var declined = 0
         let local = Set(node.localAccounts())
         let nearby = budgetLock.withLock { budgetNearby }
         recountBytesIfFull()
+        let authors = batch.map { try? RecordPosition.peek($0).author }
+        // What the replica holds of the authors not known here, in one read for the batch.
+        var unknown: Set<PublicKey> = []
+        for case let author? in authors where !local.contains(author) && authorBytes[author] == nil { unknown.insert(author) }
+        if !unknown.isEmpty {
+            if authorBytes.count + unknown.count > Self.authorBytesCapacity { authorBytes = [:] }
+            let usages = (try? node.replica.authorUsages(unknown)) ?? [:]
+            for author in unknown {
+                switch usages[author] {
+                case .some(.some(let usage)): authorBytes[author] = AuthorBytes(bytes: usage.bytes, held: true)
+                case .some(.none): authorBytes[author] = AuthorBytes(bytes: 0, held: false)
+                case .none: authorBytes[author] = AuthorBytes(bytes: 0, held: true)   // the read failed: no bytes, not new
+                }
+            }
+        }
         for (i, bytes) in batch.enumerated() {
-            guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author) else {
+            guard let author = authors[i], !local.contains(author), let known = authorBytes[author] else {
                 admitted.append(i)   // malformed ones are refused (and blamed) by the replica
                 classes.append(Admission(priority: .own, newAccount: false))
                 continue
             }
-            if authorBytes.count >= 4096, authorBytes[author] == nil { authorBytes = [:] }
-            let used: Int64
-            if let known = authorBytes[author] { used = known } else {
-                used = (try? node.replica.authorUsage(author)) ?? 0
-            }
-            authorBytes[author] = used
             // Within the batch, what it would add counts too (so one batch cannot overshoot).
             let pending = admittedBytes[author]
-            guard used + (pending ?? 0) + Int64(bytes.count) <= settings.authorBudget else {
+            guard known.bytes + (pending ?? 0) + Int64(bytes.count) <= settings.authorBudget else {
                 if !over.contains(author) { over.append(author) }
                 continue
             }
             // Node-wide: the replica holds nothing of a new account (nor did this batch admit one).
-            let isNew = used == 0 && pending == nil && !((try? node.replica.holdsAccount(author)) ?? true)
+            let isNew = !known.held && pending == nil
             var priority: StorageBudget.Priority = nearby.contains(author) ? .nearby : .other
             if priority == .other, budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }) {
                 let partner = partners[author] ?? ((try? node.replica.isPartner(author)) ?? false)
@@ -1112,8 +1157,8 @@ public final class PeerManager: @unchecked Sendable {
             case .duplicate, .refused: continue
             default: break
             }
-            guard let author = try? RecordPosition.peek(bytes).author, let used = authorBytes[author] else { continue }
-            authorBytes[author] = used + Int64(bytes.count)
+            guard let author = try? RecordPosition.peek(bytes).author, let known = authorBytes[author] else { continue }
+            authorBytes[author] = AuthorBytes(bytes: known.bytes + Int64(bytes.count), held: true)
         }
     }
 
@@ -1154,8 +1199,13 @@ public final class PeerManager: @unchecked Sendable {
             photos.listingFailed()
             return
         }
-        let skipped = blobs.update(missing: refs, blobBytes: used, local: Set(node.localAccounts())) { author in
-            (try? node.replica.authorUsage(author)) ?? 0
+        // The usage of every author whose photo may become wanted, in one read (a listing names
+        // up to 1,024 photos); `update` asks only for those.
+        let local = Set(node.localAccounts())
+        let asked = Set(refs.lazy.filter { self.blobs.wanted[$0.ref.hash] == nil && !local.contains($0.author) }.map(\.author))
+        let usages = (try? node.replica.authorUsages(asked)) ?? [:]
+        let skipped = blobs.update(missing: refs, blobBytes: used, local: local) { author in
+            usages[author]??.bytes ?? 0
         }
         for skip in skipped {
             logger.info("a photo is not fetched", ["author": skip.author.shortID, "hash": String(Hex.encode(skip.ref.hash).prefix(16)),
@@ -1352,17 +1402,60 @@ private extension Duration {
 }
 
 /// One batch's verification results, filled on `verifyQueue` and waited for on `applyQueue`.
+/// `@unchecked Sendable`: `results` is written once under `lock` before `done` is signalled,
+/// and read only after `done` (or under `lock`).
 private final class VerifiedBatch: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
-    private var results: [Result<VerifiedRecord, RecordError>] = []   // written once, before `done` is signalled
+    private let lock = NSLock()
+    private var results: [Result<VerifiedRecord, RecordError>]?
 
     func fill(_ results: [Result<VerifiedRecord, RecordError>]) {
-        self.results = results
+        lock.withLock { self.results = results }
         done.signal()
     }
 
+    /// Whether `wait()` would return at once.
+    var isReady: Bool { lock.withLock { results != nil } }
+
+    /// The results, once filled (called once per batch).
     func wait() -> [Result<VerifiedRecord, RecordError>] {
         done.wait()
-        return results
+        return lock.withLock { results ?? [] }
+    }
+}
+
+/// Received batches waiting to be applied, oldest first: pushed on the peer manager's queue,
+/// taken on its apply queue. `@unchecked Sendable`: `jobs` is only touched under `lock`. At
+/// most a window of batches per link waits (a peer with more unacknowledged is closed).
+private final class ApplyBacklog: @unchecked Sendable {
+    struct Job {
+        /// Records the peer sent in the batch (what its ack pays for), and those left after
+        /// the budget's sure declines, being verified in `checked`.
+        var received: Int
+        var kept: [[UInt8]]
+        var checked: VerifiedBatch
+        /// The link it came from (found again on the queue by key and serial).
+        var key: ObjectIdentifier
+        var serial: UInt64
+    }
+
+    private let lock = NSLock()
+    private var jobs: [Job] = []
+
+    func push(_ job: Job) { lock.withLock { jobs.append(job) } }
+
+    /// The oldest batch (verified or not), then each next one already verified, while the
+    /// records together stay within `limit`; empty when nothing waits.
+    func take(records limit: Int) -> [Job] {
+        lock.withLock {
+            guard let first = jobs.first else { return [] }
+            var count = first.kept.count, n = 1
+            while n < jobs.count, jobs[n].checked.isReady, count + jobs[n].kept.count <= limit {
+                count += jobs[n].kept.count
+                n += 1
+            }
+            defer { jobs.removeFirst(n) }
+            return Array(jobs.prefix(n))
+        }
     }
 }

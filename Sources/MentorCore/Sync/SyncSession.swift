@@ -485,7 +485,7 @@ public struct SyncSession: Sendable {
         for r in records {
             if deferrals[r.author] != nil, r.seq >= peerHolds[r.author] ?? 0 { deferrals[r.author] = nil }
             guard r.bytes.count <= SyncLimits.maxRecordBytes, ready.count < Self.maxBufferedPushes,
-                  !recentlyReceived.contains(r.bytes.hashValue) else { continue }
+                  !recentlyReceived.contains(Self.receivedHash(r.bytes)) else { continue }
             ready.append(r.bytes)
         }
         var out: [SyncDirective] = []
@@ -595,8 +595,16 @@ public struct SyncSession: Sendable {
         pump(&out)
     }
 
+    /// A record's hash for `recentlyReceived`: its bytes hashed as one buffer (`[UInt8]`'s own
+    /// `hashValue` feeds the hasher byte by byte, a visible share of a cold sync's receive path).
+    static func receivedHash(_ bytes: [UInt8]) -> Int {
+        var hasher = Hasher()
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        return hasher.finalize()
+    }
+
     private mutating func noteReceived(_ bytes: [UInt8]) {
-        let h = bytes.hashValue
+        let h = Self.receivedHash(bytes)
         guard recentlyReceived.insert(h).inserted else { return }
         recentlyReceivedOrder.append(h)
         if recentlyReceivedOrder.count > Self.recentlyReceivedBound {

@@ -108,17 +108,23 @@ struct BlobFetcher: Sendable {
 
     /// Gives each idle link (in the order given) the smallest wanted photo that no link fetches
     /// and that it has not said it lacks. A link fetching one already gets no second.
+    ///
+    /// One pass over the wanted photos per idle link (a handful), no sort: this runs after
+    /// every applied batch while a sync names photos, with up to `capacity` wanted.
     mutating func assign(idle links: [UInt64]) -> [Request] {
-        guard !wanted.isEmpty else { return [] }
-        var busy = Set(wanted.values.compactMap(\.fetching))
-        var free = wanted.filter { $0.value.fetching == nil }
-            .sorted { $0.value.size != $1.value.size ? $0.value.size < $1.value.size : $0.key.lexicographicallyPrecedes($1.key) }
+        guard !wanted.isEmpty, !links.isEmpty else { return [] }
+        var busy: Set<UInt64> = []
+        for entry in wanted.values { if let link = entry.fetching { busy.insert(link) } }
         var requests: [Request] = []
         for link in links where busy.insert(link).inserted {
-            guard let i = free.firstIndex(where: { !$0.value.lacking.contains(link) }) else { continue }
-            let (hash, entry) = free.remove(at: i)
-            wanted[hash]?.fetching = link
-            requests.append(Request(link: link, hash: hash, size: entry.size))
+            var best: (hash: [UInt8], size: Int)?
+            for (hash, entry) in wanted where entry.fetching == nil && !entry.lacking.contains(link) {
+                if let b = best, b.size < entry.size || (b.size == entry.size && b.hash.lexicographicallyPrecedes(hash)) { continue }
+                best = (hash, entry.size)
+            }
+            guard let best else { continue }
+            wanted[best.hash]?.fetching = link
+            requests.append(Request(link: link, hash: best.hash, size: best.size))
         }
         return requests
     }

@@ -194,14 +194,22 @@ extension Replica {
     /// The bytes of an author's stored records (variants and held-back records included) and of
     /// the photos its current card names that this node holds: what the per-author budget counts.
     public func authorUsage(_ author: PublicKey) throws(StoreError) -> Int64 {
-        // Cached statements: the blob fetcher asks this once per missing photo (up to 1,024 in
-        // one listing), and parsing the three queries afresh was most of that listing's cost.
-        try read { db throws(StoreError) in
-            guard let id = try db.cachedStatement("SELECT id FROM authors WHERE key = ?").queryOne([.blob(author.bytes)])?.int64(0) else { return 0 }
+        guard case .some(.some(let usage)) = try authorUsages([author])[author] else { return 0 }
+        return usage.bytes
+    }
+
+    /// What the per-author budget counts (`authorUsage`) for each of `authors`, in one read:
+    /// nil for an author the replica holds nothing of (no row in `authors`). A batch of records
+    /// or a listing of missing photos asks this once for all its authors, not once per record.
+    public func authorUsages(_ authors: some Collection<PublicKey>) throws(StoreError) -> [PublicKey: AuthorUsage?] {
+        guard !authors.isEmpty else { return [:] }
+        return try read { db throws(StoreError) in
+            // Cached statements, parsed once: a listing asks for up to 1,024 authors.
+            let find = try db.cachedStatement("SELECT id FROM authors WHERE key = ?")
             let records = try db.cachedStatement("""
                 SELECT coalesce((SELECT sum(length(bytes)) FROM records WHERE author = ?1), 0)
                      + coalesce((SELECT sum(length(bytes)) FROM pending WHERE author = ?1), 0)
-                """).queryOne([.integer(id)])?.int64(0) ?? 0
+                """)
             // The field is written in, not bound: a parameter compared where a partial index
             // (`card_entries_photo`) could apply makes SQLite prepare the statement again each
             // time its value is bound.
@@ -209,8 +217,18 @@ extension Replica {
                 SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.hash IN (
                     SELECT substr(value, 1, 32) FROM card_entries
                     WHERE author = ? AND field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37)
-                """).queryOne([.integer(id)])?.int64(0) ?? 0
-            return records + photos
+                """)
+            var usages: [PublicKey: AuthorUsage?] = [:]
+            usages.reserveCapacity(authors.count)
+            for author in authors where usages[author] == nil {
+                guard let id = try find.queryOne([.blob(author.bytes)])?.int64(0) else {
+                    usages[author] = .some(nil)
+                    continue
+                }
+                let bytes = try (records.queryOne([.integer(id)])?.int64(0) ?? 0) + (photos.queryOne([.integer(id)])?.int64(0) ?? 0)
+                usages[author] = AuthorUsage(bytes: bytes)
+            }
+            return usages
         }
     }
 
@@ -222,6 +240,12 @@ extension Replica {
             return (PhotoRef(hash: hash, size: UInt32(size), format: f), data)
         }
     }
+}
+
+/// What the per-author budget counts of an author the replica holds something of.
+public struct AuthorUsage: Sendable, Equatable {
+    /// Its records' bytes (variants and held-back records included) and its held photos'.
+    public var bytes: Int64
 }
 
 public struct PairSummary: Sendable, Equatable {

@@ -49,6 +49,12 @@ public final class Replica: @unchecked Sendable {
         /// Records kept per (author, seq): the lowest IDs win, so every replica keeps the same ones.
         public var maxVariantsPerSeq = 2
         public var synchronous = Database.Options.Synchronous.normal
+        /// SQLite's page cache for the replica, in KiB. A sync from many authors touches each
+        /// author's rows, card registers and the reconciliation tree's leaves all over the file;
+        /// SQLite's default 2 MiB reads them again batch after batch (the local import used
+        /// 16 MiB already, `ImportSettings.cacheKiB`). Pages are taken as used, so a small
+        /// replica costs no more.
+        public var cacheKiB = 16 * 1024
         /// Milliseconds since the Unix epoch (injected so tests control time).
         public var now: @Sendable () -> UInt64 = { Clock.wallMillis() }
         /// Records dated at most this far ahead of `now` (ms) are applied at once.
@@ -97,7 +103,7 @@ public final class Replica: @unchecked Sendable {
     public init(path: String, settings: Settings = Settings()) throws(StoreError) {
         self.path = path
         self.settings = settings
-        queue = try DatabaseQueue(path: path, options: .init(synchronous: settings.synchronous))
+        queue = try DatabaseQueue(path: path, options: .init(synchronous: settings.synchronous, cacheKiB: settings.cacheKiB))
         try run { db throws(StoreError) in
             try ReplicaSchema.migrator.migrate(db)
             try Self.computeMissingDigests(db)

@@ -28,14 +28,17 @@ public final class Database {
         /// How long to wait for another connection's lock before failing with `busy`.
         public var busyTimeout: Duration
         public var foreignKeys: Bool
+        /// The page cache, in KiB (`PRAGMA cache_size = -N`); nil: SQLite's default (2 MiB).
+        public var cacheKiB: Int?
 
         public init(readOnly: Bool = false, walMode: Bool = true, synchronous: Synchronous = .normal,
-                    busyTimeout: Duration = .seconds(5), foreignKeys: Bool = true) {
+                    busyTimeout: Duration = .seconds(5), foreignKeys: Bool = true, cacheKiB: Int? = nil) {
             self.readOnly = readOnly
             self.walMode = walMode
             self.synchronous = synchronous
             self.busyTimeout = busyTimeout
             self.foreignKeys = foreignKeys
+            self.cacheKiB = cacheKiB
         }
     }
 
@@ -125,6 +128,9 @@ public final class Database {
         }
         try Statement(connection: connection, sql: "PRAGMA synchronous = \(options.synchronous.rawValue)").run()
         try Statement(connection: connection, sql: "PRAGMA foreign_keys = \(options.foreignKeys ? "ON" : "OFF")").run()
+        if let kib = options.cacheKiB {
+            try Statement(connection: connection, sql: "PRAGMA cache_size = \(-Int64(max(kib, 1)))").run()
+        }
     }
 
     private func liveConnection(_ sql: String? = nil) throws(StoreError) -> OpaquePointer {

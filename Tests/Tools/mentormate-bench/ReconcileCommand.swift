@@ -340,7 +340,7 @@ private final class ReconcileRun {
             guard ContinuousClock.now < deadline else {
                 throw BenchFailure("A holds \(try records(clientA)), B \(try records(clientB)) of \(expected) records \(command.timeout) s after the link opened; relay: \(relay.snapshot())")
             }
-            usleep(5_000)
+            usleep(20_000)   // every 20 ms: a `status` each 5 ms was itself a load on the daemon measured
         }
         let done = ContinuousClock.now
         guard relay.snapshot().connections > 0 else { throw BenchFailure("B never dialled A through the relay") }
@@ -377,7 +377,9 @@ private final class ReconcileRun {
         _ = try exportHeld(a, to: heldFile)
         let scratch = dir + "/\(serial)-merge"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let mergeCPU0 = CPUSample.now().own
         let imported = try importFile(heldFile, into: scratch)
+        let mergeCPU = CPUSample.now().own - mergeCPU0
         try? FileManager.default.removeItem(atPath: heldFile)
         try? FileManager.default.removeItem(atPath: scratch)
         let mergeRate = Double(held) / imported.seconds
@@ -395,7 +397,7 @@ private final class ReconcileRun {
             guard ContinuousClock.now < deadline else {
                 throw BenchFailure("B holds \(try records(client)) of \(held) records \(command.timeout) s after it started; relay: \(relay.snapshot())")
             }
-            usleep(5_000)
+            usleep(20_000)   // every 20 ms: a `status` each 5 ms was itself a load on the daemon measured
         }
         let done = ContinuousClock.now
         let cpuA = nodeA.cpuSeconds() - cpuA0, cpuB = nodeB.cpuSeconds()
@@ -409,10 +411,11 @@ private final class ReconcileRun {
             let ratio = syncRate / mergeRate
             print("    A holds \(Format.grouped(held)) of the \(Format.grouped(n)) written (compaction; imported in \(Format.seconds(written)))")
             print("    local merge (A's \(Format.grouped(held)) records imported into an empty replica): \(Format.grouped(Int(mergeRate))) records/s "
-                  + "(\(Format.seconds(imported)))")
+                  + "(\(Format.seconds(imported)), cpu \(Format.fixed(mergeCPU, 2)) s)")
             print("    sync: all held \(Format.seconds(fromLink)) after the link opened (\(Format.seconds(done - startB)) after B started): "
                   + "\(Format.grouped(Int(syncRate))) records/s; cpu A \(Format.fixed(cpuA, 2)) s, B \(Format.fixed(cpuB, 2)) s; "
-                  + "wire \(Format.ratio(Double(wire.total) / Double(max(1, recordBytes)))) the records' bytes")
+                  + "wire \(Format.ratio(Double(wire.total) / Double(max(1, recordBytes)))) the records' bytes; "
+                  + "cpu B ÷ merge cpu \(Format.ratio(cpuB / max(0.001, mergeCPU)))")
             print("    sync ÷ local merge \(Format.ratio(ratio))   target >= 0.85x   \(ratio >= 0.85 ? "PASS" : "MISS")")
             summary.append("\(label) cold sync \(Format.grouped(n)) from \(Format.grouped(authors)) authors: \(Format.ratio(ratio)) the local merge rate"
                            + " (\(Format.grouped(Int(syncRate))) vs \(Format.grouped(Int(mergeRate))) records/s)   >= 0.85x   \(ratio >= 0.85 ? "PASS" : "MISS")")
