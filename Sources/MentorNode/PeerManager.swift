@@ -57,8 +57,12 @@ import MentorStore
 /// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
 /// from which link, when), `PhotoSync` (when to list missing photos, serving and checking them),
 /// `PushLinks` (lazy push across the links), `AckPacer` (records per second),
-/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events).
-/// This class keeps the links, the timers and the I/O, and carries their decisions out.
+/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events),
+/// `PeerDefence` (whose fault a link's end is, refusals), `HereGate` (the `here` rate),
+/// `DuplicateLinks` (which of two links closes). Each link's session runs in a `SyncDriver`
+/// (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls back here
+/// through `LinkShell`. This class keeps the links, the timers and the I/O, and carries their
+/// decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
