@@ -57,8 +57,12 @@ import MentorStore
 /// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
 /// from which link, when), `PhotoSync` (when to list missing photos, serving and checking them),
 /// `PushLinks` (lazy push across the links), `AckPacer` (records per second),
-/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events).
-/// This class keeps the links, the timers and the I/O, and carries their decisions out.
+/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events),
+/// `PeerDefence` (whose fault a link's end is, refusals), `HereGate` (the `here` rate),
+/// `DuplicateLinks` (which of two links closes). Each link's session runs in a `SyncDriver`
+/// (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls back here
+/// through `LinkShell`. This class keeps the links, the timers and the I/O, and carries their
+/// decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
@@ -153,22 +157,6 @@ public final class PeerManager: @unchecked Sendable {
         public init() {}
     }
 
-    /// A static peer, as given by `--peer HOST:PORT`.
-    public struct StaticPeer: Sendable, Hashable {
-        public var host: String
-        public var port: UInt16
-        public init(host: String, port: UInt16) { self.host = host; self.port = port }
-
-        /// "10.0.0.2:7000", "[::1]:7000", "peer.example:7000"; nil when it is not HOST:PORT.
-        public init?(parsing text: String) {
-            guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else { return nil }
-            var host = String(text[..<colon])
-            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-            guard !host.isEmpty else { return nil }
-            self.init(host: host, port: port)
-        }
-    }
-
     public let settings: Settings
     /// Where peers reach us (the bound port when `--listen` said 0).
     public let listenAddress: PeerAddress
@@ -187,7 +175,7 @@ public final class PeerManager: @unchecked Sendable {
     private var listener: PeerListener!
 
     /// One link and its session's state (`PeerConnection`). Confined to `queue`.
-    private typealias Connection = PeerConnection
+    typealias Connection = PeerConnection
 
     // Confined to queue:
     private var connections: [ObjectIdentifier: Connection] = [:]
@@ -197,10 +185,9 @@ public final class PeerManager: @unchecked Sendable {
     private var redialTimers: [Int: (at: ContinuousClock.Instant, timer: DispatchWorkItem)] = [:]
     private var random: InjectedRandom
     private var stopped = false
-    private var penalties: PenaltyBox
+    /// Who is at fault when a link ends, and the refusals of their addresses (`PeerDefence`).
+    private var defence: PeerDefence
     private var serials: UInt64 = 0
-    /// Hosts whose failed handshake was logged at info (until one of their links is established).
-    private var handshakeFailuresLogged: Set<String> = []
     /// Which photos to fetch, from which link, when (`BlobFetcher`; links named by serial).
     private var blobs: BlobFetcher
     /// Releases the records held until due when the earliest is due, and when it fires.
@@ -251,7 +238,7 @@ public final class PeerManager: @unchecked Sendable {
         self.redialer = Redialer(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
                                                                           maxBackoff: settings.maxBackoff, discovery: settings.discovery))
         self.random = InjectedRandom(source: settings.random)
-        self.penalties = PenaltyBox(settings: settings.penalties)
+        self.defence = PeerDefence(settings: settings.penalties)
         self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
         self.budget = StorageBudget(settings: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax))
         do {
@@ -269,7 +256,7 @@ public final class PeerManager: @unchecked Sendable {
                                      logger: logger) { [unowned self] link in
             self.adopt(link, via: "incoming", staticIndex: nil)
         }
-        listener.refusal = { [unowned self] host in self.refusalReason(host) }
+        listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -306,11 +293,7 @@ public final class PeerManager: @unchecked Sendable {
             graftTimer?.timer.cancel()
             graftTimer = nil
             for connection in connections.values {
-                connection.ackTimer?.cancel()
-                connection.syncTimer?.cancel()
-                for timer in connection.timers.values { timer.cancel() }
-                connection.hereTimer?.cancel()
-                connection.blobTimer?.cancel()
+                connection.cancelTimers()
                 connection.link.close()
             }
             connections = [:]
@@ -424,7 +407,7 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Until when `host` is refused, if it is (a redial waits for the end).
     private func refusedUntil(_ host: String) -> ContinuousClock.Instant? {
-        penalties.refusal(of: host, now: .now)?.until
+        defence.refusedUntil(host, now: .now)
     }
 
     /// Makes the redial timers match the redialer's `dialAt`s (a target's timer is replaced when
@@ -452,27 +435,18 @@ public final class PeerManager: @unchecked Sendable {
         serials += 1
         let connection = Connection(link: link, via: via, staticIndex: staticIndex,
                                     pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
-                                    serial: serials,
-                                    hereRate: MessageRate(capacity: settings.hereBurst, per: settings.herePeriod),
-                                    treeRate: MessageRate(capacity: settings.treeBurst, per: settings.treePeriod))
-        var driverSettings = SyncDriver.Settings()
-        driverSettings.roundInterval = settings.reconInterval
-        driverSettings.reconBurst = settings.reconBurst
-        driverSettings.reconPeriod = settings.reconPeriod
-        driverSettings.wantBurst = settings.wantBurst
-        driverSettings.wantPeriod = settings.wantPeriod
+                                    serial: serials, here: HereGate(burst: settings.hereBurst, period: settings.herePeriod))
         connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
                                                             settings: settings.sync, hashing: ReconHash.hashing),
-                                       settings: driverSettings, host: LinkHost(manager: self, connection: connection))
+                                       settings: settings.driver, host: LinkHost(shell: self, connection: connection))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         if let staticIndex { redialer.adopted(staticIndex, link: connection.serial, host: link.remote.host) }
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
-            if let excess = self.overTreeRate(bytes, on: connection) { return connection.driver.violation(excess) }
-            if bytes.first == SyncMessage.hereTag, !connection.hereRate.take(now: .now) {
-                self.holdHere(bytes, on: connection)
+            if case .hold(let armTimer) = connection.here.admit(bytes, now: .now) {
+                if armTimer { self.awaitHereRefill(connection) }
                 return
             }
             connection.driver.receive(bytes: bytes)
@@ -487,9 +461,8 @@ public final class PeerManager: @unchecked Sendable {
         // Two links to one node: keep the one whose initiator has the smaller key (both ends
         // agree on that), else the older one.
         if let other = connections.values.first(where: { $0 !== connection && !$0.closing && $0.peerKey == key }) {
-            let mineInitiator = connection.link.role == .initiator ? myKey : key
-            let otherInitiator = other.link.role == .initiator ? myKey : key
-            let loser = mineInitiator < otherInitiator ? other : connection
+            let loser = DuplicateLinks.loser(me: myKey, peer: key, newDialledByMe: connection.link.role == .initiator,
+                                             oldDialledByMe: other.link.role == .initiator) == .old ? other : connection
             logger.debug("duplicate link to a peer closed", ["peer.address": "\(loser.link.remote)", "peer.node": key.key.id])
             loser.closing = true
             if let index = loser.staticIndex { redialer.duplicate(index, key: key) }
@@ -497,7 +470,7 @@ public final class PeerManager: @unchecked Sendable {
             if loser === connection { return }
         }
         connection.since = settings.now()
-        handshakeFailuresLogged.remove(connection.link.remote.host)
+        defence.linkEstablished(host: connection.link.remote.host)
         if connection.via == "incoming", redialer.isDialledInstance(host: connection.link.remote.host) {
             connection.via = "mdns"
         }
@@ -519,12 +492,7 @@ public final class PeerManager: @unchecked Sendable {
     private func closed(_ id: ObjectIdentifier, _ reason: PeerLink.CloseReason) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.closing = true
-        connection.ackTimer?.cancel()
-        connection.syncTimer?.cancel()
-        for timer in connection.timers.values { timer.cancel() }
-        connection.timers = [:]
-        connection.hereTimer?.cancel()
-        connection.blobTimer?.cancel()
+        connection.cancelTimers()
         publishSnapshot()
         push.linkDown(connection.serial)
         if connection.peerKey != nil, connection.since != 0 {
@@ -535,14 +503,14 @@ public final class PeerManager: @unchecked Sendable {
         if !connection.accounts.isEmpty { publishNearby() }
         if photosDeferredSince != nil { findMissingPhotos() }
         if blobs.linkClosed(connection.serial) { assignBlobs() }
-        if let offence = Self.offence(reason) {
-            punish(connection, offence)
-        } else if connection.peerKey == nil, reason != .closedLocally {
-            // A handshake cut short without an offence (the peer closed: maybe it holds another
-            // network key, or it refuses us): logged once per host, until a link to it works.
-            let host = connection.link.remote.host
-            let first = handshakeFailuresLogged.count < 4096 && handshakeFailuresLogged.insert(host).inserted
-            logger.log(first ? .info : .debug, "peer handshake did not complete",
+        switch defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now) {
+        case .quiet:
+            break
+        case .punished(let offence, let punishment):
+            logPunishment(connection, offence, punishment)
+        case .handshakeCutShort(let logAtInfo):
+            // The peer closed without an offence: maybe it holds another network key, or it refuses us.
+            logger.log(logAtInfo ? .info : .debug, "peer handshake did not complete",
                        ["peer.address": "\(connection.link.remote)", "via": connection.via, "reason": "\(reason)"])
         }
         // Its target is redialled, and so are the peers parked behind this node's surviving link.
@@ -580,98 +548,33 @@ public final class PeerManager: @unchecked Sendable {
         if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { lookForPhotosSoon() }
     }
 
-    /// A link's side of its `SyncDriver`: the replica, the wire, the timers and the node's
-    /// pipelines of this manager, on `queue`. The decisions are the driver's; this only carries
-    /// them out (verify/apply, pacing and budgets stay in the manager).
-    private final class LinkHost: SyncHost {
-        unowned let manager: PeerManager
-        /// Weak: the manager owns the connection (which owns the driver, which owns this); a
-        /// call after the link closed finds it gone and does nothing.
-        weak var connection: Connection?
-        init(manager: PeerManager, connection: Connection) { self.manager = manager; self.connection = connection }
+    // The shell's side of each link's `LinkHost` (`LinkShell`): what its driver asks of the
+    // replica, the queue and the pipelines shared by all links.
 
-        var isOpen: Bool { guard let connection else { return false }; return !manager.stopped && !connection.closing }
-        var now: ContinuousClock.Instant { .now }
-        private var replica: Replica { manager.node.replica }
+    var isStopped: Bool { stopped }
+    var replica: Replica { node.replica }
 
-        func send(_ message: SyncMessage) { if let connection { manager.send(message.encoded, on: connection) } }
-        func pushSignal(_ signal: PushSignal) { if let connection { manager.pushSignal(signal, on: connection) } }
+    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(.zero, at - .now).nanoseconds)), execute: work)
+    }
 
-        func records(of author: PublicKey, seqs: ClosedRange<UInt64>) throws -> [[UInt8]] {
-            try replica.records(of: author, seqs: seqs)
-        }
+    func send(_ message: SyncMessage, on connection: Connection) { send(message.encoded, on: connection) }
+    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) { apply(batch, from: connection) }
+    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { serveBlob(hash, on: connection) }
 
-        func records(ids: [[UInt8]]) throws -> [[UInt8]] { try replica.reconRecords(ids: ids) }
+    func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
+        end(connection, reason)
+        if blame { punish(connection, reason) }
+    }
 
-        func records(depth: Int, prefix: UInt16, after: FetchCursor?, limit: Int) throws -> (records: [[UInt8]], next: FetchCursor?) {
-            guard let connection else { return ([], nil) }
-            // The session carries a token; the replica's cursor stays here (one read of a
-            // subtree is under way per session at a time).
-            let resume = connection.cursors.resume(after?.token)
-            let page = try replica.reconRecords(depth: depth, prefix: prefix, after: resume, limit: limit)
-            return (page.records, page.next.map { FetchCursor(token: connection.cursors.keep($0)) })
-        }
-
-        func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T { try replica.withReconView(body) }
-
-        func contiguousSeq(of author: PublicKey) -> UInt64 { (try? replica.contiguousSeq(of: author)) ?? 0 }
-
-        func apply(_ batch: [[UInt8]]) { if let connection { manager.apply(batch, from: connection) } }
-
-        func schedule(_ timer: SyncTimer, at: ContinuousClock.Instant) {
-            guard let connection else { return }
-            connection.timers[timer]?.cancel()
-            let item = DispatchWorkItem { [weak manager, weak connection] in
-                guard let manager, let connection, !manager.stopped, !connection.closing else { return }
-                connection.timers[timer] = nil
-                connection.driver.fire(timer)
-            }
-            connection.timers[timer] = item
-            let delay = max(.zero, at - .now)
-            manager.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: item)
-        }
-
-        func progress(sent: Int, received: Int) { if let connection { manager.announceSync(connection) } }
-
-        func peerAccounts(_ accounts: [PublicKey]) {
-            guard let connection else { return }
-            connection.accounts = Set(accounts)
-            manager.publishNearby()
-        }
-
-        func serveBlob(hash: [UInt8]) -> String? {
-            guard let connection else { return nil }
-            // An honest peer asks for one blob at a time, after reading the last: a peer that
-            // asks on while our answers wait unsent would make us buffer without bound.
-            if BlobFetcher.asksFasterThanItReads(unsentBytes: connection.unsent.reduce(0, { $0 + $1.count })) {
-                return "asks for blobs faster than it reads them"
-            }
-            manager.serveBlob(hash, on: connection)
-            return nil
-        }
-
-        func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8]) -> String? {
-            guard let connection else { return nil }
-            return manager.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
-        }
-
-        func finished(_ reason: String, blame: Bool) {
-            // Held strongly: closing the link drops the manager's reference to it.
-            guard let connection else { return }
-            manager.end(connection, reason)
-            if blame { manager.punish(connection, reason) }
-        }
-
-        func didRun() {
-            guard let connection else { return }
-            // Photos waited for links catching up: this one may just have (after a hello with
-            // nothing to exchange, or its last batch).
-            if manager.photosDeferredSince != nil, !manager.stopped, connection.session.isCaughtUp { manager.findMissingPhotos() }
-        }
+    /// Photos waited for links catching up: this one may just have (after a hello with
+    /// nothing to exchange, or its last batch).
+    func sessionRan(_ connection: Connection) {
+        if photosDeferredSince != nil, !stopped, connection.session.isCaughtUp { findMissingPhotos() }
     }
 
     /// A part of a blob the peer sent; a reason to close the link for, if the peer is at fault.
-    private func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
+    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
         guard var assembly = connection.blobIn else {
             return "a blob part of \(Hex.encode(hash).prefix(16)) that was not asked for"
         }
@@ -702,7 +605,7 @@ public final class PeerManager: @unchecked Sendable {
     // MARK: Lazy push (on queue)
 
     /// What a peer said about the push tree (PROTOCOL.md §13.7).
-    private func pushSignal(_ signal: PushSignal, on connection: Connection) {
+    func pushSignal(_ signal: PushSignal, on connection: Connection) {
         let waiting = push.signal(signal, from: connection.serial, now: .now, held: heldIDs)
         publishPushCounts()
         if waiting { scheduleGraft() }
@@ -792,25 +695,23 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
-    /// Keeps the newest `here` over its rate (replacing an older one held) and takes it when
-    /// the link's bucket has a token again.
-    private func holdHere(_ bytes: [UInt8], on connection: Connection) {
-        connection.heldHere = bytes
-        guard connection.hereTimer == nil else { return }
-        let refill = settings.herePeriod / max(1, settings.hereBurst)
+    /// Takes the `here` the link's gate kept once its bucket has a token again (`HereGate`).
+    private func awaitHereRefill(_ connection: Connection) {
         let timer = DispatchWorkItem { [weak self, weak connection] in
             guard let self, let connection else { return }
             connection.hereTimer = nil
-            guard !self.stopped, !connection.closing, let held = connection.heldHere else { return }
-            guard connection.hereRate.take(now: .now) else { return self.holdHere(held, on: connection) }
-            connection.heldHere = nil
-            connection.driver.receive(bytes: held)
+            guard !self.stopped, !connection.closing else { return }
+            switch connection.here.refilled(now: .now) {
+            case .take(let here): connection.driver.receive(bytes: here)
+            case .again: self.awaitHereRefill(connection)
+            case .nothing: break
+            }
         }
         connection.hereTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(refill.nanoseconds)), execute: timer)
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(connection.here.refill.nanoseconds)), execute: timer)
     }
 
-    private func publishNearby() {
+    func publishNearby() {
         var all: Set<PublicKey> = []
         for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
         node.setNearby(all)
@@ -1290,37 +1191,16 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Defence (on queue)
 
-    /// Whether a lazy-push message from the peer is over its rate (§13.7; the driver rates
-    /// `recon` and `want`): the type byte is read before anything is decoded. The reason to end
-    /// the session, if over.
-    private func overTreeRate(_ bytes: [UInt8], on connection: Connection) -> String? {
-        guard let tag = bytes.first, SyncMessage.treeTags.contains(tag), !connection.treeRate.take(now: .now) else { return nil }
-        return "more than \(settings.treeBurst) ihave/prune/graft messages in \(settings.treePeriod)"
-    }
-
-    /// What in a link's end is the peer's fault (nil: a network problem, or our own doing).
-    private static func offence(_ reason: PeerLink.CloseReason) -> String? {
-        switch reason {
-        case .handshakeFailed, .frameRejected, .handshakeTimedOut, .refused: "\(reason)"
-        case .closedLocally, .peerClosed, .ioFailed, .silent: nil
-        }
-    }
-
+    /// Refuses the peer's address for a while (`PeerDefence`) and says so.
     private func punish(_ connection: Connection, _ reason: String) {
-        let host = connection.link.remote.host
-        let interval = penalties.punish(host, reason: reason, now: .now)
-        let offences = penalties.refusal(of: host, now: .now)?.offences ?? 1
-        // The first offence of a streak at info; repeats (bounded by the doubling refusals) at debug.
-        logger.log(offences == 1 ? .info : .debug, "peer refused for a while",
-                   ["peer.address": "\(connection.link.remote)", "for": "\(interval)", "offences": "\(offences)",
-                    "via": connection.via, "reason": reason])
-        if penalties.count > settings.penalties.capacity / 2 { penalties.prune(now: .now) }
+        logPunishment(connection, reason, defence.punish(connection.link.remote.host, reason: reason, now: .now))
     }
 
-    /// Why connections from `host` are refused now, if they are (stable for one refusal).
-    private func refusalReason(_ host: String) -> String? {
-        guard let entry = penalties.refusal(of: host, now: .now) else { return nil }
-        return "refused after offence \(entry.offences) (\(entry.reason))"
+    /// The first offence of a streak at info; repeats (bounded by the doubling refusals) at debug.
+    private func logPunishment(_ connection: Connection, _ reason: String, _ punishment: PeerDefence.Punishment) {
+        logger.log(punishment.isFirstOfStreak ? .info : .debug, "peer refused for a while",
+                   ["peer.address": "\(connection.link.remote)", "for": "\(punishment.interval)", "offences": "\(punishment.offences)",
+                    "via": connection.via, "reason": reason])
     }
 
     /// Takes `records` from the connection's bucket; the delay before acks may go, if any (`AckPacer`).
@@ -1353,7 +1233,7 @@ public final class PeerManager: @unchecked Sendable {
 
     /// `event.sync` with the session's totals: now if the last one is old enough or the session
     /// just caught up, else once at the end of the interval.
-    private func announceSync(_ connection: Connection) {
+    func announceSync(_ connection: Connection) {
         guard connection.syncTimer == nil, let key = connection.peerKey else { return }
         let session = connection.session
         let totals = (received: session.recordsReceived, sent: session.recordsSent, caughtUp: session.isCaughtUp)

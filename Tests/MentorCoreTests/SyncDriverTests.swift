@@ -108,14 +108,14 @@ private func record(_ seq: UInt64) -> [UInt8] {
         #expect(host.finished.count == 1 && host.finished[0].blame && host.finished[0].reason.contains("want messages"))
     }
 
-    /// The lazy-push rate is off unless set (the daemon rates those messages in its shell);
-    /// set, as the simulation sets it, the message past the burst ends the session with blame,
-    /// and the bucket refills with time.
+    /// The lazy-push rate is off unless set; set (the daemon and the simulation set 512 per
+    /// 30 s), the message past the burst ends the session with blame, and the bucket refills
+    /// with time.
     @Test func lazyPushMessagesOverTheirRateEndTheSessionOnlyWhenTheRateIsSet() {
         let ihave = SyncMessage.ihave([[UInt8](repeating: 7, count: 32)]).encoded
         let (unrated, h0) = established(.responder)
         for _ in 0..<600 { unrated.receive(bytes: ihave) }
-        #expect(h0.finished.isEmpty, "no tree rate by default: the daemon's stays in PeerManager")
+        #expect(h0.finished.isEmpty, "no tree rate by default")
 
         var settings = SyncDriver.Settings()
         settings.treeBurst = 4

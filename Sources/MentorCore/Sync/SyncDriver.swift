@@ -67,8 +67,9 @@ public extension SyncHost {
 /// fetches are answered from the host's replica and fed back at once (depth first, in the order
 /// the session gave them), a `.reconcile` runs inside one tree read, a batch goes to the host's
 /// asynchronous apply, `.close`/`.end` finish the link once. The driver also owns the link's
-/// timers (rounds, deferral retries) through the host's clock, and the per-link rate of the
-/// messages that cost a read of the replica each (`recon`, `want`: PROTOCOL.md §13.4).
+/// timers (rounds, deferral retries) through the host's clock, and the per-link rates of the
+/// messages that cost a read of the replica or a timer each (`recon`, `want`, and when set
+/// `ihave`/`prune`/`graft`: PROTOCOL.md §13.4).
 ///
 /// Not thread-safe: one caller (the daemon's peer queue). A new directive is one `case` in `run`.
 public final class SyncDriver {
@@ -83,10 +84,9 @@ public final class SyncDriver {
         /// `SyncSession.wantsPerPeriod` per `SyncSession.wantPeriod`: half of this).
         public var wantBurst = 256
         public var wantPeriod: Duration = .seconds(30)
-        /// `ihave`, `prune` and `graft` messages the peer may send (PROTOCOL.md §13.7), likewise;
-        /// 0 (the default): not rated by the driver. The daemon rates them in its shell
-        /// (`PeerManager.overTreeRate`, before the driver sees the frame); the simulation sets
-        /// the daemon's figures here.
+        /// `ihave`, `prune` and `graft` messages the peer may send together (PROTOCOL.md §13.7),
+        /// likewise; 0 (the default): not rated. The daemon sets its `treeBurst`/`treePeriod`
+        /// here (`PeerManager.Settings.driver`: 512 per 30 s), and so does the simulation.
         public var treeBurst = 0
         public var treePeriod: Duration = .seconds(30)
         public init() {}
@@ -120,8 +120,9 @@ public final class SyncDriver {
         if session.role == .initiator, !isFinished { schedule(.round, at: host.now + settings.roundInterval) }
     }
 
-    /// A frame's bytes from the peer. `recon` and `want` over their rate end the session as an
-    /// offence before anything is decoded (the type byte says which it is).
+    /// A frame's bytes from the peer. `recon`, `want` and (when rated) `ihave`/`prune`/`graft`
+    /// over their rate end the session as an offence before anything is decoded (the type byte
+    /// says which it is).
     public func receive(bytes: [UInt8]) {
         guard !isFinished else { return }
         if let excess = overRate(bytes) { return run(session.violation(excess)) }

@@ -5,10 +5,10 @@ import MentorNet
 import MentorStore
 
 /// One link of the peer manager and, once established, its session: the per-link state the
-/// shell keeps (the driver, its timers, what waits unsent, the pacer and rates, the blob being
+/// shell keeps (the driver, its timers, what waits unsent, the pacer and the `here` gate, the blob being
 /// received, what `event.sync` last said, the replica's cursors). Confined to the peer
 /// manager's queue; the decisions about it are made by the pieces beside it (`SyncDriver`,
-/// `AckPacer`, `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
+/// `AckPacer`, `HereGate`, `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
 final class PeerConnection {
     let link: PeerLink
     /// "config", "mdns" or "incoming" (an incoming link from an address found over mDNS
@@ -48,23 +48,29 @@ final class PeerConnection {
     var cursors = CursorTable<ReconCursor>()
     /// Kinds of "not taken now" already logged at info on this link.
     var notNowLogged: Set<String> = []
-    /// How often the peer may send `here` (the driver rates `recon` and `want`, §13.4).
-    var hereRate: MessageRate
-    var treeRate: MessageRate
-    /// The newest `here` that came over its rate, and the timer that takes it once the
-    /// bucket has a token again.
-    var heldHere: [UInt8]?
+    /// How often the peer may make us update "nearby now" (`HereGate`; the driver rates `recon`,
+    /// `want` and the lazy-push messages, §13.4), and the timer that takes a `here` it kept once
+    /// its bucket has a token again.
+    var here: HereGate
     var hereTimer: DispatchWorkItem?
 
-    init(link: PeerLink, via: String, staticIndex: Int?, pacer: AckPacer, serial: UInt64, hereRate: MessageRate,
-         treeRate: MessageRate) {
-        self.treeRate = treeRate
-        self.hereRate = hereRate
+    init(link: PeerLink, via: String, staticIndex: Int?, pacer: AckPacer, serial: UInt64, here: HereGate) {
+        self.here = here
         self.serial = serial
         self.link = link
         self.via = via
         self.staticIndex = staticIndex
         self.pacer = pacer
+    }
+
+    /// Cancels every timer of the link (it closed, or the manager stopped).
+    func cancelTimers() {
+        ackTimer?.cancel()
+        syncTimer?.cancel()
+        for timer in timers.values { timer.cancel() }
+        timers = [:]
+        hereTimer?.cancel()
+        blobTimer?.cancel()
     }
 
     var info: PeerInfo? {
