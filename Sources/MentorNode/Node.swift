@@ -262,7 +262,9 @@ public final class Node: @unchecked Sendable {
         var origins: [[UInt8]: UInt64] = [:]
         for batch in batches {
             guard let origin = batch.origin else { continue }
-            for case .success(let v) in batch.verified { origins[v.id] = origin }
+            // The first link a record came over is the one it was stored from (a later copy
+            // in the same apply is a duplicate).
+            for case .success(let v) in batch.verified where origins[v.id] == nil { origins[v.id] = origin }
         }
         let applied = stored.map {
             AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded, origin: origins[$0.id])

@@ -164,7 +164,7 @@ public final class PeerManager: @unchecked Sendable {
     private let logger: any Logger
     private let queue = DispatchQueue(label: "MentorNode.PeerManager")
     /// Where received batches are applied, one at a time (the replica's one writer), and where
-    /// they are decoded and verified meanwhile, several at once (see `apply(_:from:)`).
+    /// they are decoded and verified meanwhile, several at once (see `verifyAndApply(_:from:)`).
     private let applyQueue = DispatchQueue(label: "MentorNode.PeerManager.apply")
     private let verifyQueue = DispatchQueue(label: "MentorNode.PeerManager.verify", attributes: .concurrent)
     private let applyGate = NSLock()
@@ -559,8 +559,6 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     func send(_ message: SyncMessage, on connection: Connection) { send(message.encoded, on: connection) }
-    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) { apply(batch, from: connection) }
-    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { serveBlob(hash, on: connection) }
 
     func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
         end(connection, reason)
@@ -735,7 +733,7 @@ public final class PeerManager: @unchecked Sendable {
     /// the per-transaction work (the commit, the reconciliation tree's upper levels, the cards
     /// and pairs shown, the pushes) is shared, as in the local merge's batches of 1,000. Each
     /// batch still gets its own outcomes, budget decision and acknowledgement.
-    private func apply(_ batch: [[UInt8]], from connection: Connection) {
+    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
         let node = self.node
         snapshotLock.withLock { received += batch.count }
         let kept = declinedBeforeVerifying(batch)   // the node-wide budget's sure declines, unverified
@@ -1180,7 +1178,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     /// Answers a `wantBlob`: the blob in parts, or "not held".
-    private func serveBlob(_ hash: [UInt8], on connection: Connection) {
+    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) {
         let blob: (ref: PhotoRef, data: [UInt8])?
         do { blob = try node.replica.blob(hash: hash) } catch {
             logger.info("reading a photo failed", ["error": "\(error)"])
@@ -1278,64 +1276,5 @@ private extension Duration {
     var nanoseconds: Int64 {
         let (seconds, attoseconds) = components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-    }
-}
-
-/// One batch's verification results, filled on `verifyQueue` and waited for on `applyQueue`.
-/// `@unchecked Sendable`: `results` is written once under `lock` before `done` is signalled,
-/// and read only after `done` (or under `lock`).
-private final class VerifiedBatch: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var results: [Result<VerifiedRecord, RecordError>]?
-
-    func fill(_ results: [Result<VerifiedRecord, RecordError>]) {
-        lock.withLock { self.results = results }
-        done.signal()
-    }
-
-    /// Whether `wait()` would return at once.
-    var isReady: Bool { lock.withLock { results != nil } }
-
-    /// The results, once filled (called once per batch).
-    func wait() -> [Result<VerifiedRecord, RecordError>] {
-        done.wait()
-        return lock.withLock { results ?? [] }
-    }
-}
-
-/// Received batches waiting to be applied, oldest first: pushed on the peer manager's queue,
-/// taken on its apply queue. `@unchecked Sendable`: `jobs` is only touched under `lock`. At
-/// most a window of batches per link waits (a peer with more unacknowledged is closed).
-private final class ApplyBacklog: @unchecked Sendable {
-    struct Job {
-        /// Records the peer sent in the batch (what its ack pays for), and those left after
-        /// the budget's sure declines, being verified in `checked`.
-        var received: Int
-        var kept: [[UInt8]]
-        var checked: VerifiedBatch
-        /// The link it came from (found again on the queue by key and serial).
-        var key: ObjectIdentifier
-        var serial: UInt64
-    }
-
-    private let lock = NSLock()
-    private var jobs: [Job] = []
-
-    func push(_ job: Job) { lock.withLock { jobs.append(job) } }
-
-    /// The oldest batch (verified or not), then each next one already verified, while the
-    /// records together stay within `limit`; empty when nothing waits.
-    func take(records limit: Int) -> [Job] {
-        lock.withLock {
-            guard let first = jobs.first else { return [] }
-            var count = first.kept.count, n = 1
-            while n < jobs.count, jobs[n].checked.isReady, count + jobs[n].kept.count <= limit {
-                count += jobs[n].kept.count
-                n += 1
-            }
-            defer { jobs.removeFirst(n) }
-            return Array(jobs.prefix(n))
-        }
     }
 }

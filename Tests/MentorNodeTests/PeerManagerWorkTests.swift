@@ -38,6 +38,35 @@ import MentorStore
         }
     }
 
+    /// What `Node.onApplied` was given, collected across threads.
+    final class AppliedLog: @unchecked Sendable {   // `records` only under `lock`
+        private let lock = NSLock()
+        private var records: [AppliedRecord] = []
+        func append(_ more: [AppliedRecord]) { lock.withLock { records += more } }
+        var all: [AppliedRecord] { lock.withLock { records } }
+    }
+
+    /// Batches from two links applied in one transaction (`Node.applyRemote(batches:)`, what the
+    /// peer manager does with the batches waiting their turn) still get each its own outcomes,
+    /// in its order, and each stored record is pushed on naming the link it came from.
+    @Test func batchesAppliedTogetherKeepTheirOwnOutcomesAndOrigins() throws {
+        let n = try TestNode()
+        let log = AppliedLog()
+        n.node.onApplied = { log.append($0) }
+        let r = try Self.cards(authors: 2)   // [a1, a2, b1, b2]
+        let first = n.node.replica.verify([r[0], r[1], [0xFF, 0x00]])
+        let second = n.node.replica.verify([r[2], r[0]])
+        let outcomes = try n.node.applyRemote(batches: [(first, 7), (second, 9)])
+        #expect(outcomes.count == 2 && outcomes[0].count == 3 && outcomes[1].count == 2)
+        #expect(Array(outcomes[0].prefix(2)) == [.applied, .applied])
+        if case .refused = outcomes[0][2] {} else { Issue.record("the malformed record is refused: \(outcomes[0][2])") }
+        #expect(outcomes[1] == [.applied, .duplicate], "the second batch's own outcomes: \(outcomes[1])")
+        let origins = Dictionary(log.all.map { ($0.bytes, $0.origin) }, uniquingKeysWith: { a, _ in a })
+        #expect(origins.count == 3)
+        #expect(origins[r[0]] == .some(7) && origins[r[1]] == .some(7) && origins[r[2]] == .some(9),
+                "each record is not pushed back to the link it came from: \(origins.values.map { $0 ?? 0 })")
+    }
+
     @Test func aCatchUpFromManyAuthorsLooksForMissingPhotosOncePerIntervalNotOncePerBatch() throws {
         var settings = PeerManager.Settings()
         settings.photoDeferral = .zero            // no waiting for the catch-up: every batch may look

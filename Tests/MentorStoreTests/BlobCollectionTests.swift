@@ -45,4 +45,24 @@ import MentorCrypto
         let missing = try replica.missingPhotos()
         #expect(missing.isEmpty)
     }
+
+    @Test func authorUsagesReadsManyAuthorsAtOnceAndTellsAnUnknownOneApart() throws {
+        let replica = try memoryReplica()
+        var ana = RecordWriter(keys: keyPair(2)), ben = RecordWriter(keys: keyPair(4))
+        let photo = try replica.putBlob(png(5, size: 5000))
+        let anaCard = try ana.profile(ProfileCard(name: "Ana", photo: .some(photo)), at: 1000)
+        let benCard = try ben.profile(ProfileCard(name: "Ben"), at: 1000)
+        let benEdit = try ben.profile(ProfileCard(bio: "Calculus"), at: 2000)
+        for r in [anaCard, benCard, benEdit] { #expect(try replica.applyOne(r) == .applied) }
+        let stranger = keyPair(3).publicKey.key
+        let usages = try replica.authorUsages([ana.author, ben.author, stranger, ana.author])
+        #expect(usages.count == 3)
+        #expect(usages[ana.author] == .some(AuthorUsage(bytes: Int64(anaCard.encoded.count) + 5000)))
+        #expect(usages[ben.author] == .some(AuthorUsage(bytes: Int64(benCard.encoded.count + benEdit.encoded.count))))
+        #expect(usages[stranger] == .some(nil), "held nothing of: nil, not 0 bytes")
+        for author in [ana.author, ben.author] {
+            #expect(try replica.authorUsage(author) == usages[author]??.bytes, "one read agrees with the single look-up")
+        }
+        #expect(try replica.authorUsages([PublicKey]()).isEmpty)
+    }
 }
