@@ -1098,18 +1098,8 @@ public final class PeerManager: @unchecked Sendable {
             photos.listingFailed()
             return
         }
-        // The usage of every author whose photo may become wanted, in one read (a listing names
-        // up to 1,024 photos); `update` asks only for those.
-        let local = Set(node.localAccounts())
-        let asked = Set(refs.lazy.filter { self.blobs.wanted[$0.ref.hash] == nil && !local.contains($0.author) }.map(\.author))
-        let usages = (try? node.replica.authorUsages(asked)) ?? [:]
-        let skipped = blobs.update(missing: refs, blobBytes: used, local: local) { author in
-            usages[author]??.bytes ?? 0
-        }
-        for skip in skipped {
-            logger.info("a photo is not fetched", ["author": skip.author.shortID, "hash": String(Hex.encode(skip.ref.hash).prefix(16)),
-                                                   "size": "\(skip.ref.size)", "reason": skip.reason])
-        }
+        let skipped = blobs.update(missing: refs, blobBytes: used, local: Set(node.localAccounts()))
+        logSkipped(skipped)
         assignBlobs()
     }
 
@@ -1134,12 +1124,22 @@ public final class PeerManager: @unchecked Sendable {
         let idle = connections.values.sorted(by: { $0.serial < $1.serial })
             .filter { !$0.closing && $0.since != 0 && $0.blobIn == nil && $0.session.isEstablished }
         let bySerial = Dictionary(idle.map { ($0.serial, $0) }, uniquingKeysWith: { a, _ in a })
-        for request in blobs.assign(idle: idle.map(\.serial)) {
+        let node = self.node
+        let (requests, skipped) = blobs.assign(idle: idle.map(\.serial)) { author in (try? node.replica.authorUsage(author)) ?? 0 }
+        logSkipped(skipped)
+        for request in requests {
             guard let connection = bySerial[request.link] else { continue }
             connection.blobIn = BlobAssembly(hash: request.hash, size: request.size)
             connection.blobPartAt = .now
             send(SyncMessage.wantBlob(hash: request.hash).encoded, on: connection)
             scheduleBlobCheck(connection, at: connection.blobPartAt + photos.settings.answerTimeout)
+        }
+    }
+
+    private func logSkipped(_ skipped: [BlobFetcher.Skip]) {
+        for skip in skipped {
+            logger.info("a photo is not fetched", ["author": skip.author.shortID, "hash": String(Hex.encode(skip.ref.hash).prefix(16)),
+                                                   "size": "\(skip.ref.size)", "reason": skip.reason])
         }
     }
 

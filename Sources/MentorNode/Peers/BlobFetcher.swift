@@ -25,13 +25,22 @@ struct BlobFetcher: Sendable {
         var capacity = 4096
     }
 
-    /// A photo to fetch: its size (from the card), the link fetching it, the links that said
+    /// A photo to fetch: its size (from the card), whose card names it (nil: an account of
+    /// this node, exempt from the author budget), the link fetching it, the links that said
     /// they lack it (until their retry), and how many times one did.
     struct Wanted: Sendable, Equatable {
         var size: Int
+        var ref: PhotoRef
+        var author: PublicKey?
         var fetching: UInt64?
         var lacking: Set<UInt64> = []
         var misses = 0
+
+        init(ref: PhotoRef, author: PublicKey?) {
+            self.ref = ref
+            self.size = Int(ref.size)
+            self.author = author
+        }
     }
 
     /// A photo not fetched for a budget (reported once per photo).
@@ -71,32 +80,24 @@ struct BlobFetcher: Sendable {
     /// Takes the replica's list of photos current cards name and it lacks (`missing`, with the
     /// bytes photos take now, `blobBytes`): photos no longer named are forgotten (one being
     /// fetched finishes, and is not stored), new ones are wanted smallest first as long as the
-    /// budgets allow. Photos of `local` accounts are always wanted. `authorUsage` reads an
-    /// author's bytes (asked at most once per author). Returns the photos skipped for the first time.
-    mutating func update(missing: [(ref: PhotoRef, author: PublicKey)], blobBytes: Int64, local: Set<PublicKey>,
-                         authorUsage: (PublicKey) -> Int64) -> [Skip] {
+    /// node's photo budget allows. Photos of `local` accounts are always wanted. The author's
+    /// budget is checked when a photo is about to be fetched (`assign`): a listing names up to
+    /// 1,024 photos, a link fetches one at a time. Returns the photos skipped for the first time.
+    mutating func update(missing: [(ref: PhotoRef, author: PublicKey)], blobBytes: Int64, local: Set<PublicKey>) -> [Skip] {
         let current = Set(missing.map(\.ref.hash))
         wanted = wanted.filter { current.contains($0.key) || $0.value.fetching != nil }
         var used = blobBytes + Int64(wanted.values.reduce(0) { $0 + $1.size })
-        var authorUse: [PublicKey: Int64] = [:]
         var skips: [Skip] = []
         let bySize = missing.enumerated().sorted { ($0.element.ref.size, $0.offset) < ($1.element.ref.size, $1.offset) }.map(\.element)
         for (ref, author) in bySize where wanted[ref.hash] == nil && wanted.count < settings.capacity {
             let size = Int64(ref.size)
-            if !local.contains(author) {
-                guard used + size <= settings.photoBudget else {
-                    skip(ref, author, "all photos would take more than the node's photo budget (\(settings.photoBudget >> 20) MiB)", &skips)
-                    continue
-                }
-                let use = authorUse[author] ?? authorUsage(author)
-                guard use + size <= settings.authorBudget else {
-                    skip(ref, author, "its author's records and photos would take more than \(settings.authorBudget >> 20) MiB", &skips)
-                    continue
-                }
-                authorUse[author] = use + size
+            let isLocal = local.contains(author)
+            guard isLocal || used + size <= settings.photoBudget else {
+                skip(ref, author, "all photos would take more than the node's photo budget (\(settings.photoBudget >> 20) MiB)", &skips)
+                continue
             }
             used += size
-            wanted[ref.hash] = Wanted(size: Int(ref.size))
+            wanted[ref.hash] = Wanted(ref: ref, author: isLocal ? nil : author)
         }
         return skips
     }
@@ -107,26 +108,47 @@ struct BlobFetcher: Sendable {
     }
 
     /// Gives each idle link (in the order given) the smallest wanted photo that no link fetches
-    /// and that it has not said it lacks. A link fetching one already gets no second.
+    /// and that it has not said it lacks. A link fetching one already gets no second. A photo
+    /// whose author's records and photos (`authorUsage`, read at most once per author and call)
+    /// would go over the author's budget is not fetched: it leaves the wanted photos and is
+    /// reported in `skips` (once per photo), and the link gets the next one.
     ///
     /// One pass over the wanted photos per idle link (a handful), no sort: this runs after
     /// every applied batch while a sync names photos, with up to `capacity` wanted.
-    mutating func assign(idle links: [UInt64]) -> [Request] {
-        guard !wanted.isEmpty, !links.isEmpty else { return [] }
+    mutating func assign(idle links: [UInt64], authorUsage: (PublicKey) -> Int64) -> (requests: [Request], skips: [Skip]) {
+        guard !wanted.isEmpty, !links.isEmpty else { return ([], []) }
         var busy: Set<UInt64> = []
         for entry in wanted.values { if let link = entry.fetching { busy.insert(link) } }
-        var requests: [Request] = []
+        var requests: [Request] = [], skips: [Skip] = []
+        var authorUse: [PublicKey: Int64] = [:]
         for link in links where busy.insert(link).inserted {
-            var best: (hash: [UInt8], size: Int)?
-            for (hash, entry) in wanted where entry.fetching == nil && !entry.lacking.contains(link) {
-                if let b = best, b.size < entry.size || (b.size == entry.size && b.hash.lexicographicallyPrecedes(hash)) { continue }
-                best = (hash, entry.size)
+            while let best = smallestFree(for: link) {
+                if let author = best.author {
+                    let use = authorUse[author] ?? authorUsage(author)
+                    guard use + Int64(best.size) <= settings.authorBudget else {
+                        authorUse[author] = use
+                        wanted[best.ref.hash] = nil
+                        skip(best.ref, author, "its author's records and photos would take more than \(settings.authorBudget >> 20) MiB", &skips)
+                        continue
+                    }
+                    authorUse[author] = use + Int64(best.size)
+                }
+                wanted[best.ref.hash]?.fetching = link
+                requests.append(Request(link: link, hash: best.ref.hash, size: best.size))
+                break
             }
-            guard let best else { continue }
-            wanted[best.hash]?.fetching = link
-            requests.append(Request(link: link, hash: best.hash, size: best.size))
         }
-        return requests
+        return (requests, skips)
+    }
+
+    /// The smallest wanted photo (ties: the lowest hash) nobody fetches and `link` does not lack.
+    private func smallestFree(for link: UInt64) -> Wanted? {
+        var best: Wanted?
+        for entry in wanted.values where entry.fetching == nil && !entry.lacking.contains(link) {
+            if let b = best, b.size < entry.size || (b.size == entry.size && b.ref.hash.lexicographicallyPrecedes(entry.ref.hash)) { continue }
+            best = entry
+        }
+        return best
     }
 
     /// The answer to a request came to its end (the photo, or "not held"): nobody fetches it now.
