@@ -298,6 +298,46 @@ import MentorCrypto
         #expect(try replica.reconRecords(ids: pending.compactMap { $0.blob(0) }) == pending.compactMap { $0.blob(1) })
     }
 
+    /// How many root rows `recon_nodes` holds (none while tree changes wait, `Replica.settleRecon`).
+    static func rootRows(_ replica: Replica) throws -> Int {
+        try replica.read { db throws(StoreError) in try db.queryOne("SELECT count(*) FROM recon_nodes WHERE node = 0")?.int(0) ?? -1 }
+    }
+
+    /// Tree changes of small writes wait (the root row is absent meanwhile) until the tree is
+    /// read; a replica opened while they wait — as after a crash — rebuilds the tree from the
+    /// tables; the one that wrote them brings the tree up to date when it reads it, or closes.
+    @Test func treeChangesWaitUntilReadAndAReplicaOpenedMeanwhileRebuildsTheTree() throws {
+        let dir = try TempDir()
+        let path = dir.file("replica.db")
+        let replica = try Replica(path: path, settings: historySettings())
+        #expect(try replica.apply(batch: try Self.chain(keyPair(1), count: 20)).allSatisfy { $0 == .applied })
+        #expect(try Self.rootRows(replica) == 0, "a small write leaves the tree waiting, its root row deleted")
+        let reopened = try Replica(path: path, settings: historySettings())   // the crash case: nothing brought it up to date
+        #expect(try Self.rootRows(reopened) == 1, "opening rebuilt the tree")
+        try Self.expectTreeMatchesTables(reopened)
+        try reopened.close()
+        // The writer's own read brings the tree up to date (over the rebuilt one: the same tree).
+        #expect(try replica.apply(batch: try Self.chain(keyPair(2), count: 5)).allSatisfy { $0 == .applied })
+        try Self.expectTreeMatchesTables(replica)
+        #expect(try Self.rootRows(replica) == 1)
+        // Closing brings it up to date too: the next open has nothing to rebuild.
+        #expect(try replica.apply(batch: try Self.chain(keyPair(3), count: 5)).allSatisfy { $0 == .applied })
+        try replica.close()
+        let again = try Replica(path: path, settings: historySettings())
+        #expect(try Self.rootRows(again) == 1)
+        try Self.expectTreeMatchesTables(again)
+    }
+
+    /// A write that takes the waiting changes past `Replica.reconDeferredLeaves` leaves writes
+    /// the tree itself: what waits stays bounded without any read.
+    @Test func aWritePastTheBoundBringsTheTreeUpToDateItself() throws {
+        let replica = try memoryReplica(settings: historySettings())
+        let many = try Self.chain(keyPair(4), count: UInt64(Replica.reconDeferredLeaves) + 600)
+        #expect(try replica.apply(batch: many).allSatisfy { $0 == .applied })
+        #expect(try Self.rootRows(replica) == 1, "more than \(Replica.reconDeferredLeaves) leaves changed: written in the same write")
+        try Self.expectTreeMatchesTables(replica)
+    }
+
     @Test func viewAnswersNothingForWhatIsNotANode() throws {
         let replica = try Self.pagingReplica()
         try replica.withReconView { (view: any ReconView) throws in

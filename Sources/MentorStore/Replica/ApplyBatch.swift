@@ -546,13 +546,16 @@ struct ApplyBatch {
             guard let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
             try openSealed(v)
         }
-        try finish()
+        var unchanged = ReconDirty()   // opening sealed records adds or removes no record
+        try finish(recon: &unchanged)
     }
 
     // MARK: End of batch
 
-    /// Writes back author states and recomputes the views of the pairs the batch touched.
-    mutating func finish() throws(StoreError) {
+    /// Writes back author states and recomputes the views of the pairs the batch touched. The
+    /// reconciliation tree's leaves the batch changed go into `recon` (the replica brings the
+    /// tree up to date in batches of its own, `Replica.settleRecon`).
+    mutating func finish(recon pending: inout ReconDirty) throws(StoreError) {
         let update = try db.cachedStatement("UPDATE authors SET contiguous = ?, forked = ? WHERE id = ?")
         for (key, a) in authors where a.dirty {
             try update.run([.integer(Int64(a.contiguous)), .integer(a.forked ? 1 : 0), .integer(a.id)])
@@ -568,7 +571,8 @@ struct ApplyBatch {
                           view.unmatchedBy.map { .blob($0.bytes) } ?? .null, .integer(Int64(view.messages.count))])
         }
         dirtyPairs.removeAll()
-        try ReconIndex.update(db, &recon)
+        pending.merge(recon)
+        recon = ReconDirty()
     }
 
     // MARK: Small queries

@@ -211,10 +211,18 @@ enum ReconIndex {
         }
     }
 
-    /// Builds the tree if the replica holds records but no tree yet (first open after
-    /// migration 8). Runs on every open: two one-row reads when there is nothing to do.
+    /// Marks the stored tree as behind the records: its root row is deleted (every `update`
+    /// writes the root again). A replica opened in that state — a crash while changes waited —
+    /// rebuilds the tree (`buildIfMissing`).
+    static func markStale(_ db: Database) throws(StoreError) {
+        try db.cachedStatement(deleteSQL).run([.integer(key(depth: 0, prefix: 0))])
+    }
+
+    /// Builds the tree if the replica holds records but the tree has no root: the first open
+    /// after migration 8, or after a crash while tree changes waited (`markStale`). Runs on every
+    /// open: two one-row reads when there is nothing to do.
     static func buildIfMissing(_ db: Database) throws(StoreError) {
-        guard try db.queryOne("SELECT 1 FROM recon_nodes LIMIT 1") == nil else { return }
+        guard try db.queryOne("SELECT 1 FROM recon_nodes WHERE node = 0") == nil else { return }
         let held = try db.queryOne("SELECT 1 FROM records UNION ALL SELECT 1 FROM pending LIMIT 1") != nil
         guard held else { return }
         try db.transaction { () throws(StoreError) in try rebuild(db) }
@@ -240,6 +248,22 @@ struct ReconDirty {
     mutating func removed(_ id: [UInt8]) {
         guard id.count >= 2 else { return }
         leaves[UInt16(id[0]) << 8 | UInt16(id[1]), default: Leaf()].removed = true
+    }
+
+    /// IDs added, over all leaves (what holding the changes costs in memory).
+    private(set) var addedIDs = 0
+
+    /// The changes of a later write joined to these: a leaf's added IDs together, removed if
+    /// either removed some. `update` then recomputes each leaf once for both.
+    mutating func merge(_ later: ReconDirty) {
+        for (prefix, leaf) in later.leaves {
+            var joined = leaves[prefix] ?? Leaf()
+            let before = joined.added.count
+            joined.added.formUnion(leaf.added)
+            joined.removed = joined.removed || leaf.removed
+            addedIDs += joined.added.count - before
+            leaves[prefix] = joined
+        }
     }
 }
 
@@ -275,13 +299,18 @@ public struct ReconCursor: Sendable, Equatable {
 extension Replica {
     /// Runs `body` with the replica's reconciliation tree, in one read on the replica's queue
     /// (so the tree does not change under it). The view is valid only inside `body`.
+    /// The tree is brought up to date first (`bringReconUpToDate`), with no write in between.
     public func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T {
-        try queue.read { (db: Database) throws -> T in try body(SQLiteReconView(db: db)) }
+        try queue.read(after: { db throws(StoreError) in try bringReconUpToDate(db) }) { (db: Database) throws -> T in
+            try body(SQLiteReconView(db: db))
+        }
     }
 
     /// How many record IDs the tree holds (`records` and `pending`).
     public func reconSetSize() throws(StoreError) -> Int {
-        try read { db throws(StoreError) in Int(try ReconIndex.node(db, depth: 0, prefix: 0)?.count ?? 0) }
+        try queue.read(after: { db throws(StoreError) in try bringReconUpToDate(db) }) { db throws(StoreError) in
+            Int(try ReconIndex.node(db, depth: 0, prefix: 0)?.count ?? 0)
+        }
     }
 
     /// The encodings of the held records (applied or held back) with these IDs, in (author,

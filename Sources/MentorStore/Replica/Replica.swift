@@ -55,6 +55,13 @@ public final class Replica: @unchecked Sendable {
         /// 16 MiB already, `ImportSettings.cacheKiB`). Pages are taken as used, so a small
         /// replica costs no more.
         public var cacheKiB = 16 * 1024
+        /// WAL pages between automatic checkpoints. Each batch rewrites pages all over the
+        /// reconciliation tree and the indexes; checkpointing every 1,000 pages (SQLite's
+        /// default) copies and syncs them again batch after batch. 10,000 (about 40 MiB of WAL)
+        /// is what the local import used (`ImportSettings.walAutocheckpointPages`). With
+        /// `synchronous = NORMAL` a power loss may lose the last commits since the checkpoint,
+        /// never consistency; a sync takes them again from the peer.
+        public var walAutocheckpointPages = 10_000
         /// Milliseconds since the Unix epoch (injected so tests control time).
         public var now: @Sendable () -> UInt64 = { Clock.wallMillis() }
         /// Records dated at most this far ahead of `now` (ms) are applied at once.
@@ -86,6 +93,12 @@ public final class Replica: @unchecked Sendable {
     public let path: String
     public let settings: Settings
     let queue: DatabaseQueue
+    /// The reconciliation tree's changed leaves: of the write in progress, and of committed
+    /// writes not yet written into `recon_nodes` (its root row is absent meanwhile); `reconRebuild`
+    /// when a rolled-back write lost track of them. Confined to `queue` (`settleRecon`).
+    var reconInTransaction = ReconDirty()
+    var reconPending = ReconDirty()
+    var reconRebuild = false
     /// Unlocked local accounts, by key. Confined to `queue`.
     private var openers: [PublicKey: SealedOpener] = [:]
     /// `counts()` until a write changes them in a way it cannot say exactly. Confined to `queue`.
@@ -103,7 +116,8 @@ public final class Replica: @unchecked Sendable {
     public init(path: String, settings: Settings = Settings()) throws(StoreError) {
         self.path = path
         self.settings = settings
-        queue = try DatabaseQueue(path: path, options: .init(synchronous: settings.synchronous, cacheKiB: settings.cacheKiB))
+        queue = try DatabaseQueue(path: path, options: .init(synchronous: settings.synchronous, cacheKiB: settings.cacheKiB,
+                                                                   walAutocheckpointPages: settings.walAutocheckpointPages))
         try run { db throws(StoreError) in
             try ReplicaSchema.migrator.migrate(db)
             try Self.computeMissingDigests(db)
@@ -123,7 +137,7 @@ public final class Replica: @unchecked Sendable {
             try db.execute("UPDATE pending SET arrived = ? WHERE arrived = 0", [.integer(Int64(clamping: now))])
             var batch = ApplyBatch(db: db, settings: settings, openers: [:], now: now)
             try batch.releaseAdmittedPending()
-            try batch.finish()
+            try batch.finish(recon: &reconInTransaction)
         }
     }
 
@@ -142,7 +156,12 @@ public final class Replica: @unchecked Sendable {
         }
     }
 
-    public func close() throws(StoreError) { try queue.close() }
+    /// Brings the reconciliation tree up to date (so the next open need not rebuild it) and
+    /// closes the connection.
+    public func close() throws(StoreError) {
+        try? queue.inDatabase { db throws(StoreError) in try bringReconUpToDate(db) }
+        try queue.close()
+    }
 
     // MARK: Applying records
 
@@ -206,7 +225,7 @@ public final class Replica: @unchecked Sendable {
                     }
                 }
             }
-            try batch.finish()
+            try batch.finish(recon: &reconInTransaction)
             openers = batch.openers
             countChanges = batch.countChanges
             return (outcomes, batch.stored)
@@ -222,7 +241,7 @@ public final class Replica: @unchecked Sendable {
             var batch = ApplyBatch(db: db, settings: settings, openers: openers, now: now)
             try batch.expirePending(now: now)
             try batch.releaseDue(now: now)
-            try batch.finish()
+            try batch.finish(recon: &reconInTransaction)
             openers = batch.openers
             countChanges = batch.countChanges
             return batch.stored
@@ -266,11 +285,75 @@ public final class Replica: @unchecked Sendable {
             cachedCounts = nil
             countChanges = countsUnchanged ? CountChanges() : nil
             defer { countChanges = nil }
-            let result = try db.inTransaction(.immediate, { () throws(StoreError) in try body(db) }, convert: { $0 })
+            reconInTransaction = ReconDirty()
+            var settled: (waiting: ReconDirty, wroteTree: Bool)?
+            let result: T
+            do throws(StoreError) {
+                result = try db.inTransaction(.immediate, { () throws(StoreError) in
+                    let result = try body(db)
+                    settled = try settleRecon(db)
+                    return result
+                }, convert: { $0 })
+            } catch {
+                // Rolled back: the tree changes it made are undone too. If it had brought the tree
+                // up to date, the changes it took from `reconPending` are lost: rebuild instead.
+                if settled?.wroteTree == true { reconRebuild = true }
+                throw error
+            }
             // Committed: what the body counted is now true of the tables.
             if let before, let changes = countChanges, changes.exact { cachedCounts = changes.applied(to: before) }
+            if let settled {
+                reconPending = settled.waiting
+                if settled.wroteTree { reconRebuild = false }
+            }
             return result
         }
+    }
+
+    // MARK: The reconciliation tree, brought up to date in batches
+
+    /// Leaves with more changes than this (or IDs added) bring the tree up to date in the write
+    /// that reaches them; below, the tree waits for the next read of it (`withReconView`) or the
+    /// next write past the bound. Per write, the tree's upper levels and their pages are
+    /// rewritten once for every few thousand records instead of once per received batch.
+    static let reconDeferredLeaves = 4096
+    static let reconDeferredIDs = 16_384
+
+    /// In a write's transaction: the tree changes of this write (`reconInTransaction`) joined to
+    /// those waiting (`reconPending`); written into `recon_nodes` when past the bounds, else left
+    /// waiting with the tree's root row deleted, so that a crash before the tree is brought up
+    /// to date rebuilds it on the next open (`ReconIndex.buildIfMissing`). What waits after the
+    /// write (nil: the write changed no leaf); set as `reconPending` once it commits.
+    private func settleRecon(_ db: Database) throws(StoreError) -> (waiting: ReconDirty, wroteTree: Bool)? {
+        guard !reconInTransaction.leaves.isEmpty else { return nil }
+        var waiting = reconPending
+        waiting.merge(reconInTransaction)
+        reconInTransaction = ReconDirty()
+        if reconRebuild {
+            try ReconIndex.rebuild(db)
+            return (ReconDirty(), true)
+        }
+        guard waiting.leaves.count >= Self.reconDeferredLeaves || waiting.addedIDs >= Self.reconDeferredIDs else {
+            try ReconIndex.markStale(db)
+            return (waiting, false)
+        }
+        try ReconIndex.update(db, &waiting)
+        return (ReconDirty(), true)
+    }
+
+    /// On the queue, before the tree is read: writes what waits into `recon_nodes`, in a
+    /// transaction of its own (a rebuild if a rolled-back write lost track of it).
+    func bringReconUpToDate(_ db: Database) throws(StoreError) {
+        if reconRebuild {
+            try db.inTransaction(.immediate, { () throws(StoreError) in try ReconIndex.rebuild(db) }, convert: { $0 })
+            reconRebuild = false
+            reconPending = ReconDirty()
+            return
+        }
+        guard !reconPending.leaves.isEmpty else { return }
+        var waiting = reconPending
+        try db.inTransaction(.immediate, { () throws(StoreError) in try ReconIndex.update(db, &waiting) }, convert: { $0 })
+        reconPending = ReconDirty()
     }
 
     func read<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {

@@ -30,15 +30,20 @@ public final class Database {
         public var foreignKeys: Bool
         /// The page cache, in KiB (`PRAGMA cache_size = -N`); nil: SQLite's default (2 MiB).
         public var cacheKiB: Int?
+        /// WAL pages between automatic checkpoints (`PRAGMA wal_autocheckpoint`); nil: SQLite's
+        /// default (1,000).
+        public var walAutocheckpointPages: Int?
 
         public init(readOnly: Bool = false, walMode: Bool = true, synchronous: Synchronous = .normal,
-                    busyTimeout: Duration = .seconds(5), foreignKeys: Bool = true, cacheKiB: Int? = nil) {
+                    busyTimeout: Duration = .seconds(5), foreignKeys: Bool = true, cacheKiB: Int? = nil,
+                    walAutocheckpointPages: Int? = nil) {
             self.readOnly = readOnly
             self.walMode = walMode
             self.synchronous = synchronous
             self.busyTimeout = busyTimeout
             self.foreignKeys = foreignKeys
             self.cacheKiB = cacheKiB
+            self.walAutocheckpointPages = walAutocheckpointPages
         }
     }
 
@@ -130,6 +135,9 @@ public final class Database {
         try Statement(connection: connection, sql: "PRAGMA foreign_keys = \(options.foreignKeys ? "ON" : "OFF")").run()
         if let kib = options.cacheKiB {
             try Statement(connection: connection, sql: "PRAGMA cache_size = \(-Int64(max(kib, 1)))").run()
+        }
+        if let pages = options.walAutocheckpointPages, !options.readOnly {
+            _ = try Statement(connection: connection, sql: "PRAGMA wal_autocheckpoint = \(max(pages, 1))").queryOne()
         }
     }
 

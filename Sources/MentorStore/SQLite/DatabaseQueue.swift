@@ -62,6 +62,28 @@ public final class DatabaseQueue: @unchecked Sendable {
         try onQueue("inDatabase", body, convert: { $0 })
     }
 
+    /// `read`, after `prepare` ran on the queue (with no transaction around it: it makes its
+    /// own), with nothing in between: for a structure kept behind the tables that must be
+    /// brought up to date before it is read.
+    public func read<T>(after prepare: (Database) throws(StoreError) -> Void, _ body: (Database) throws -> T) throws -> T {
+        try onQueue("read", { (database) throws in
+            try prepare(database)
+            database.access.readOnly = true
+            defer { database.access.readOnly = false }
+            return try database.inTransaction(.deferred, { () throws in try body(database) }, convert: { $0 })
+        }, convert: { $0 })
+    }
+
+    public func read<T>(after prepare: (Database) throws(StoreError) -> Void,
+                        _ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
+        try onQueue("read", { (database) throws(StoreError) in
+            try prepare(database)
+            database.access.readOnly = true
+            defer { database.access.readOnly = false }
+            return try database.inTransaction(.deferred, { () throws(StoreError) in try body(database) }, convert: { $0 })
+        }, convert: { $0 })
+    }
+
     /// Closes the connection on the queue; later accesses throw `misuse`.
     public func close() throws(StoreError) {
         try onQueue("close", { (database) throws(StoreError) in try database.close() }, convert: { $0 })
