@@ -22,8 +22,14 @@ public struct AppliedRecord: Sendable, Equatable {
     /// The link it came over (the peer manager's serial; nil: written here, or released from
     /// the hold-back area): pushed to every other link, not back over this one.
     public let origin: UInt64?
-    public init(author: PublicKey, seq: UInt64, bytes: [UInt8], origin: UInt64? = nil) {
+    /// Its record ID (BLAKE2b of `bytes`), as verification computed it: not hashed again.
+    public let id: [UInt8]
+    public init(author: PublicKey, seq: UInt64, bytes: [UInt8], origin: UInt64? = nil, id: [UInt8]? = nil) {
         self.author = author; self.seq = seq; self.bytes = bytes; self.origin = origin
+        self.id = id ?? VerifiedRecord.id(of: bytes)
+    }
+    init(_ v: VerifiedRecord, origin: UInt64? = nil) {
+        self.init(author: v.record.author, seq: v.record.seq, bytes: v.encoded, origin: origin, id: v.id)
     }
 }
 
@@ -267,7 +273,7 @@ public final class Node: @unchecked Sendable {
             for case .success(let v) in batch.verified where origins[v.id] == nil { origins[v.id] = origin }
         }
         let applied = stored.map {
-            AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded, origin: origins[$0.id])
+            AppliedRecord($0, origin: origins[$0.id])
         }
         if !applied.isEmpty {
             onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
@@ -288,7 +294,7 @@ public final class Node: @unchecked Sendable {
         let stored = try replica.releaseDue()
         guard !stored.isEmpty else { return 0 }
         queue.sync { afterApply(stored.map(\.record)) }
-        onApplied(stored.map { AppliedRecord(author: $0.record.author, seq: $0.record.seq, bytes: $0.encoded) }
+        onApplied(stored.map { AppliedRecord($0) }
             .sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
         return stored.count
     }
@@ -520,7 +526,7 @@ public final class Node: @unchecked Sendable {
         }
         writers[uid] = writer
         afterApply([record.record])
-        onApplied([AppliedRecord(author: record.record.author, seq: record.record.seq, bytes: record.encoded)])
+        onApplied([AppliedRecord(record)])
         return record
     }
 

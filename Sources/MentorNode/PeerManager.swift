@@ -95,8 +95,10 @@ public final class PeerManager: @unchecked Sendable {
         /// after applying a fork variant); equal sets cost one short message each way.
         public var reconInterval: Duration = .seconds(60)
         /// Received records applied in one transaction at most: the batches waiting their turn
-        /// (verified) are applied together up to this many.
-        public var recordsPerApply = 768
+        /// (verified) are applied together up to this many — a whole window of one link (4 ×
+        /// 256). Measured (`mentormate-bench reconcile --only c`, 79,119 records from 10,000
+        /// authors): B's CPU 12.1 s at 256, 11.6 s at 512, 11.0 s at 768, 10.6 s at 1,024.
+        public var recordsPerApply = 1024
         /// Bytes one author's records and photos may take on this node (`author_storage_mb`):
         /// past it, further records of the author are dropped (not stored, no offence) and its
         /// photo is not fetched. Accounts of this node are exempt.
@@ -533,7 +535,7 @@ public final class PeerManager: @unchecked Sendable {
     private func localRecordsAdded(_ records: [AppliedRecord]) {
         guard !stopped else { return }
         if !records.isEmpty { photos.recordsApplied() }
-        let ids = records.map { VerifiedRecord.id(of: $0.bytes) }
+        let ids = records.map(\.id)
         push.applied(ids)
         for connection in connections.values where !connection.closing && connection.since != 0 {
             let mine = records.indices.filter { records[$0].origin != connection.serial }

@@ -340,7 +340,7 @@ private final class ReconcileRun {
             guard ContinuousClock.now < deadline else {
                 throw BenchFailure("A holds \(try records(clientA)), B \(try records(clientB)) of \(expected) records \(command.timeout) s after the link opened; relay: \(relay.snapshot())")
             }
-            usleep(20_000)   // every 20 ms: a `status` each 5 ms was itself a load on the daemon measured
+            usleep(10_000)   // every 10 ms (a `status` each 5 ms was itself a load on the daemon measured)
         }
         let done = ContinuousClock.now
         guard relay.snapshot().connections > 0 else { throw BenchFailure("B never dialled A through the relay") }
@@ -397,7 +397,7 @@ private final class ReconcileRun {
             guard ContinuousClock.now < deadline else {
                 throw BenchFailure("B holds \(try records(client)) of \(held) records \(command.timeout) s after it started; relay: \(relay.snapshot())")
             }
-            usleep(20_000)   // every 20 ms: a `status` each 5 ms was itself a load on the daemon measured
+            usleep(10_000)   // every 10 ms (a `status` each 5 ms was itself a load on the daemon measured)
         }
         let done = ContinuousClock.now
         let cpuA = nodeA.cpuSeconds() - cpuA0, cpuB = nodeB.cpuSeconds()
