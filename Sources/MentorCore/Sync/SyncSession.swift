@@ -669,7 +669,7 @@ public struct SyncSession: Sendable {
                   3 + 4 * (batch.count + 1) + bytes + next.count <= SyncLimits.maxBatchBytes || batch.isEmpty {
                 ready.removeFirst()
                 // Waiting while the peer sent it to us: it holds it.
-                if recentlyReceived.contains(next.hashValue) { continue }
+                if recentlyReceived.contains(Self.receivedHash(next)) { continue }
                 batch.append(next)
                 bytes += next.count
             }
