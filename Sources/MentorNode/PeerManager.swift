@@ -735,17 +735,44 @@ public final class PeerManager: @unchecked Sendable {
     /// the per-transaction work (the commit, the reconciliation tree's upper levels, the cards
     /// and pairs shown, the pushes) is shared, as in the local merge's batches of 1,000. Each
     /// batch still gets its own outcomes, budget decision and acknowledgement.
+    ///
+    /// The batch is acknowledged as soon as it is queued (`SyncDriver.accepted`), not after its
+    /// apply, while the records-per-second bucket has paid for it and fewer than
+    /// `acceptedBatchesMax` batches so acknowledged wait node-wide: the peer then sends the
+    /// next window while this one is verified and applied, so verifying overlaps applying as in
+    /// the local merge (with acks after the apply, a link's whole window waited for each apply).
+    /// At most `window` such batches per link (the session's bound) and `acceptedBatchesMax` in
+    /// all are held beyond the window.
     func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
         let node = self.node
         snapshotLock.withLock { received += batch.count }
         let kept = declinedBeforeVerifying(batch)   // the node-wide budget's sure declines, unverified
         let checked = VerifiedBatch()
         verifyQueue.async { checked.fill(node.replica.verify(kept)) }
+        // Records per second: the bucket pays for the batch now; the ack may go at `ackAt`.
+        let delay = rateDelay(connection, records: batch.count)
+        var job = ApplyBacklog.Job(received: batch.count, kept: kept, checked: checked,
+                                   key: ObjectIdentifier(connection), serial: connection.serial,
+                                   ackAt: delay.map { ContinuousClock.now + $0 })
+        if delay == nil, acceptedBatches < Self.acceptedBatchesMax {
+            job.accepted = true
+            acceptedBatches += 1
+            // After the directive that brought the batch is done (the driver is not re-entered).
+            let key = ObjectIdentifier(connection), serial = connection.serial
+            queue.async { [weak self] in
+                guard let self, let connection = self.connections[key], connection.serial == serial,
+                      !self.stopped, !connection.closing else { return }
+                connection.driver.accepted()
+            }
+        }
         // The connection stays on `queue`: it is found again there by its key and serial.
-        backlog.push(ApplyBacklog.Job(received: batch.count, kept: kept, checked: checked,
-                                      key: ObjectIdentifier(connection), serial: connection.serial))
+        backlog.push(job)
         applyQueue.async { [weak self] in self?.applyWaiting() }
     }
+
+    /// Batches acknowledged before their apply, waiting node-wide (on `queue`), and the most.
+    private var acceptedBatches = 0
+    static let acceptedBatchesMax = 8
 
     /// On `applyQueue`: applies the batches `backlog` gives (nothing if an earlier run took
     /// them), then hands each batch's outcome back to its link on `queue`.
@@ -772,6 +799,7 @@ public final class PeerManager: @unchecked Sendable {
     /// On `queue`: a batch's outcome goes to its link's session (acknowledged, deferred, blamed).
     private func applied(_ result: Result<[ApplyOutcome], StoreError>, of job: ApplyBacklog.Job,
                          admitted: [[UInt8]], overBudget: [PublicKey]) {
+        if job.accepted { acceptedBatches -= 1 }
         guard let connection = connections[job.key], connection.serial == job.serial,
               !stopped, !connection.closing else { return }
         switch result {
@@ -782,8 +810,9 @@ public final class PeerManager: @unchecked Sendable {
             let verdict = RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
             let refused = verdict.offences
             noteNotNow(verdict, from: connection)
-            // Records per second: the ack waits until the bucket has paid for the batch.
-            let delay = refused == 0 ? rateDelay(connection, records: job.received) : nil
+            // Records per second: the ack waits until the bucket has paid for the batch (an ack
+            // sent when the batch was queued has nothing left to wait for).
+            let delay = refused == 0 ? job.ackAt.map { max(.zero, $0 - ContinuousClock.now) } : nil
             if let delay { scheduleAcks(connection, after: delay) }
             connection.driver.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
             if !overBudget.isEmpty { connection.driver.abandon(overBudget) }

@@ -244,6 +244,39 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
         #expect(closes(t.receive(.ack(count: 1))).first?.contains("ack of 1") == true)
     }
 
+    /// A batch acknowledged when queued (`accepted`) frees the window at once; its apply then
+    /// sends no second ack, still counts for caught-up, and a refusal then still closes. At most
+    /// a window of batches is so acknowledged, and none while acks are held for the rate.
+    @Test func aBatchAcceptedWhenQueuedIsAcknowledgedOnceAndItsApplyStillCounts() {
+        var (s, _) = established(.responder, settings: SyncSettings(window: 2, batchSize: 4))
+        _ = s.receive(.records([recordBytes(key(1), 1)]))
+        _ = s.receive(.records([recordBytes(key(1), 2)]))
+        #expect(sent(s.accepted()) == [.ack(count: 1)])
+        #expect(sent(s.accepted()) == [.ack(count: 1)])
+        #expect(s.accepted().isEmpty, "nothing unacknowledged is left to accept")
+        #expect(s.unackedReceived == 0 && s.acceptedUnapplied == 2)
+        // The window is free again: two more batches come in, and may not be accepted past the bound.
+        #expect(closes(s.receive(.records([recordBytes(key(1), 3)]))).isEmpty)
+        #expect(closes(s.receive(.records([recordBytes(key(1), 4)]))).isEmpty)
+        #expect(s.accepted().isEmpty, "a window of batches already waits acknowledged")
+        #expect(sent(s.applied(stored: 1)).isEmpty, "an accepted batch's apply sends no second ack")
+        #expect(sent(s.accepted()) == [.ack(count: 1)], "one place free again")
+        #expect(sent(s.applied(stored: 1)).isEmpty)
+        #expect(sent(s.applied(stored: 1)).isEmpty)
+        #expect(sent(s.applied(stored: 1)) == [.ack(count: 1)], "the one not accepted is acknowledged after its apply")
+        #expect(s.unackedReceived == 0 && s.acceptedUnapplied == 0)
+        // Held acks (the rate) stop early acks: they would overtake the held ones.
+        _ = s.receive(.records([recordBytes(key(1), 5)]))
+        _ = s.applied(stored: 1, holdAck: true)
+        _ = s.receive(.records([recordBytes(key(1), 6)]))
+        #expect(s.accepted().isEmpty)
+        // A refusal found in an accepted batch's apply still ends the session.
+        var (t, _) = established(.responder)
+        _ = t.receive(.records([recordBytes(key(1), 1)]))
+        _ = t.accepted()
+        #expect(closes(t.applied(stored: 0, refused: 1)).first?.contains("refused") == true)
+    }
+
     @Test func pushesGoOutAtOnceAndWaitForTheWindowUpToABound() {
         var (s, _) = established(.responder, settings: SyncSettings(window: 1, batchSize: 2))
         let r = (1...3).map { (author: key(1), seq: UInt64($0), bytes: recordBytes(key(1), UInt64($0))) }

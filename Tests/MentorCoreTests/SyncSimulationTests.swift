@@ -296,6 +296,11 @@ private final class SimConnection {
     var batchesIn = [0, 0], acksOut = [0, 0]    // per side: batches received, batches acked
     var batchesOut = [0, 0], acksIn = [0, 0]    // per side: batches sent, acks received
     var heldAcks = [0, 0]                       // per side: the session's held acks (mirrored)
+    /// Whether the receiving ends acknowledge a batch when they queue it (`SyncDriver.accepted`,
+    /// as the daemon does while its budget allows), and per side the acceptances still owed:
+    /// each comes at a later step, or just before its batch is applied (the daemon's order).
+    var earlyAcks = false
+    var accepts = [0, 0]
     var received: [Set<[UInt8]>] = [[], []]     // per side: record encodings it got here
     var mangles: [SimMangle] = []               // the hostile side's plans for its next batches
     /// Frames on the wire, batches to apply and held acks, both sides: 0 when there is nothing
@@ -341,7 +346,11 @@ private final class SimHost: SyncHost {
     }
     func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T { try body(sim.replicas[node].tree) }
     func contiguousSeq(of author: PublicKey) -> UInt64 { sim.replicas[node].contiguous(author) }
-    func apply(_ batch: [[UInt8]]) { connection.toApply[side].append(batch); connection.pending += 1 }
+    func apply(_ batch: [[UInt8]]) {
+        connection.toApply[side].append(batch)
+        connection.pending += 1
+        if connection.earlyAcks { connection.accepts[side] += 1 }
+    }
     func schedule(_ timer: SyncTimer, at: ContinuousClock.Instant) {}   // the scheduler reads `pendingTimers`
     func progress(sent: Int, received: Int) {}
     func peerAccounts(_ accounts: [PublicKey]) {}
@@ -359,7 +368,7 @@ private struct SimulationFailure: Error, CustomStringConvertible {
 struct SimulationStats {
     var seeds = 0, steps = 0, records = 0, frames = 0, batches = 0
     var cuts = 0, partitions = 0, restarts = 0, frameFaults = 0, detected = 0, connects = 0
-    var duplicateRecords = 0, heldAcks = 0
+    var duplicateRecords = 0, heldAcks = 0, earlyAcks = 0
     var skewedSeeds = 0, heldUntilDue = 0, deferred = 0, wants = 0
     var forks = 0, rounds = 0, reconMessages = 0
     var lazySeeds = 0, ihaves = 0, grafts = 0, prunes = 0
@@ -374,6 +383,7 @@ struct SimulationStats {
         seeds += o.seeds; steps += o.steps; records += o.records; frames += o.frames; batches += o.batches
         cuts += o.cuts; partitions += o.partitions; restarts += o.restarts; frameFaults += o.frameFaults
         detected += o.detected; connects += o.connects; duplicateRecords += o.duplicateRecords; heldAcks += o.heldAcks
+        earlyAcks += o.earlyAcks
         skewedSeeds += o.skewedSeeds; heldUntilDue += o.heldUntilDue; deferred += o.deferred; wants += o.wants
         forks += o.forks; rounds += o.rounds; reconMessages += o.reconMessages
         lazySeeds += o.lazySeeds; ihaves += o.ihaves; grafts += o.grafts; prunes += o.prunes
@@ -535,6 +545,7 @@ private final class Simulation {
     func connect(_ a: Int, _ b: Int) throws(SimulationFailure) {
         serials += 1
         let c = SimConnection(min(a, b), max(a, b), serial: serials, busy: busy)
+        c.earlyAcks = chance(0.5)
         let initiator = below(2)
         c.drivers = (0...1).map { side in
             SyncDriver(session: SyncSession(role: side == initiator ? .initiator : .responder, settings: settings[c.nodes[side]],
@@ -716,6 +727,7 @@ private final class Simulation {
     }
 
     func apply(_ c: SimConnection, side: Int) throws(SimulationFailure) {
+        if c.accepts[side] >= c.toApply[side].count, c.accepts[side] > 0 { try accept(c, side) }   // owed for this batch: first
         let batch = c.toApply[side].removeFirst()
         c.pending -= 1
         let node = c.nodes[side]
@@ -772,6 +784,13 @@ private final class Simulation {
         try check()
         if forkApplied { try reconcileNow(node) }
         try announce(node, added, from: c.serial)
+    }
+
+    /// The receiving end queued a batch and acknowledges it before applying it.
+    func accept(_ c: SimConnection, _ side: Int) throws(SimulationFailure) {
+        c.accepts[side] -= 1
+        stats.earlyAcks += c.drivers[side].accepted() ? 1 : 0
+        try check()
     }
 
     /// A fork variant was applied: the node's initiators start a round now.
@@ -968,7 +987,7 @@ private final class Simulation {
     }
 
     enum Work {
-        case deliver(SimConnection, Int), apply(SimConnection, Int), release(SimConnection, Int), announce(Int), round(SimConnection)
+        case deliver(SimConnection, Int), apply(SimConnection, Int), accept(SimConnection, Int), release(SimConnection, Int), announce(Int), round(SimConnection)
         case retry(SimConnection, Int), due(Int), graft(Int)
     }
 
@@ -1024,6 +1043,7 @@ private final class Simulation {
             for side in 0...1 {
                 if !c.wire[side].isEmpty { weights.append(3 * linkSpeed[2 * pair(c.nodes[0], c.nodes[1]) + side]); work.append(.deliver(c, side)) }
                 if !c.toApply[side].isEmpty { weights.append(applyWeight); work.append(.apply(c, side)) }
+                if c.accepts[side] > 0 { weights.append(2); work.append(.accept(c, side)) }
                 if c.heldAcks[side] > 0 { weights.append(1); work.append(.release(c, side)) }
                 if skewSteps > 0, let at = c.drivers[side].pendingTimers[.deferralRetry], at <= now { weights.append(1); work.append(.retry(c, side)) }
             }
@@ -1041,6 +1061,7 @@ private final class Simulation {
         switch work[pick(weights)] {
         case .deliver(let c, let side): try deliver(c, from: side)
         case .apply(let c, let side): try apply(c, side: side)
+        case .accept(let c, let side): try accept(c, side)
         case .release(let c, let side):
             c.pending -= c.heldAcks[side]
             c.heldAcks[side] = 0
@@ -1389,7 +1410,7 @@ private final class Simulation {
         print("""
             sync simulation: \(total.seeds) seeds (\(first)...\(first + count - 1)), \(total.seeds - total.meshSeeds) of 5 nodes, \
             \(total.meshSeeds) of 20; \(failures.count) failed, \(elapsed) on \(threads) threads; \(total.steps) steps, \
-            \(total.records) records written, \(total.frames) frames delivered, \(total.batches) batches, \(total.heldAcks) acks held; \
+            \(total.records) records written, \(total.frames) frames delivered, \(total.batches) batches, \(total.heldAcks) acks held, \(total.earlyAcks) batches acknowledged before their apply; \
             faults: \(total.cuts) link cuts, \(total.partitions) partitions, \(total.restarts) restarts, \
             \(total.frameFaults) frame faults (\(total.detected) detected), \(total.connects) connections; \
             \(total.duplicateRecords) records received twice; clock skew in \(total.skewedSeeds) seeds: \(total.heldUntilDue) records \
@@ -1408,6 +1429,7 @@ private final class Simulation {
         // The run exercised what it claims to (a broken glue or character shows here).
         if count >= 1000 {
             #expect(total.ihaves > 0 && total.grafts > 0 && total.prunes > 0, "lazy push's messages all flow")
+            #expect(total.earlyAcks > 0, "batches are acknowledged before their apply on some links")
             #expect(total.forks > 0 && total.hostileClosed > 0 && total.forgeriesRefused > 0)
             if Self.meshEvery > 0 && count >= 10 * Self.meshEvery {
                 #expect(total.meshFaultFree > 0 && total.treeCuts > 0)

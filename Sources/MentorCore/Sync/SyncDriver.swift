@@ -163,6 +163,15 @@ public final class SyncDriver {
         run(session.releaseAcks())
     }
 
+    /// The host queued the oldest unacknowledged batch for applying: acknowledged now, if the
+    /// session allows (`SyncSession.accepted`). Whether it was.
+    @discardableResult
+    public func accepted() -> Bool {
+        let before = session.acceptedUnapplied
+        run(session.accepted())
+        return session.acceptedUnapplied > before
+    }
+
     /// Records the replica applied that did not come over this link: pushed to the peer.
     public func localRecordsAdded(_ records: [(author: PublicKey, seq: UInt64, bytes: [UInt8])]) {
         guard !records.isEmpty else { return }

@@ -95,6 +95,9 @@ public struct SyncSession: Sendable {
     public private(set) var unackedReceived = 0
     /// Of those, applied batches whose ack is held back (`applied(..., holdAck: true)`).
     public private(set) var heldAcks = 0
+    /// Batches acknowledged when the shell queued them (`accepted()`) and not applied yet: the
+    /// shell holds at most `window` of them, so a link holds at most two windows of batches.
+    public private(set) var acceptedUnapplied = 0
     public private(set) var isClosed = false
     public private(set) var recordsSent = 0
     public private(set) var recordsReceived = 0
@@ -416,6 +419,14 @@ public struct SyncSession: Sendable {
     /// sends on without the ack breaks it and is closed.
     public mutating func applied(stored: Int, refused: Int = 0, holdAck: Bool = false) -> [SyncDirective] {
         guard !isClosed else { return [] }
+        if acceptedUnapplied > 0 {
+            // Acknowledged already (`accepted`): only the outcome is left.
+            acceptedUnapplied -= 1
+            guard refused == 0 else { return close("peer sent \(refused) refused record(s)") }
+            batchesApplied += 1
+            noteCaughtUp()
+            return [.progress(sent: recordsSent, received: recordsReceived)]
+        }
         guard unackedReceived > heldAcks else { return [] }
         guard refused == 0 else { return close("peer sent \(refused) refused record(s)") }
         batchesApplied += 1
@@ -465,6 +476,18 @@ public struct SyncSession: Sendable {
             deferrals[author] = (now + wait, attempts)
         }
         return out
+    }
+
+    /// The shell took the oldest unacknowledged batch into its queue for applying, and may
+    /// hold it there (at most `window` such batches): acknowledge it now, so the peer sends the
+    /// next while this one is verified and applied. Its `applied(...)` later brings only the
+    /// outcome (a refusal that proves misbehaviour still ends the session then). Nothing is
+    /// acknowledged this way while acks are held back for the rate limit, or past the bound.
+    public mutating func accepted() -> [SyncDirective] {
+        guard !isClosed, heldAcks == 0, unackedReceived > 0, acceptedUnapplied < settings.window else { return [] }
+        unackedReceived -= 1
+        acceptedUnapplied += 1
+        return [.send(.ack(count: 1))]
     }
 
     /// Acknowledges every batch whose ack was held, in one ack.

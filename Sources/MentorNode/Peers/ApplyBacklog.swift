@@ -39,6 +39,10 @@ final class ApplyBacklog: @unchecked Sendable {
         /// The link it came from (found again on the queue by key and serial).
         var key: ObjectIdentifier
         var serial: UInt64
+        /// When its ack may go by the records-per-second bucket (nil: at once), and whether it
+        /// was acknowledged when queued (`SyncDriver.accepted`).
+        var ackAt: ContinuousClock.Instant?
+        var accepted = false
     }
 
     private let lock = NSLock()
