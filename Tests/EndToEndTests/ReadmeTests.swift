@@ -20,8 +20,8 @@ import Glibc
 /// `bash scripts/test` (the debug build of everything, then `swift test`) does not start cold:
 /// it runs in a private mount namespace where the clone is bind-mounted at this repository's
 /// path and its `.build` is an overlay whose lower layer is the `.build` these tests were built
-/// in (its writes go to a throwaway upper layer, with a lock file of its own; the suite's own
-/// build is never touched). The
+/// in (its writes go to a throwaway upper layer; SwiftPM's lock is a file of its own, in a
+/// private /tmp; the suite's own build is never touched). The
 /// command is still the README's, typed in the clone: SwiftPM there compares the clone's files
 /// with what the suite's build was made from, recompiles what differs (nothing, when the clone
 /// is of the tested commit — in CI the suite itself was built from a fresh clone by this same
@@ -197,9 +197,11 @@ extension EndToEndTests {
             clone="$0"; repo="$1"; lower="$2"; overlay="$3"
             rm -rf "$overlay"; mkdir -p "$overlay/upper" "$overlay/work" "$clone/.build"
             mount -t overlay overlay -o "lowerdir=$lower,upperdir=$overlay/upper,workdir=$overlay/work" "$clone/.build"
-            # SwiftPM's lock on its build directory: the running suite's `swift test` holds the
-            # suite's; this copy-on-write view is private, so it gets a lock file of its own.
+            # SwiftPM locks a build directory with a file named after its path, in /tmp: the
+            # running suite's `swift test` holds the one for this path. This copy-on-write view is
+            # private, so it gets a lock of its own: a private /tmp (and .build/.lock) here.
             rm -f "$clone/.build/.lock"
+            mkdir -p "$overlay/tmp"; chmod 1777 "$overlay/tmp"; mount --bind "$overlay/tmp" /tmp
             mount --rbind "$clone" "$repo"
             cd "$repo"
             exec bash -c "$4"
