@@ -202,6 +202,7 @@ extension EndToEndTests {
             # private, so it gets a lock of its own: a private /tmp (and .build/.lock) here.
             rm -f "$clone/.build/.lock"
             mkdir -p "$overlay/tmp"; chmod 1777 "$overlay/tmp"; mount --bind "$overlay/tmp" /tmp
+            mkdir -p "$repo"   # when the repository is under /tmp, its path in the private /tmp
             mount --rbind "$clone" "$repo"
             cd "$repo"
             exec bash -c "$4"
