@@ -11,11 +11,24 @@ import Glibc
 /// it), every line of "Using it on one machine" in a second shell, Ctrl-C, and `bash
 /// scripts/test` — each step's output checked.
 ///
-/// The clone lives in /var/tmp/mentormate-readme-test/clone. Its `.build` is kept between runs
-/// (moved aside, the clone made afresh, moved back), so only the first run pays for two full
-/// builds (release for scripts/run, debug for scripts/test); the commands run are still exactly
-/// the README's. `bash scripts/test` runs with `--filter Bech32Tests` (the README says its
-/// arguments go to `swift test`): the whole suite from inside the suite would run this test again.
+/// The clone lives in /var/tmp/mentormate-readme-test/clone. Every tracked file the clone holds
+/// byte for byte as this repository does gets this repository's modification time (a file that
+/// differs keeps the clone's), so a build sees exactly the files that changed and no others.
+/// Its `.build` is kept between runs (moved aside, the clone made afresh, moved back): the release
+/// build of `bash scripts/run` is cold only on a machine's first run (as in CI).
+///
+/// `bash scripts/test` (the debug build of everything, then `swift test`) does not start cold:
+/// it runs in a private mount namespace where the clone is bind-mounted at this repository's
+/// path and its `.build` is an overlay whose lower layer is the `.build` these tests were built
+/// in (its writes go to a throwaway upper layer; SwiftPM's lock is a file of its own, in a
+/// private /tmp; the suite's own build is never touched). The
+/// command is still the README's, typed in the clone: SwiftPM there compares the clone's files
+/// with what the suite's build was made from, recompiles what differs (nothing, when the clone
+/// is of the tested commit — in CI the suite itself was built from a fresh clone by this same
+/// command), relinks and runs the tests. When the suite was built elsewhere (another
+/// `--scratch-path`), the clone builds on its own, cold. `bash scripts/test` runs with
+/// `--filter Bech32Tests` (the README says its arguments go to `swift test`): the whole suite
+/// from inside the suite would run this test again.
 ///
 /// `bash scripts/run` runs in a private mount and network namespace: tmpfs on /run/dbus,
 /// /run/avahi-daemon, /run/mentormate, /var/lib/mentormate and /usr/local/bin (so the D-Bus,
@@ -72,6 +85,11 @@ extension EndToEndTests {
             if [ -d "$base/clone/.build" ]; then rm -rf "$base/build-cache"; mv "$base/clone/.build" "$base/build-cache"; fi
             rm -rf "$base/clone"
             git clone --quiet "$repo" "$base/clone"
+            # Identical files keep the repository's modification times (see the doc comment).
+            cd "$base/clone"
+            git ls-files -z | while IFS= read -r -d '' f; do
+              if [ ! -L "$f" ] && cmp -s "$f" "$repo/$f"; then touch -r "$repo/$f" "$f"; fi
+            done
             if [ -d "$base/build-cache" ]; then mv "$base/build-cache" "$base/clone/.build"; fi
             git -C "$base/clone" log -1 --format=%H
             """
@@ -166,12 +184,38 @@ extension EndToEndTests {
         }
 
         // 4. `bash scripts/test`: builds everything and runs the tests; the last line is the summary.
+        // With the suite's build as the lower layer of the clone's `.build` when there is one.
         let testLine = start[1].components(separatedBy: "#")[0].trimmingCharacters(in: .whitespaces) + " --filter Bech32Tests"
         let testOut = e2e.path("test.out")
-        let tests = try ChildProcess(["/bin/bash", "-c", "cd \"$0\" && " + testLine, clone], environment: env,
-                                     stdout: .file(testOut), stderr: .file(testOut + ".err"))
+        let suiteBuild = LabHosts.repository + "/.build"
+        let sharesBuild = FileManager.default.fileExists(atPath: suiteBuild)
+            && URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
+                .hasPrefix(URL(fileURLWithPath: suiteBuild).resolvingSymlinksInPath().path + "/")
+        let overlay = Self.readmeBase + "/overlay"
+        let shared = """
+            set -e
+            clone="$0"; repo="$1"; lower="$2"; overlay="$3"
+            rm -rf "$overlay"; mkdir -p "$overlay/upper" "$overlay/work" "$clone/.build"
+            mount -t overlay overlay -o "lowerdir=$lower,upperdir=$overlay/upper,workdir=$overlay/work" "$clone/.build"
+            # SwiftPM locks a build directory with a file named after its path, in /tmp: the
+            # running suite's `swift test` holds the one for this path. This copy-on-write view is
+            # private, so it gets a lock of its own: a private /tmp (and .build/.lock) here.
+            rm -f "$clone/.build/.lock"
+            mkdir -p "$overlay/tmp"; chmod 1777 "$overlay/tmp"; mount --bind "$overlay/tmp" /tmp
+            mkdir -p "$repo"   # when the repository is under /tmp, its path in the private /tmp
+            mount --rbind "$clone" "$repo"
+            cd "$repo"
+            exec bash -c "$4"
+            """
+        let argv = sharesBuild
+            ? ["/usr/bin/unshare", "-m", "--propagation", "private", "/bin/bash", "-c", shared, clone, LabHosts.repository, suiteBuild, overlay, testLine]
+            : ["/bin/bash", "-c", "cd \"$0\" && " + testLine, clone]
+        defer { if sharesBuild { _ = try? e2e.tool(["/bin/rm", "-rf", overlay], timeout: .seconds(120)) } }
+        let tests = try ChildProcess(argv, environment: env, stdout: .file(testOut), stderr: .file(testOut + ".err"))
         let testStatus = tests.wait(timeout: .seconds(50 * 60))
         if testStatus == nil { _ = tests.kill() }
+        let built = (e2e.read(testOut) + e2e.read(testOut + ".err")).split(separator: "\n").first { $0.hasPrefix("Build complete!") } ?? "?"
+        print("readme: `\(testLine)` in the clone\(sharesBuild ? " over the suite's build" : " (cold: no suite build at \(suiteBuild))"): \(built)")
         let summary = e2e.read(testOut).split(separator: "\n").last.map(String.init) ?? ""
         #expect(testStatus?.exitCode == 0, "`\(testLine)`: \(String(describing: testStatus))\n\(e2e.read(testOut + ".err").suffix(3000))")
         #expect(summary.contains("Test run with") && summary.contains("passed"), "the last line is swift test's summary: \(summary)")

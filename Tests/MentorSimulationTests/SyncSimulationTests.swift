@@ -1349,7 +1349,8 @@ private final class Simulation {
     }
 
     /// Steps of the faulty phase per seed (`MM_SIM_STEPS` for longer runs). 10,000 seeds (50 of
-    /// them meshes) take ~3 min of CPU in a debug build on the development machine.
+    /// them meshes) take ~1 min of CPU in a debug build on the development machine (this target
+    /// is compiled -O; the MentorCore code it drives is -Onone there: ~3 min with both -Onone).
     static let faultSteps = ProcessInfo.processInfo.environment["MM_SIM_STEPS"].flatMap { Int($0) } ?? 64
     static let settleLimit = 50_000
     static let meshSettleLimit = 2_000_000
