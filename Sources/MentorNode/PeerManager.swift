@@ -59,9 +59,10 @@ import MentorStore
 /// `PushLinks` (lazy push across the links), `AckPacer` (records per second),
 /// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events),
 /// `PeerDefence` (whose fault a link's end is, refusals), `HereGate` (the `here` rate),
-/// `DuplicateLinks` (which of two links closes). Each link's session runs in a `SyncDriver`
-/// (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls back here
-/// through `LinkShell`. This class keeps the links, the timers and the I/O, and carries their
+/// `DuplicateLinks` (which of two links closes); `BudgetGate` carries out the storage budgets
+/// over the replica, `RefusalVerdict` reads a batch's outcomes. Each link's session runs in a
+/// `SyncDriver` (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls
+/// back here through `LinkShell`. This class keeps the links, the timers and the I/O, and carries their
 /// decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
@@ -70,7 +71,7 @@ import MentorStore
 /// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
 /// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`, and the storage
-/// budget, guarded by `budgetLock`.
+/// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock).
 public final class PeerManager: @unchecked Sendable {
     public struct Settings: Sendable {
         public var link = PeerLink.Settings()
@@ -203,22 +204,9 @@ public final class PeerManager: @unchecked Sendable {
     /// When to list the photos the replica lacks (`PhotoSync`), and the timer of the next listing.
     private var photos: PhotoSync
     private var photoLookupTimer: DispatchWorkItem?
-    /// Bytes of each author's records and photos, as last read or counted, and whether the
-    /// replica holds anything of it (on `applyQueue`; at most `authorBytesCapacity` authors,
-    /// then read afresh — one read per batch for the authors it names that are not here), and
-    /// the authors logged as over budget.
-    private var authorBytes: [PublicKey: AuthorBytes] = [:]
-    private struct AuthorBytes { var bytes: Int64; var held: Bool }
-    private static let authorBytesCapacity = 65_536
-    private var overBudgetLogged: Set<PublicKey> = []
-    /// The node-wide storage budget and a copy of the nearby accounts it ranks by: decided on
-    /// `applyQueue`, consulted on `queue` before verifying, read by `status` (guarded by
-    /// `budgetLock`). When its byte count was last read again from the replica (on `applyQueue`).
-    private let budgetLock = NSLock()
-    private var budget: StorageBudget
-    private var budgetNearby: Set<PublicKey> = []
-    private var budgetFullLogged = false
-    private var bytesRecountedAt: ContinuousClock.Instant?
+    /// The storage budgets: each author's and the node-wide one (`BudgetGate`; its methods run
+    /// on `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
+    private let budgetGate: BudgetGate
     /// Lazy push: which links carry bodies, which IDs wait for theirs (`PushLinks`; links named
     /// by serial), and the timer of the next graft.
     private var push: PushLinks
@@ -242,13 +230,10 @@ public final class PeerManager: @unchecked Sendable {
         self.random = InjectedRandom(source: settings.random)
         self.defence = PeerDefence(settings: settings.penalties)
         self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
-        self.budget = StorageBudget(settings: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax))
-        do {
-            let held = try node.replica.foreignStorage()
-            budget = StorageBudget(settings: budget.settings, accounts: held.accounts, bytes: held.bytes)
-        } catch {
-            logger.info("reading the storage held for other accounts failed; the budget counts from zero", ["error": "\(error)"])
-        }
+        self.budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() },
+                                     authorBudget: settings.authorBudget,
+                                     budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
+                                     logger: logger)
         self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                  photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
         self.photos = PhotoSync(settings: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout))
@@ -317,13 +302,7 @@ public final class PeerManager: @unchecked Sendable {
         snapshotLock.withLock { (received, pushCounts.duplicates, pushCounts.announced) }
     }
     /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
-    public var storage: StorageStatus {
-        budgetLock.withLock {
-            StorageStatus(accounts: budget.accounts, bytes: budget.bytes, maxAccounts: budget.settings.maxAccounts,
-                          maxBytes: budget.settings.maxBytes, declinedAuthors: budget.declinedAuthors,
-                          declinedRecords: budget.declinedRecords, degraded: budget.isDegraded)
-        }
-    }
+    public var storage: StorageStatus { budgetGate.storage }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
     public var photoLookupCount: Int { queue.sync { photos.listings } }
 
@@ -715,7 +694,7 @@ public final class PeerManager: @unchecked Sendable {
         var all: Set<PublicKey> = []
         for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
         node.setNearby(all)
-        budgetLock.withLock { budgetNearby = all }
+        budgetGate.setNearby(all)
     }
 
     // MARK: Applying (off queue)
@@ -746,7 +725,10 @@ public final class PeerManager: @unchecked Sendable {
     func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
         let node = self.node
         snapshotLock.withLock { received += batch.count }
-        let kept = declinedBeforeVerifying(batch)   // the node-wide budget's sure declines, unverified
+        // The node-wide budget's sure declines, unverified (accounts a linked node named are kept).
+        let kept = budgetGate.declinedBeforeVerifying(batch) { author in
+            connections.values.contains(where: { $0.accounts.contains(author) })
+        }
         let checked = VerifiedBatch()
         verifyQueue.async { checked.fill(node.replica.verify(kept)) }
         // Records per second: the bucket pays for the batch now; the ack may go at `ackAt`.
@@ -781,7 +763,7 @@ public final class PeerManager: @unchecked Sendable {
         guard !jobs.isEmpty, !applyGate.withLock({ applyStopped }) else { return }
         let verified = jobs.map { $0.checked.wait() }
         var admittedBytes: [PublicKey: Int64] = [:]
-        let budgets = jobs.map { withinBudget($0.kept, admittedBytes: &admittedBytes) }
+        let budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
         let result = Result<[[ApplyOutcome]], StoreError> { () throws(StoreError) in
             try node.applyRemote(batches: jobs.indices.map { k in
                 (verified: budgets[k].admitted.map { verified[k][$0] }, origin: jobs[k].serial)
@@ -791,7 +773,7 @@ public final class PeerManager: @unchecked Sendable {
             let (indices, overBudget, classes) = budgets[k]
             let admitted = indices.map { job.kept[$0] }
             let batchResult = result.map { $0[k] }
-            countStored(admitted, classes, try? batchResult.get())
+            budgetGate.countStored(admitted, classes, try? batchResult.get())
             queue.async { self.applied(batchResult, of: job, admitted: admitted, overBudget: overBudget) }
         }
     }
@@ -821,39 +803,6 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     // MARK: Refusals that are nobody's fault (on queue)
-
-    /// What a batch's outcomes say about the peer that sent it (PROTOCOL.md §10, "Whose fault").
-    struct RefusalVerdict {
-        /// Refusals that prove the sender misbehaved (`RecordError.Code.isOffence`).
-        var offences = 0
-        /// The first of them, for the one log line that says why the link ends.
-        var firstOffence: RecordError?
-        /// Authors of records refused for now (`isDeferral`): asked for again later.
-        var deferred: [PublicKey] = []
-        /// Records held until due, and how many of each refusal code that is no offence.
-        var heldUntilDue: [PublicKey] = []
-        var notNow: [String: Int] = [:]
-
-        init(_ outcomes: [ApplyOutcome], _ batch: [[UInt8]]) {
-            var deferred: Set<PublicKey> = [], held: Set<PublicKey> = []
-            for (i, outcome) in outcomes.enumerated() {
-                switch outcome {
-                case .refused(let e) where e.code.isOffence:
-                    offences += 1
-                    if firstOffence == nil { firstOffence = e }
-                case .refused(let e):
-                    notNow[e.code.name, default: 0] += 1
-                    if e.code.isDeferral, i < batch.count, let p = try? RecordPosition.peek(batch[i]) { deferred.insert(p.author) }
-                case .heldUntilDue:
-                    if i < batch.count, let p = try? RecordPosition.peek(batch[i]) { held.insert(p.author) }
-                default:
-                    break
-                }
-            }
-            self.deferred = deferred.sorted()
-            self.heldUntilDue = held.sorted()
-        }
-    }
 
     /// Records the link's deferrals in its session (to be asked for again), logs what was not
     /// taken now — the first time per link and kind at info, after that at debug — and wakes
@@ -916,180 +865,6 @@ public final class PeerManager: @unchecked Sendable {
         dueTimer = timer
         dueTimerAt = fireAt
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanoseconds)), execute: timer)
-    }
-
-    // MARK: Budgets (on applyQueue)
-
-    /// How the node-wide budget counted an admitted record (`countStored` settles it).
-    private struct Admission {
-        var priority: StorageBudget.Priority
-        /// The first record of an account the replica did not hold: counted by `decide`.
-        var newAccount: Bool
-    }
-
-    /// Splits a batch into the records to apply (their indices, and how the node-wide budget
-    /// counted each) and the authors over their storage budget (`settings.authorBudget`: records
-    /// plus photos; accounts of this node are exempt), whose records are dropped: not stored,
-    /// not an offence, the session goes on. The node-wide budget (`StorageBudget`) then declines
-    /// what its policy says — records of new strangers past the account budget, of every
-    /// stranger past the byte budget — likewise without offence.
-    ///
-    /// `admittedBytes` carries what earlier batches of the same apply admitted and are not
-    /// counted yet (`countStored` counts them once applied), so batches applied together cannot
-    /// overshoot either.
-    private func withinBudget(_ batch: [[UInt8]], admittedBytes: inout [PublicKey: Int64])
-        -> (admitted: [Int], overBudget: [PublicKey], classes: [Admission]) {
-        var admitted: [Int] = []
-        admitted.reserveCapacity(batch.count)
-        var classes: [Admission] = []
-        var over: [PublicKey] = []
-        var partners: [PublicKey: Bool] = [:]
-        var declined = 0
-        let local = Set(node.localAccounts())
-        let nearby = budgetLock.withLock { budgetNearby }
-        recountBytesIfFull()
-        let authors = batch.map { try? RecordPosition.peek($0).author }
-        // What the replica holds of the authors not known here, in one read for the batch.
-        var unknown: Set<PublicKey> = []
-        for case let author? in authors where !local.contains(author) && authorBytes[author] == nil { unknown.insert(author) }
-        if !unknown.isEmpty {
-            if authorBytes.count + unknown.count > Self.authorBytesCapacity { authorBytes = [:] }
-            let usages = (try? node.replica.authorUsages(unknown)) ?? [:]
-            for author in unknown {
-                switch usages[author] {
-                case .some(.some(let usage)): authorBytes[author] = AuthorBytes(bytes: usage.bytes, held: true)
-                case .some(.none): authorBytes[author] = AuthorBytes(bytes: 0, held: false)
-                case .none: authorBytes[author] = AuthorBytes(bytes: 0, held: true)   // the read failed: no bytes, not new
-                }
-            }
-        }
-        for (i, bytes) in batch.enumerated() {
-            guard let author = authors[i], !local.contains(author), let known = authorBytes[author] else {
-                admitted.append(i)   // malformed ones are refused (and blamed) by the replica
-                classes.append(Admission(priority: .own, newAccount: false))
-                continue
-            }
-            // Within the batch, what it would add counts too (so one batch cannot overshoot).
-            let pending = admittedBytes[author]
-            guard known.bytes + (pending ?? 0) + Int64(bytes.count) <= settings.authorBudget else {
-                if !over.contains(author) { over.append(author) }
-                continue
-            }
-            // Node-wide: the replica holds nothing of a new account (nor did this batch admit one).
-            let isNew = !known.held && pending == nil
-            var priority: StorageBudget.Priority = nearby.contains(author) ? .nearby : .other
-            if priority == .other, budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }) {
-                let partner = partners[author] ?? ((try? node.replica.isPartner(author)) ?? false)
-                partners[author] = partner
-                if partner { priority = .partner }
-            }
-            guard budgetLock.withLock({ budget.decide(author, priority: priority, isNew: isNew, size: bytes.count) }) == .store else {
-                declined += 1
-                continue
-            }
-            admittedBytes[author] = (pending ?? 0) + Int64(bytes.count)
-            admitted.append(i)
-            classes.append(Admission(priority: priority, newAccount: isNew))
-        }
-        for author in over where overBudgetLogged.count < 4096 && overBudgetLogged.insert(author).inserted {
-            logger.info("records of an author over its storage budget are not stored",
-                        ["author": author.shortID, "budget": "\(settings.authorBudget >> 20) MiB"])
-        }
-        if declined > 0 { logBudgetFull(declined) }
-        return (admitted, over, classes)
-    }
-
-    /// On `queue`, before a batch is verified: drops the records the node-wide budget declines
-    /// for sure — of strangers while the byte budget is full, of strangers the replica does not
-    /// hold (or that were declined lately) while the account budget is full — so that a flood of
-    /// new accounts costs a peek and one indexed lookup per record, not a signature check. Never
-    /// an offence (nothing of them is read but the author). Accounts of this node, nearby ones
-    /// and partners are kept; the rest is decided again, exactly, by `withinBudget`.
-    private func declinedBeforeVerifying(_ batch: [[UInt8]]) -> [[UInt8]] {
-        let (full, anyDeclined) = budgetLock.withLock { (budget.accountsFull || budget.bytesFull, budget.declinedAuthors > 0) }
-        guard full || anyDeclined else { return batch }
-        let local = Set(node.localAccounts())
-        var kept: [[UInt8]] = []
-        kept.reserveCapacity(batch.count)
-        var verdicts: [PublicKey: Bool] = [:]   // author -> new (the replica holds nothing of it)
-        var declined = 0
-        for bytes in batch {
-            guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author),
-                  !connections.values.contains(where: { $0.accounts.contains(author) }) else {
-                kept.append(bytes)
-                continue
-            }
-            let isNew: Bool
-            if let known = verdicts[author] { isNew = known } else {
-                // A declined author was new when declined and is not stored since (unless it became
-                // a partner, looked up below): no look-up in the replica for the records offered again.
-                isNew = budgetLock.withLock { budget.isDeclined(author) } || !((try? node.replica.holdsAccount(author)) ?? true)
-                verdicts[author] = isNew
-            }
-            // A partner is kept (looked up only for a record that would be declined).
-            guard budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }),
-                  (try? node.replica.isPartner(author)) == false,
-                  budgetLock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author)
-                                          && budget.decide(author, priority: .other, isNew: isNew, size: bytes.count) == .decline }) else {
-                kept.append(bytes)
-                continue
-            }
-            declined += 1
-        }
-        if declined > 0 { logBudgetFull(declined) }
-        return kept
-    }
-
-    /// Once at info (then at debug), that the node degrades: its storage budget is full.
-    private func logBudgetFull(_ declined: Int) {
-        let state = storage
-        let first = budgetLock.withLock { () -> Bool in
-            defer { budgetFullLogged = true }
-            return !budgetFullLogged
-        }
-        logger.log(first ? .info : .debug,
-                   "the node's storage budget is full: records of accounts of strangers are not stored (no fault of the peer; the link stays)",
-                   ["records": "\(declined)", "accounts": "\(state.accounts)", "foreign_accounts_max": "\(state.maxAccounts)",
-                    "bytes": "\(state.bytes)", "foreign_storage_mb": "\(state.maxBytes >> 20)",
-                    "kept": "own accounts, partners, nearby accounts and the accounts already held"])
-    }
-
-    /// While the byte budget is full, reads the replica's own count again (at most once a
-    /// second): compaction drops superseded card edits the count here added, so a stranger
-    /// editing its card over and over cannot fill the budget for everyone.
-    private func recountBytesIfFull() {
-        guard budgetLock.withLock({ budget.bytesFull }) else { return }
-        let now = ContinuousClock.now
-        if let at = bytesRecountedAt, now - at < .seconds(1) { return }
-        bytesRecountedAt = now
-        guard let bytes = try? node.replica.foreignBytes() else { return }
-        budgetLock.withLock { budget.recount(bytes: bytes) }
-    }
-
-    /// Adds what the replica stored of a batch to the authors' counted bytes and to the
-    /// node-wide budget: only records that were stored count (a peer replaying an author's
-    /// records as duplicates adds nothing, so it cannot push an honest author over its budget);
-    /// a new account counted by `decide` whose record was not stored is given back (`outcomes`
-    /// nil: the batch failed, nothing was stored).
-    private func countStored(_ batch: [[UInt8]], _ classes: [Admission], _ outcomes: [ApplyOutcome]?) {
-        budgetLock.withLock {
-            for (k, admission) in classes.enumerated() where admission.priority != .own {
-                let outcome = outcomes.flatMap { k < $0.count ? $0[k] : nil }
-                switch outcome {
-                case .applied?, .forked?, .held?: budget.stored(priority: admission.priority, size: batch[k].count)
-                default: if admission.newAccount { budget.released(priority: admission.priority) }
-                }
-            }
-        }
-        guard let outcomes else { return }
-        for (bytes, outcome) in zip(batch, outcomes) {
-            switch outcome {
-            case .duplicate, .refused: continue
-            default: break
-            }
-            guard let author = try? RecordPosition.peek(bytes).author, let known = authorBytes[author] else { continue }
-            authorBytes[author] = AuthorBytes(bytes: known.bytes + Int64(bytes.count), held: true)
-        }
     }
 
     // MARK: Photos (on queue)
