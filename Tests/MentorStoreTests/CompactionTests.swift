@@ -111,6 +111,31 @@ import MentorCrypto
         #expect(!dropped.isEmpty)
     }
 
+    /// The node indexes its feed at start from `forEachCard` (one pass over the entries); it must
+    /// read every card exactly as `cards(of:)` does, conflicts, photos and forks included.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func everyCardInOnePassEqualsTheCardsReadOneByOne(seed: UInt64) throws {
+        let r = try Self.replica()
+        var rng = SeededRandom(seed: seed)
+        var rest = try Self.history(seed: seed).shuffled(using: &rng)[...]
+        while !rest.isEmpty {
+            _ = try r.apply(verified: rest.prefix(9).map { .success($0) })
+            rest = rest.dropFirst(9)
+        }
+        // One more account written on two devices that never saw each other's first card: a
+        // fork, and concurrent values of the card's fields.
+        let twins = keyPair(50)
+        var one = RecordWriter(keys: twins), other = RecordWriter(keys: twins)
+        _ = try r.apply(verified: [.success(try one.profile(ProfileCard(name: "One", bio: "first"), at: 5)),
+                                   .success(try other.profile(ProfileCard(name: "Other", bio: "second"), at: 6))])
+        var streamed: [CardState] = []
+        try r.forEachCard { streamed.append($0) }
+        let oneByOne = try r.cards(of: try r.knownAuthors())
+        #expect(oneByOne.count == Self.keys.count + 1, "every account has a card")
+        #expect(oneByOne.contains { !$0.conflicts.isEmpty && $0.forked }, "a forked card with concurrent values")
+        #expect(streamed.sorted { $0.author < $1.author } == oneByOne.sorted { $0.author < $1.author })
+    }
+
     @Test func theFirstCardStaysASupersededRecordOfferedAgainIsNotStoredAndADeletionKeepsPurging() throws {
         var w = RecordWriter(keys: Self.keys[0])
         let photo = PhotoRef(hash: [UInt8](repeating: 9, count: 32), size: 10, format: .jpeg)

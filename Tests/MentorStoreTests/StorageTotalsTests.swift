@@ -53,6 +53,24 @@ import MentorCrypto
         #expect(after < before + Int64(caraCard.encoded.count + benThird.encoded.count), "the superseded edit no longer counts")
     }
 
+    /// The budget reads this at start and again while full: at a million records the planner's
+    /// own choice — every record scanned, two look-ups each — kept a daemon from answering its
+    /// socket for ten seconds. The node's accounts must be the outer loop.
+    @Test func foreignBytesReadsOnlyTheLocalAccountsRecordsNotEveryRecord() throws {
+        let ana = keyPair(1), ben = keyPair(2)
+        let replica = try memoryReplica(unlocking: [ana])
+        var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let benCard = try b.profile(ProfileCard(name: "Ben"), at: 1000).encoded
+        _ = try replica.apply(batch: [try a.profile(ProfileCard(name: "Ana"), at: 1000).encoded, benCard])
+        #expect(try replica.foreignBytes() == Int64(benCard.count), "the same sum as before")
+        let plan = try replica.foreignBytesQueryPlan()
+        #expect(!plan.isEmpty)
+        let scans = plan.filter { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN CONSTANT") }
+        #expect(scans.allSatisfy { $0 == "SCAN l" }, "only the local accounts may be scanned: \(plan)")
+        #expect(plan.contains { $0.hasPrefix("SEARCH r ") } && plan.contains { $0.hasPrefix("SEARCH p ") },
+                "records and held-back records found by author: \(plan)")
+    }
+
     @Test func aPartnerIsAnAccountALocalAccountLikesNotOneThatLikesIt() throws {
         let ana = keyPair(1), ben = keyPair(2), cara = keyPair(3)
         let replica = try memoryReplica(unlocking: [ana])

@@ -33,6 +33,10 @@ struct ApplyBatch {
     /// is not read back and its clocks not decoded again. Emptied when card entries change
     /// anywhere else (`unstore`, `rebuildCard`).
     private var cardRegisters: [CardRegister: [RegisterEntry<[UInt8]>]] = [:]
+    /// Authors whose row this batch made (`ensureRow`): they had no card entries before it, so
+    /// a register of theirs not in `cardRegisters` is empty and is not read — at a campus's
+    /// many new accounts, seven reads per first card. Emptied with `cardRegisters`.
+    private var newAuthors: Set<Int64> = []
     /// The reconciliation tree's leaves whose IDs this batch changed (`ReconIndex`).
     private var recon = ReconDirty()
 
@@ -377,6 +381,7 @@ struct ApplyBatch {
     private mutating func unstore(recordID: [UInt8], author: PublicKey, authorID: Int64, seq: UInt64) throws(StoreError) {
         storedInOrder.removeAll { $0.id == recordID }
         cardRegisters.removeAll()
+        newAuthors.removeAll()
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
         recon.removed(recordID)
@@ -422,6 +427,8 @@ struct ApplyBatch {
             let current: [RegisterEntry<[UInt8]>]
             if let known = cardRegisters[register] {
                 current = known
+            } else if newAuthors.contains(authorID) {
+                current = []
             } else {
                 current = try select.query([.integer(authorID), .integer(Int64(tag))]).compactMap(Self.registerEntry)
             }
@@ -442,7 +449,9 @@ struct ApplyBatch {
                 } else {
                     // The author's first entry of any field makes a card (counted once).
                     if !withCard.contains(authorID) {
-                        if try statement("SELECT 1 FROM card_entries WHERE author = ? LIMIT 1").queryOne([.integer(authorID)]) == nil {
+                        if newAuthors.contains(authorID) {
+                            countChanges.cards += 1
+                        } else if try statement("SELECT 1 FROM card_entries WHERE author = ? LIMIT 1").queryOne([.integer(authorID)]) == nil {
                             countChanges.cards += 1
                         }
                         withCard.insert(authorID)
@@ -475,6 +484,7 @@ struct ApplyBatch {
     /// Recomputes an author's card registers from all its held card records.
     private mutating func rebuildCard(authorID: Int64) throws(StoreError) {
         cardRegisters.removeAll()
+        newAuthors.removeAll()
         countChanges.exact = false   // the card may go or stay: counted afresh
         try db.execute("DELETE FROM card_entries WHERE author = ?", [.integer(authorID)])
         let rows = try db.query("SELECT bytes FROM records WHERE author = ? AND type = ? ORDER BY seq, id",
@@ -602,6 +612,7 @@ struct ApplyBatch {
         countChanges.authors += 1
         author.id = db.lastInsertRowID
         recordSeqBound[author.id] = 0
+        newAuthors.insert(author.id)
         authors[key] = author
     }
 

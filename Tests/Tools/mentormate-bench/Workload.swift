@@ -64,7 +64,7 @@ struct Workload {
         var buffer: [UInt8] = []
         var profiles = 0, likes = 0, chats = 0, count = 0
         var liveBytes = 0, liveRecords = 0
-        var failure: RecordError?
+        var failure: (any Error)?
     }
 
     func write(to path: String) throws -> Stats {
@@ -79,19 +79,26 @@ struct Workload {
             seeds.append(master.bytes(32))
             authorSeeds.append(master.next())
         }
-        let keys = try seeds.map { seed in try SigningKeyPair(seed: seed) }
-        let publicKeys = keys.map(\.publicKey.key)
+        // Public keys first; each author's key pair is made again where it writes. A key pair
+        // holds its secret in sodium_malloc'd memory (guard pages, a few mappings each), so
+        // 100,000 of them alive at once pass the kernel's 65,530 mappings and allocation fails.
+        let publicKeys = try seeds.map { seed in try SigningKeyPair(seed: seed).publicKey.key }
 
         let outputs = UnsafeMutableBufferPointer<AuthorOutput>.allocate(capacity: authors)
         outputs.initialize(repeating: AuthorOutput())
         defer { outputs.deinitialize(); outputs.deallocate() }
         // Each iteration writes only its own author's slot, so the unchecked sharing is race-free.
         nonisolated(unsafe) let slots = outputs
-        let (total, authors, perAuthorSeed, cardShare) = (records, authors, authorSeeds, cardShare)
+        let (total, authors, perAuthorSeed, cardShare, keySeeds) = (records, authors, authorSeeds, cardShare, seeds)
         DispatchQueue.concurrentPerform(iterations: authors) { a in
             let count = total / authors + (a < total % authors ? 1 : 0)
-            slots[a] = Self.generateAuthor(index: a, count: count, keys: keys[a], seed: perAuthorSeed[a], everyone: publicKeys,
-                                           cardShare: cardShare)
+            do {
+                let keys = try SigningKeyPair(seed: keySeeds[a])
+                slots[a] = Self.generateAuthor(index: a, count: count, keys: keys, seed: perAuthorSeed[a], everyone: publicKeys,
+                                               cardShare: cardShare)
+            } catch {
+                slots[a].failure = error
+            }
         }
 
         var stats = Stats()
