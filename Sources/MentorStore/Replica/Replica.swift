@@ -89,7 +89,8 @@ public final class Replica: @unchecked Sendable {
         /// The reconciliation tree's deferral bounds: a write that takes the leaves waiting to
         /// at least `reconDeferredLeaves`, or the IDs added to at least `reconDeferredIDs`,
         /// writes the tree itself; below, the changes wait for the next read of the tree
-        /// (`Replica.settleRecon`). Internal: tests lower them to exercise both sides cheaply.
+        /// (`Replica.settleRecon`). Internal: tests set them, so they exercise the deferral whatever
+        /// the default.
         var reconDeferredLeaves = 4096
         var reconDeferredIDs = 16_384
 
