@@ -309,12 +309,9 @@ import MentorCrypto
     @Test func treeChangesWaitUntilReadAndAReplicaOpenedMeanwhileRebuildsTheTree() throws {
         let dir = try TempDir()
         let path = dir.file("replica.db")
-        let replica = try Replica(path: path, settings: historySettings())
+        let replica = try Replica(path: path, settings: Self.deferringSettings(historySettings()))
         #expect(try replica.apply(batch: try Self.chain(keyPair(1), count: 20)).allSatisfy { $0 == .applied })
-        // The deferral is off (`reconDeferredLeaves` 1, see there): a tree left behind, as a crash
-        // while changes waited would leave it, is made by hand.
-        try replica.write { db throws(StoreError) in try ReconIndex.markStale(db) }
-        #expect(try Self.rootRows(replica) == 0)
+        #expect(try Self.rootRows(replica) == 0, "a small write leaves the tree waiting, its root row deleted")
         let reopened = try Replica(path: path, settings: historySettings())   // the crash case: nothing brought it up to date
         #expect(try Self.rootRows(reopened) == 1, "opening rebuilt the tree")
         try Self.expectTreeMatchesTables(reopened)
@@ -331,14 +328,136 @@ import MentorCrypto
         try Self.expectTreeMatchesTables(again)
     }
 
-    /// A write that takes the waiting changes past `Replica.reconDeferredLeaves` leaves writes
+    /// A write that takes the waiting changes past `Settings.reconDeferredLeaves` leaves writes
     /// the tree itself: what waits stays bounded without any read.
     @Test func aWritePastTheBoundBringsTheTreeUpToDateItself() throws {
-        let replica = try memoryReplica(settings: historySettings())
-        let many = try Self.chain(keyPair(4), count: UInt64(Replica.reconDeferredLeaves) + 600)
+        let settings = Self.deferringSettings(historySettings())
+        let replica = try memoryReplica(settings: settings)
+        let many = try Self.chain(keyPair(4), count: UInt64(settings.reconDeferredLeaves) + 600)
         #expect(try replica.apply(batch: many).allSatisfy { $0 == .applied })
-        #expect(try Self.rootRows(replica) == 1, "more than \(Replica.reconDeferredLeaves) leaves changed: written in the same write")
+        #expect(try Self.rootRows(replica) == 1, "more than \(settings.reconDeferredLeaves) leaves changed: written in the same write")
         try Self.expectTreeMatchesTables(replica)
+    }
+
+    // MARK: Tree changes waiting (`Replica.settleRecon`)
+
+    /// Deferral bounds high enough that the writes of a test wait (the production ones, set
+    /// here so the tests exercise the deferral whatever the default).
+    static func deferringSettings(_ base: Replica.Settings = testSettings()) -> Replica.Settings {
+        var s = base
+        s.reconDeferredLeaves = 4096
+        s.reconDeferredIDs = 16_384
+        return s
+    }
+
+    /// A page of the records under a node, read while the writes before it wait to be written
+    /// into the tree (its root row is absent meanwhile), holds every record under the node: the
+    /// page read brings the tree up to date first, as a read of the tree does.
+    @Test func subtreePagesReadWhileTreeChangesWaitHoldEveryRecordUnderTheNode() throws {
+        let replica = try memoryReplica(settings: Self.deferringSettings(historySettings()))
+        _ = try replica.apply(batch: try Self.chain(keyPair(5), count: 30))
+        try Self.expectTreeMatchesTables(replica)
+        let added = try Self.chain(keyPair(6), count: 10)
+        #expect(try replica.apply(batch: added).allSatisfy { $0 == .applied })
+        #expect(try Self.rootRows(replica) == 0, "a small write leaves the tree waiting")
+        let id = VerifiedRecord.id(of: added[3])
+        for depth in 1...ReconTree.leafDepth {
+            let prefix = ReconTree.prefix(of: id, depth: depth)
+            let expected = try Self.expectedUnder(replica, depth: depth, prefix: prefix)
+            #expect(expected.contains(added[3]))
+            #expect(try walk(replica, depth: depth, prefix: prefix, limit: 4, strategy: nil) == expected, "depth \(depth)")
+            // Each page read brought the tree up to date; wait again for the next depth.
+            #expect(try replica.apply(batch: try Self.chain(keyPair(UInt8(10 + depth)), count: 3)).allSatisfy { $0 == .applied })
+        }
+        try Self.expectTreeMatchesTables(replica)
+    }
+
+    /// A deterministic author for the large workloads (more than `keyPair`'s 256).
+    static func author(_ i: Int) -> SigningKeyPair {
+        let seed = (0..<32).map { UInt8(truncatingIfNeeded: (i &* 2_654_435_761) >> (8 * ($0 % 4))) ^ UInt8($0) }
+        return (try? SigningKeyPair(seed: seed)) ?? SigningKeyPair.generate()
+    }
+
+    /// One reconciliation round between two replicas (the `Reconciler` over their SQLite trees),
+    /// with what a side receives applied between its tree read and its record reads — as in the
+    /// daemon, where received batches are applied on another queue while the session answers.
+    static func roundWhileApplying(_ a: Replica, _ b: Replica, batchSize: Int) throws {
+        let reconciler = Reconciler(hashing: ReconHash.hashing(mine: [1], theirs: [2]))
+        let sides = [a, b]
+        var inbox: [[[UInt8]]] = [[], []]
+        var items = try a.withReconView { try reconciler.opening($0) }
+        var turn = 1
+        var steps = 0
+        while !items.isEmpty || inbox.contains(where: { !$0.isEmpty }), steps < 256 {
+            steps += 1
+            let me = sides[turn]
+            let step = items.isEmpty ? ReconStep() : try me.withReconView { try reconciler.respond(to: items, in: $0) }
+            // What the peer sent arrives now: applied in small batches, each leaving the tree waiting.
+            for start in stride(from: 0, to: inbox[turn].count, by: batchSize) {
+                let batch = Array(inbox[turn][start..<min(start + batchSize, inbox[turn].count)])
+                #expect(!(try me.apply(batch: batch)).contains { if case .refused = $0 { true } else { false } })
+            }
+            inbox[turn] = []
+            var send = try me.reconRecords(ids: step.sendIDs)
+            for node in step.sendSubtrees {
+                var cursor: ReconCursor?
+                repeat {
+                    let page = try me.reconRecords(depth: node.depth, prefix: node.prefix, after: cursor, limit: 100)
+                    send += page.records
+                    cursor = page.next
+                } while cursor != nil
+            }
+            inbox[1 - turn] += send
+            items = step.reply
+            turn = 1 - turn
+        }
+        #expect(steps < 256, "the round ended")
+    }
+
+    /// Two replicas holding a large common set (card edits of many authors, compacted) and
+    /// each the last edit of a few hundred authors the other lacks — `mentormate-bench reconcile`
+    /// (b) in small — reconcile with the tree's changes waiting between reads: one round leaves
+    /// both holding the union, with equal roots, and each tree equal to one built from scratch.
+    @Test func twoLargeReplicasReconcileToTheUnionWhileTreeChangesWait() throws {
+        let authors = 3000, differing = 600
+        var common: [[UInt8]] = [], onlyA: [[UInt8]] = [], onlyB: [[UInt8]] = []
+        for i in 0..<authors {
+            let keys = Self.author(i)
+            let first = try signed(keys, type: 1, seq: 1, body: ProfileCard(name: "n\(i)", bio: "first").body, timestamp: 1001)
+            let second = try signed(keys, type: 1, seq: 2, body: ProfileCard(bio: "second \(i)").body, timestamp: 1002)
+            let last = try signed(keys, type: 1, seq: 3, body: ProfileCard(bio: "last \(i)").body, timestamp: 1003)
+            common += [first, second]
+            switch i < differing ? i % 2 : 2 {
+            case 0: onlyA.append(last)
+            case 1: onlyB.append(last)
+            default: common.append(last)
+            }
+        }
+        let settings = Self.deferringSettings()
+        let a = try memoryReplica(settings: settings), b = try memoryReplica(settings: settings)
+        _ = try a.importBatches(stride(from: 0, to: common.count, by: 2000).map { Array(common[$0..<min($0 + 2000, common.count)]) })
+        _ = try b.importBatches(stride(from: 0, to: common.count, by: 500).reversed().map { Array(common[$0..<min($0 + 500, common.count)]) })
+        for (replica, extra) in [(a, onlyA), (b, onlyB)] {
+            for start in stride(from: 0, to: extra.count, by: 40) {
+                #expect(try replica.apply(batch: Array(extra[start..<min(start + 40, extra.count)])).allSatisfy { $0 == .applied })
+            }
+            #expect(try Self.rootRows(replica) == 0, "the extra records' tree changes wait")
+        }
+        try Self.roundWhileApplying(a, b, batchSize: 25)
+        let reference = try memoryReplica(settings: settings)
+        _ = try reference.importBatches([common + onlyA + onlyB])
+        let union = Set(try Self.heldIDs(reference))
+        #expect(union.count == authors * 2, "compaction keeps seq 1 and the last edit")
+        #expect(Set(try Self.heldIDs(a)) == union, "A holds the union")
+        #expect(Set(try Self.heldIDs(b)) == union, "B holds the union")
+        let root = try reference.withReconView { try $0.node(depth: 0, prefix: 0) }
+        #expect(try a.withReconView { try $0.node(depth: 0, prefix: 0) } == root)
+        #expect(try b.withReconView { try $0.node(depth: 0, prefix: 0) } == root)
+        for replica in [a, b] {
+            try Self.expectTreeMatchesTables(replica)
+            try replica.write { db throws(StoreError) in try ReconIndex.rebuild(db) }
+            #expect(try replica.withReconView { try $0.node(depth: 0, prefix: 0) } == root, "a rebuilt tree is the same")
+        }
     }
 
     @Test func viewAnswersNothingForWhatIsNotANode() throws {

@@ -299,18 +299,26 @@ public struct ReconCursor: Sendable, Equatable {
 extension Replica {
     /// Runs `body` with the replica's reconciliation tree, in one read on the replica's queue
     /// (so the tree does not change under it). The view is valid only inside `body`.
-    /// The tree is brought up to date first (`bringReconUpToDate`), with no write in between.
+    /// The tree is brought up to date first (`readRecon`).
     public func withReconView<T>(_ body: (any ReconView) throws -> T) throws -> T {
-        try queue.read(after: { db throws(StoreError) in try bringReconUpToDate(db) }) { (db: Database) throws -> T in
-            try body(SQLiteReconView(db: db))
-        }
+        try readRecon { (db: Database) throws -> T in try body(SQLiteReconView(db: db)) }
     }
 
     /// How many record IDs the tree holds (`records` and `pending`).
     public func reconSetSize() throws(StoreError) -> Int {
-        try queue.read(after: { db throws(StoreError) in try bringReconUpToDate(db) }) { db throws(StoreError) in
-            Int(try ReconIndex.node(db, depth: 0, prefix: 0)?.count ?? 0)
-        }
+        try readRecon { db throws(StoreError) in Int(try ReconIndex.node(db, depth: 0, prefix: 0)?.count ?? 0) }
+    }
+
+    /// A read of `recon_nodes`: the tree changes that wait (`Replica.settleRecon`) are written
+    /// into it first (`bringReconUpToDate`), with no write in between. Every read of the tree
+    /// goes through here: while changes wait the stored tree lacks its root and the nodes they
+    /// touch are out of date.
+    func readRecon<T>(_ body: (Database) throws -> T) throws -> T {
+        try queue.read(after: { db throws(StoreError) in try bringReconUpToDate(db) }, body)
+    }
+
+    func readRecon<T>(_ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
+        try queue.read(after: { db throws(StoreError) in try bringReconUpToDate(db) }, body)
     }
 
     /// The encodings of the held records (applied or held back) with these IDs, in (author,
@@ -337,7 +345,8 @@ extension Replica {
     /// A page of the held records (applied or held back) under (depth, prefix), in (author, seq,
     /// ID) order: at most `limit` records after `after` (nil: from the start), and the cursor to
     /// pass for the next page (nil: this page ends the walk). Records applied or removed between
-    /// pages are seen or not depending on where they fall.
+    /// pages are seen or not depending on where they fall. Below the root, a page reads the
+    /// tree (the node's and the root's counts), so it is a `readRecon`.
     ///
     /// The root is a straight walk of the two tables' primary keys. Under a deeper node of `s`
     /// records out of `n`, each page takes the cheaper of two reads: the node's ID range of the
@@ -355,7 +364,7 @@ extension Replica {
     func reconRecords(depth: Int, prefix: UInt16, after: ReconCursor?, limit: Int, strategy: ReconPageStrategy?) throws(StoreError)
         -> (records: [[UInt8]], next: ReconCursor?) {
         guard limit > 0, ReconIndex.isNode(depth: depth, prefix: prefix) else { return ([], nil) }
-        return try read { db throws(StoreError) in
+        return try readRecon { db throws(StoreError) in
             let start = after.map { RecordKey(author: $0.author, seq: $0.seq, id: $0.id) } ?? RecordKey(author: .min, seq: .min, id: [])
             let from: [SQLValue] = [.integer(start.author), .integer(start.seq), .blob(start.id)]
             var page: [(key: RecordKey, bytes: [UInt8]?)] = []

@@ -86,6 +86,13 @@ public final class Replica: @unchecked Sendable {
         /// what compaction saves (`mentormate-bench reconcile --only g`) and in tests comparing
         /// a compacted replica with a full one.
         public var compaction = true
+        /// The reconciliation tree's deferral bounds: a write that takes the leaves waiting to
+        /// at least `reconDeferredLeaves`, or the IDs added to at least `reconDeferredIDs`,
+        /// writes the tree itself; below, the changes wait for the next read of the tree
+        /// (`Replica.settleRecon`). Internal: tests set them, so they exercise the deferral whatever
+        /// the default.
+        var reconDeferredLeaves = 4096
+        var reconDeferredIDs = 16_384
 
         public init() {}
     }
@@ -312,18 +319,12 @@ public final class Replica: @unchecked Sendable {
 
     // MARK: The reconciliation tree, brought up to date in batches
 
-    /// Leaves with more changes than this (or IDs added) bring the tree up to date in the write
-    /// that reaches them; below, the tree waits for the next read of it (`withReconView`) or the
-    /// next write past the bound. Per write, the tree's upper levels and their pages are
-    /// rewritten once for every few thousand records instead of once per received batch.
-    ///
-    /// OFF for now (1: every write that changes a leaf writes the tree, as before): with 4,096,
-    /// `mentormate-bench reconcile --only b --records 100000 --authors 10000` left A and B
-    /// 40–50 records apart for good (79,067 and 79,069 of 79,119) — a deferred tree that
-    /// disagrees with the records somewhere, not found yet. The mechanism stays, tested, for
-    /// when it is.
-    static let reconDeferredLeaves = 1
-    static let reconDeferredIDs = 16_384
+    // A write whose changed leaves, joined to those waiting, stay below
+    // `settings.reconDeferredLeaves` (4,096) and `reconDeferredIDs` (16,384) leaves the tree
+    // waiting; the next read of it (`withReconView`, `reconSetSize`, `reconRecords(depth:...)`,
+    // each through `readRecon`), the next write past the bounds, or `close` brings it up to
+    // date. Per write, the tree's upper levels and their pages are rewritten once for every few
+    // thousand records instead of once per received batch.
 
     /// In a write's transaction: the tree changes of this write (`reconInTransaction`) joined to
     /// those waiting (`reconPending`); written into `recon_nodes` when past the bounds, else left
@@ -339,7 +340,7 @@ public final class Replica: @unchecked Sendable {
             try ReconIndex.rebuild(db)
             return (ReconDirty(), true)
         }
-        guard waiting.leaves.count >= Self.reconDeferredLeaves || waiting.addedIDs >= Self.reconDeferredIDs else {
+        guard waiting.leaves.count >= settings.reconDeferredLeaves || waiting.addedIDs >= settings.reconDeferredIDs else {
             try ReconIndex.markStale(db)
             return (waiting, false)
         }

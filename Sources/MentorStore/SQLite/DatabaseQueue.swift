@@ -66,22 +66,12 @@ public final class DatabaseQueue: @unchecked Sendable {
     /// own), with nothing in between: for a structure kept behind the tables that must be
     /// brought up to date before it is read.
     public func read<T>(after prepare: (Database) throws(StoreError) -> Void, _ body: (Database) throws -> T) throws -> T {
-        try onQueue("read", { (database) throws in
-            try prepare(database)
-            database.access.readOnly = true
-            defer { database.access.readOnly = false }
-            return try database.inTransaction(.deferred, { () throws in try body(database) }, convert: { $0 })
-        }, convert: { $0 })
+        try inReadTransaction(after: prepare, body, convert: { $0 })
     }
 
     public func read<T>(after prepare: (Database) throws(StoreError) -> Void,
                         _ body: (Database) throws(StoreError) -> T) throws(StoreError) -> T {
-        try onQueue("read", { (database) throws(StoreError) in
-            try prepare(database)
-            database.access.readOnly = true
-            defer { database.access.readOnly = false }
-            return try database.inTransaction(.deferred, { () throws(StoreError) in try body(database) }, convert: { $0 })
-        }, convert: { $0 })
+        try inReadTransaction(after: prepare, body, convert: { $0 })
     }
 
     /// Closes the connection on the queue; later accesses throw `misuse`.
@@ -96,9 +86,12 @@ public final class DatabaseQueue: @unchecked Sendable {
         }, convert: convert)
     }
 
-    private func inReadTransaction<T, E: Error>(_ body: (Database) throws(E) -> T,
+    /// `prepare` runs first, outside the read transaction (nothing by default).
+    private func inReadTransaction<T, E: Error>(after prepare: (Database) throws(StoreError) -> Void = { _ in },
+                                                _ body: (Database) throws(E) -> T,
                                                 convert: (StoreError) -> E) throws(E) -> T {
         try onQueue("read", { (database) throws(E) in
+            do throws(StoreError) { try prepare(database) } catch { throw convert(error) }
             database.access.readOnly = true
             defer { database.access.readOnly = false }
             return try database.inTransaction(.deferred, { () throws(E) in try body(database) }, convert: convert)
