@@ -20,7 +20,8 @@ import Synchronization
 ///
 /// Without `NOTIFY_SOCKET` nothing of this runs.
 ///
-/// `@unchecked Sendable`: `timer` is made in `init` and only resumed, once, by `startTimer()`;
+/// `@unchecked Sendable`: `timer` is made and activated (unscheduled: it does not fire) in
+/// `init`, scheduled once by `startTimer()` and cancelled by `deinit`;
 /// the other mutable state is in `state` (a `Mutex`); the rest is immutable.
 final class ServiceWatch: @unchecked Sendable {
     private let notifier: ServiceNotifier
@@ -56,7 +57,14 @@ final class ServiceWatch: @unchecked Sendable {
         keepAliveInterval = ServiceNotifier.watchdogInterval(environment: environment).map { $0 / 2 }
         statusInterval = .seconds(10)
         timer = DispatchSource.makeTimerSource(queue: queue)
+        // Active from the start, so letting go of a watch whose timer never started (the API
+        // server stopped before it served) is not the release of an inactive source, which
+        // libdispatch answers with a crash.
+        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.activate()
     }
+
+    deinit { timer.cancel() }
 
     /// Sends `READY=1` (with a first status) once the API server serves, then starts the
     /// keep-alive and status timer.
@@ -81,8 +89,6 @@ final class ServiceWatch: @unchecked Sendable {
     private func startTimer() {
         let period = min(keepAliveInterval ?? statusInterval, statusInterval)
         timer.schedule(deadline: .now() + period.dispatch, repeating: period.dispatch, leeway: .milliseconds(10))
-        timer.setEventHandler { [weak self] in self?.tick() }
-        timer.resume()
     }
 
     /// Starts a probe through the API server's loop and the node's queue, unless one is still

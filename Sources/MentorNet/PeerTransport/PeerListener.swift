@@ -58,6 +58,16 @@ public final class PeerListener: @unchecked Sendable {
         self.accepted = accepted
     }
 
+    /// Let go of without `close()`: the source is not left suspended (releasing a suspended
+    /// source crashes libdispatch) nor watching; its cancel handler closes the descriptor. Only
+    /// the source's cancel handler (which holds the listener, not this object) and a pause's
+    /// timer (weak) can still run, so nothing else touches `source` or `paused` here.
+    deinit {
+        guard let source else { return }
+        if paused { source.resume() }
+        source.cancel()
+    }
+
     /// Starts accepting.
     public func start() {
         queue.async { [self] in
