@@ -21,7 +21,8 @@ final class StateLock {
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = Self.readPID(fd)
-            close(fd)
+            // No close here: every stored property is set, so the throw runs `deinit`, which
+            // closes it (closing here too closed the number twice — perhaps someone else's).
             throw DaemonError("another mentormated\(holder.map { " (pid \($0))" } ?? "") is already using the state directory \(stateDirectory)",
                               hint: "it is serving already — use it (`mentormate status`), stop it first\(holder.map { " (kill \($0))" } ?? ""), or give this one its own --state-dir")
         }
@@ -30,7 +31,7 @@ final class StateLock {
         _ = pid.withCString { pwrite(fd, $0, strlen($0), 0) }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     private static func readPID(_ fd: Int32) -> Int? {
         var buf = [UInt8](repeating: 0, count: 32)
