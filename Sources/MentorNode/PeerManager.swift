@@ -72,7 +72,7 @@ import MentorStore
 /// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`;
 /// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
-/// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`, the storage
+/// confined to `queue`, except what `status` reads (`StatusBoard`, behind its lock), the storage
 /// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock), and the
 /// pipeline's, which `ApplyPipeline` confines.
 public final class PeerManager: @unchecked Sendable {
@@ -207,10 +207,8 @@ public final class PeerManager: @unchecked Sendable {
     private var push: PushLinks
     private var graftTimer: (at: ContinuousClock.Instant, timer: DispatchWorkItem)?
 
-    private let snapshotLock = NSLock()
-    private var snapshot: [PeerInfo] = []
-    private var received = 0   // guarded by snapshotLock
-    private var pushCounts = PushLinks.Counts()   // guarded by snapshotLock (a copy of `push.counts`)
+    /// What `peers`, `recordsReceived` and `pushCounters` read without waiting on `queue`.
+    private let board = StatusBoard()
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -288,14 +286,14 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     /// The connected peers (established links), for `runtimeInfo().peers`. Never waits on `queue`.
-    public var peers: [PeerInfo] { snapshotLock.withLock { snapshot } }
+    public var peers: [PeerInfo] { board.peers }
     /// Records received from peers since start, over every link, duplicates included (what
     /// `status` shows as `recordsReceived`: how many bodies reached this node per record written).
-    public var recordsReceived: Int { snapshotLock.withLock { received } }
+    public var recordsReceived: Int { board.recordsReceived }
     /// Lazy push (`status.sync`): bodies received (as `recordsReceived`), those of them already
     /// held (duplicates), and record IDs peers announced in `ihave`.
     public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
-        snapshotLock.withLock { (received, pushCounts.duplicates, pushCounts.announced) }
+        board.pushCounters
     }
     /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
     public var storage: StorageStatus { budgetGate.storage }
@@ -626,8 +624,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     private func publishPushCounts() {
-        let counts = push.counts
-        snapshotLock.withLock { pushCounts = counts }
+        board.publish(push.counts)
     }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
@@ -699,7 +696,7 @@ public final class PeerManager: @unchecked Sendable {
     /// accounts linked nodes named are kept past the node-wide budget. The outcome comes back
     /// to the link through the pipeline (`ApplyShell`, below).
     func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
-        snapshotLock.withLock { received += batch.count }
+        board.received(batch.count)
         pipeline.submit(batch, from: connection) { author in
             connections.values.contains(where: { $0.accounts.contains(author) })
         }
@@ -891,8 +888,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     private func publishSnapshot() {
-        let list = PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) })
-        snapshotLock.withLock { snapshot = list }
+        board.publish(PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) }))
     }
 }
 
