@@ -62,16 +62,19 @@ import MentorStore
 /// `DuplicateLinks` (which of two links closes); `BudgetGate` carries out the storage budgets
 /// over the replica, `RefusalVerdict` reads a batch's outcomes. Each link's session runs in a
 /// `SyncDriver` (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls
-/// back here through `LinkShell`. This class keeps the links, the timers and the I/O, and carries their
-/// decisions out.
+/// back here through `LinkShell`; the batches it receives are verified and applied by the
+/// `ApplyPipeline` (early acks, batches applied together, the release of records held until
+/// due), whose outcomes come back through `ApplyShell`. This class keeps the links, the timers
+/// and the I/O, and carries their decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
-/// on `applyQueue` (serial) and its outcome comes back to `queue`;
+/// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`;
 /// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
-/// confined to `queue`, except `snapshot`, which is guarded by `snapshotLock`, and the storage
-/// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock).
+/// confined to `queue`, except what `status` reads (`StatusBoard`, behind its lock), the storage
+/// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock), and the
+/// pipeline's, which `ApplyPipeline` confines.
 public final class PeerManager: @unchecked Sendable {
     public struct Settings: Sendable {
         public var link = PeerLink.Settings()
@@ -166,14 +169,9 @@ public final class PeerManager: @unchecked Sendable {
     private let node: Node
     private let logger: any Logger
     private let queue = DispatchQueue(label: "MentorNode.PeerManager")
-    /// Where received batches are applied, one at a time (the replica's one writer), and where
-    /// they are decoded and verified meanwhile, several at once (see `verifyAndApply(_:from:)`).
-    private let applyQueue = DispatchQueue(label: "MentorNode.PeerManager.apply")
-    private let verifyQueue = DispatchQueue(label: "MentorNode.PeerManager.verify", attributes: .concurrent)
-    private let applyGate = NSLock()
-    /// Batches received and not applied yet, in order (`apply`, `applyWaiting`).
-    private let backlog = ApplyBacklog()
-    private var applyStopped = false   // guarded by applyGate
+    /// Where received batches are verified and applied, off `queue`, and their outcomes handed
+    /// back to their links (`ApplyPipeline`; its shell is this manager, set in `init`).
+    private let pipeline: ApplyPipeline<PeerManager>
     private let myKey: SigningPublicKey
     private var listener: PeerListener!
 
@@ -193,9 +191,6 @@ public final class PeerManager: @unchecked Sendable {
     private var serials: UInt64 = 0
     /// Which photos to fetch, from which link, when (`BlobFetcher`; links named by serial).
     private var blobs: BlobFetcher
-    /// Releases the records held until due when the earliest is due, and when it fires.
-    private var dueTimer: DispatchWorkItem?
-    private var dueTimerAt: ContinuousClock.Instant?
     /// Blobs received and stored since start (for tests and metrics).
     public private(set) var blobsFetched = 0
     /// Since when photo fetching waits for links catching up, and the timer that ends the wait.
@@ -205,17 +200,15 @@ public final class PeerManager: @unchecked Sendable {
     private var photos: PhotoSync
     private var photoLookupTimer: DispatchWorkItem?
     /// The storage budgets: each author's and the node-wide one (`BudgetGate`; its methods run
-    /// on `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
+    /// on the pipeline's `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
     private let budgetGate: BudgetGate
     /// Lazy push: which links carry bodies, which IDs wait for theirs (`PushLinks`; links named
     /// by serial), and the timer of the next graft.
     private var push: PushLinks
     private var graftTimer: (at: ContinuousClock.Instant, timer: DispatchWorkItem)?
 
-    private let snapshotLock = NSLock()
-    private var snapshot: [PeerInfo] = []
-    private var received = 0   // guarded by snapshotLock
-    private var pushCounts = PushLinks.Counts()   // guarded by snapshotLock (a copy of `push.counts`)
+    /// What `peers`, `recordsReceived` and `pushCounters` read without waiting on `queue`.
+    private let board = StatusBoard()
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -237,6 +230,8 @@ public final class PeerManager: @unchecked Sendable {
         self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                  photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
         self.photos = PhotoSync(settings: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout))
+        self.pipeline = ApplyPipeline(queue: queue, store: ApplyStore(node: node), budgetGate: budgetGate,
+                                      recordsPerApply: settings.recordsPerApply, logger: logger, wallClock: settings.now)
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
@@ -244,6 +239,7 @@ public final class PeerManager: @unchecked Sendable {
             self.adopt(link, via: "incoming", staticIndex: nil)
         }
         listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
+        pipeline.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -259,7 +255,7 @@ public final class PeerManager: @unchecked Sendable {
         listener.start()
         queue.async { [self] in
             for index in redialer.targets.indices { dial(index) }
-            scheduleDueRelease()
+            pipeline.scheduleDueRelease()
         }
     }
 
@@ -271,8 +267,7 @@ public final class PeerManager: @unchecked Sendable {
             stopped = true
             for (_, entry) in redialTimers { entry.timer.cancel() }
             redialTimers = [:]
-            dueTimer?.cancel()
-            dueTimer = nil
+            pipeline.cancelTimers()
             photoTimer?.cancel()
             photoTimer = nil
             photoLookupTimer?.cancel()
@@ -287,19 +282,18 @@ public final class PeerManager: @unchecked Sendable {
             publishSnapshot()
         }
         // A batch being applied finishes; none starts after this.
-        applyGate.withLock { applyStopped = true }
-        applyQueue.sync {}
+        pipeline.stop()
     }
 
     /// The connected peers (established links), for `runtimeInfo().peers`. Never waits on `queue`.
-    public var peers: [PeerInfo] { snapshotLock.withLock { snapshot } }
+    public var peers: [PeerInfo] { board.peers }
     /// Records received from peers since start, over every link, duplicates included (what
     /// `status` shows as `recordsReceived`: how many bodies reached this node per record written).
-    public var recordsReceived: Int { snapshotLock.withLock { received } }
+    public var recordsReceived: Int { board.recordsReceived }
     /// Lazy push (`status.sync`): bodies received (as `recordsReceived`), those of them already
     /// held (duplicates), and record IDs peers announced in `ihave`.
     public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
-        snapshotLock.withLock { (received, pushCounts.duplicates, pushCounts.announced) }
+        board.pushCounters
     }
     /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
     public var storage: StorageStatus { budgetGate.storage }
@@ -630,8 +624,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     private func publishPushCounts() {
-        let counts = push.counts
-        snapshotLock.withLock { pushCounts = counts }
+        board.publish(push.counts)
     }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
@@ -697,175 +690,24 @@ public final class PeerManager: @unchecked Sendable {
         budgetGate.setNearby(all)
     }
 
-    // MARK: Applying (off queue)
+    // MARK: Applying
 
-    /// Verifies a batch on `verifyQueue` and applies it on `applyQueue` (serial: batches of one
-    /// link in order, one writer for the replica), so link I/O, keep-alives and pushes on
-    /// `queue` never wait behind replica work; the outcome comes back to `queue` for the session.
-    ///
-    /// The pipeline: while batch k is applied, batch k+1 (and the others the window lets in
-    /// flight) are decoded and their signatures checked on the other cores, so a sync runs at
-    /// the rate of the apply alone instead of verify + apply one after the other. Bounded:
-    /// a session closes a peer with more than `window` batches unacknowledged, and a batch is
-    /// acknowledged only after its apply.
-    ///
-    /// Batches waiting their turn are applied together: each run takes the oldest batch and
-    /// every later one already verified, up to `recordsPerApply` records, in one transaction —
-    /// the per-transaction work (the commit, the reconciliation tree's upper levels, the cards
-    /// and pairs shown, the pushes) is shared, as in the local merge's batches of 1,000. Each
-    /// batch still gets its own outcomes, budget decision and acknowledgement.
-    ///
-    /// The batch is acknowledged as soon as it is queued (`SyncDriver.accepted`), not after its
-    /// apply, while the records-per-second bucket has paid for it and fewer than
-    /// `acceptedBatchesMax` batches so acknowledged wait node-wide: the peer then sends the
-    /// next window while this one is verified and applied, so verifying overlaps applying as in
-    /// the local merge (with acks after the apply, a link's whole window waited for each apply).
-    /// At most `window` such batches per link (the session's bound) and `acceptedBatchesMax` in
-    /// all are held beyond the window.
+    /// A link's batch goes to the apply pipeline (`ApplyPipeline`), counted for `status`; the
+    /// accounts linked nodes named are kept past the node-wide budget. The outcome comes back
+    /// to the link through the pipeline (`ApplyShell`, below).
     func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
-        let node = self.node
-        snapshotLock.withLock { received += batch.count }
-        // The node-wide budget's sure declines, unverified (accounts a linked node named are kept).
-        let kept = budgetGate.declinedBeforeVerifying(batch) { author in
+        board.received(batch.count)
+        pipeline.submit(batch, from: connection) { author in
             connections.values.contains(where: { $0.accounts.contains(author) })
         }
-        let checked = VerifiedBatch()
-        verifyQueue.async { checked.fill(node.replica.verify(kept)) }
-        // Records per second: the bucket pays for the batch now; the ack may go at `ackAt`.
-        let delay = rateDelay(connection, records: batch.count)
-        var job = ApplyBacklog.Job(received: batch.count, kept: kept, checked: checked,
-                                   key: ObjectIdentifier(connection), serial: connection.serial,
-                                   ackAt: delay.map { ContinuousClock.now + $0 })
-        if delay == nil, acceptedBatches < Self.acceptedBatchesMax {
-            job.accepted = true
-            acceptedBatches += 1
-            // After the directive that brought the batch is done (the driver is not re-entered).
-            let key = ObjectIdentifier(connection), serial = connection.serial
-            queue.async { [weak self] in
-                guard let self, let connection = self.connections[key], connection.serial == serial,
-                      !self.stopped, !connection.closing else { return }
-                connection.driver.accepted()
-            }
-        }
-        // The connection stays on `queue`: it is found again there by its key and serial.
-        backlog.push(job)
-        applyQueue.async { [weak self] in self?.applyWaiting() }
     }
 
-    /// Batches acknowledged before their apply, waiting node-wide (on `queue`), and the most.
-    private var acceptedBatches = 0
-    static let acceptedBatchesMax = 8
+    // The shell's side of the pipeline (`ApplyShell`), on `queue`.
 
-    /// On `applyQueue`: applies the batches `backlog` gives (nothing if an earlier run took
-    /// them), then hands each batch's outcome back to its link on `queue`.
-    private func applyWaiting() {
-        let jobs = backlog.take(records: settings.recordsPerApply)
-        guard !jobs.isEmpty, !applyGate.withLock({ applyStopped }) else { return }
-        let verified = jobs.map { $0.checked.wait() }
-        var admittedBytes: [PublicKey: Int64] = [:]
-        let budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
-        let result = Result<[[ApplyOutcome]], StoreError> { () throws(StoreError) in
-            try node.applyRemote(batches: jobs.indices.map { k in
-                (verified: budgets[k].admitted.map { verified[k][$0] }, origin: jobs[k].serial)
-            })
-        }
-        for (k, job) in jobs.enumerated() {
-            let (indices, overBudget, classes) = budgets[k]
-            let admitted = indices.map { job.kept[$0] }
-            let batchResult = result.map { $0[k] }
-            budgetGate.countStored(admitted, classes, try? batchResult.get())
-            queue.async { self.applied(batchResult, of: job, admitted: admitted, overBudget: overBudget) }
-        }
-    }
-
-    /// On `queue`: a batch's outcome goes to its link's session (acknowledged, deferred, blamed).
-    private func applied(_ result: Result<[ApplyOutcome], StoreError>, of job: ApplyBacklog.Job,
-                         admitted: [[UInt8]], overBudget: [PublicKey]) {
-        if job.accepted { acceptedBatches -= 1 }
-        guard let connection = connections[job.key], connection.serial == job.serial,
-              !stopped, !connection.closing else { return }
-        switch result {
-        case .failure(let error):
-            end(connection, "applying records from the peer failed: \(error)")
-        case .success(let outcomes):
-            noteDuplicates(outcomes.filter { $0 == .duplicate }.count, from: connection)
-            let verdict = RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
-            let refused = verdict.offences
-            noteNotNow(verdict, from: connection)
-            // Records per second: the ack waits until the bucket has paid for the batch (an ack
-            // sent when the batch was queued has nothing left to wait for).
-            let delay = refused == 0 ? job.ackAt.map { max(.zero, $0 - ContinuousClock.now) } : nil
-            if let delay { scheduleAcks(connection, after: delay) }
-            connection.driver.applied(stored: outcomes.count - refused, refused: refused, holdAck: delay != nil)
-            if !overBudget.isEmpty { connection.driver.abandon(overBudget) }
-            if outcomes.contains(.forked) { reconcileNow() }
-        }
-    }
-
-    // MARK: Refusals that are nobody's fault (on queue)
-
-    /// Records the link's deferrals in its session (to be asked for again), logs what was not
-    /// taken now — the first time per link and kind at info, after that at debug — and wakes
-    /// the release of records held until due. Nothing here blames the peer.
-    private func noteNotNow(_ verdict: RefusalVerdict, from connection: Connection) {
-        if let e = verdict.firstOffence, e.code == .insufficientWork {
-            // The session closes on it and the penalty is logged. This one offence an honest
-            // node commits too, when its network_work_bits differs from ours: one line says so.
-            logger.info("a record from a peer was refused as its fault", ["peer.address": "\(connection.link.remote)",
-                        "code": e.code.name, "records": "\(verdict.offences)", "why": e.message])
-        }
-        connection.driver.deferred(verdict.deferred)
-        for (code, count) in verdict.notNow.sorted(by: { $0.key < $1.key }) {
-            let first = connection.notNowLogged.insert(code).inserted
-            logger.log(first ? .info : .debug, "records from a peer not taken now (no fault of the peer; the link stays)",
-                       ["peer.address": "\(connection.link.remote)", "code": code, "records": "\(count)",
-                        "then": code == RecordError.Code.equivocation.name ? "evidence kept" : "asked for again later"])
-        }
-        if let author = verdict.heldUntilDue.first {
-            connection.driver.heldAside(verdict.heldUntilDue)
-            let first = connection.notNowLogged.insert("held-until-due").inserted
-            logger.log(first ? .info : .debug, "records dated ahead of this node's clock are held until due (the author's clock runs fast)",
-                       ["peer.address": "\(connection.link.remote)", "author": author.shortID, "authors": "\(verdict.heldUntilDue.count)"])
-            scheduleDueRelease()
-        }
-    }
-
-    /// Applies the records held until due once the earliest is due by our clock (looked at
-    /// again at least once a minute: the wall clock may jump), on `applyQueue` like a batch.
-    private func scheduleDueRelease() {
-        guard !stopped else { return }
-        let earliest: UInt64?
-        do { earliest = try node.replica.earliestHeldUntilDue() } catch {
-            logger.info("reading the records held until due failed", ["error": "\(error)"])
-            return
-        }
-        guard let earliest else { return }
-        let dueAt = earliest - min(earliest, node.replica.settings.futureTolerance)
-        let now = settings.now()
-        let wait = Duration.milliseconds(Int64(min(dueAt - min(dueAt, now), 60_000)))
-        let fireAt = ContinuousClock.now + wait
-        if dueTimer != nil, let at = dueTimerAt, at <= fireAt { return }
-        dueTimer?.cancel()
-        let node = self.node
-        let timer = DispatchWorkItem { [weak self] in
-            guard let self, !self.stopped else { return }
-            self.dueTimer = nil
-            self.dueTimerAt = nil
-            self.applyQueue.async { [weak self] in
-                guard let self, !self.applyGate.withLock({ self.applyStopped }) else { return }
-                do {
-                    let released = try node.releaseDueRecords()
-                    if released > 0 { self.logger.debug("records held until due applied", ["records": "\(released)"]) }
-                } catch {
-                    self.logger.info("applying the records held until due failed", ["error": "\(error)"])
-                }
-                self.queue.async { self.scheduleDueRelease() }
-            }
-        }
-        dueTimer = timer
-        dueTimerAt = fireAt
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanoseconds)), execute: timer)
-    }
+    func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
+    func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
+    func duplicatesApplied(_ count: Int, from connection: Connection) { noteDuplicates(count, from: connection) }
+    func forkApplied() { reconcileNow() }
 
     // MARK: Photos (on queue)
 
@@ -1007,27 +849,6 @@ public final class PeerManager: @unchecked Sendable {
                     "via": connection.via, "reason": reason])
     }
 
-    /// Takes `records` from the connection's bucket; the delay before acks may go, if any (`AckPacer`).
-    private func rateDelay(_ connection: Connection, records: Int) -> Duration? {
-        connection.pacer.take(records, heldAcks: connection.session.heldAcks, now: .now)
-    }
-
-    private func scheduleAcks(_ connection: Connection, after delay: Duration) {
-        guard connection.ackTimer == nil else { return }
-        let timer = DispatchWorkItem { [weak self, weak connection] in
-            guard let self, let connection, !self.stopped, !connection.closing else { return }
-            connection.ackTimer = nil
-            // More batches may have been applied meanwhile: wait out the whole debt.
-            if let more = self.rateDelay(connection, records: 0), more > .zero {
-                self.scheduleAcks(connection, after: more)
-                return
-            }
-            connection.driver.releaseAcks()
-        }
-        connection.ackTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
-    }
-
     // MARK: Notifications (on queue)
 
     private func announcePeer(_ connection: Connection, _ state: String) {
@@ -1067,8 +888,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     private func publishSnapshot() {
-        let list = PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) })
-        snapshotLock.withLock { snapshot = list }
+        board.publish(PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) }))
     }
 }
 

@@ -31,4 +31,20 @@ import Testing
         #expect(sync.method == "event.sync")
         #expect(sync.params == ["peer": "n1", "address": "10.0.0.7:7000", "received": 12, "sent": 3, "caughtUp": true])
     }
+
+    /// What `status` reads off the queue (`StatusBoard`): the list last published, the records of
+    /// every batch received, and lazy push's counters beside them.
+    @Test func theBoardShowsTheLastListPublishedAndCountsEveryBatchReceived() {
+        let board = StatusBoard()
+        #expect(board.peers.isEmpty && board.recordsReceived == 0)
+        board.publish([info("a", since: 1), info("b", since: 2)])
+        board.publish([info("b", since: 2)])
+        #expect(board.peers.map(\.node) == ["b"], "a new list replaces the old one")
+        board.received(256)
+        board.received(3)
+        board.publish(PushLinks.Counts(duplicates: 40, announced: 7))
+        #expect(board.recordsReceived == 259)
+        let counters = board.pushCounters
+        #expect(counters.bodies == 259 && counters.duplicates == 40 && counters.announced == 7)
+    }
 }

@@ -7,12 +7,12 @@ import MentorStore
 /// The storage budgets of received records, carried out over the replica: each author's budget
 /// of bytes (`authorBudget`: records plus photos; accounts of this node are exempt) and the
 /// node-wide budget (`StorageBudget` decides the policy; this class keeps its counts, asks the
-/// replica what it needs and logs). Owned by `PeerManager`, which calls it around each batch:
+/// replica what it needs and logs). Owned by `PeerManager`; its `ApplyPipeline` calls it around each batch:
 /// `declinedBeforeVerifying` when the batch arrives, `withinBudget` before it is applied,
 /// `countStored` with its outcomes.
 ///
 /// Confinement:
-/// - On the peer manager's `applyQueue` (serial): `withinBudget`, `countStored` (and the
+/// - On the apply pipeline's `applyQueue` (serial): `withinBudget`, `countStored` (and the
 ///   `recountBytesIfFull` they call). They alone touch `authorBytes`, `overBudgetLogged` and
 ///   `bytesRecountedAt`, so those need no lock.
 /// - On the peer manager's `queue`: `declinedBeforeVerifying` and `setNearby`. They touch only

@@ -3,7 +3,7 @@ import MentorAPI
 /// What the peer manager tells about its links (docs/API.md): the list of connected peers that
 /// `runtimeInfo().peers` and `status` show, and the `event.peer` and `event.sync`
 /// notifications. Pure functions of the links' state; the shell keeps the state, publishes the
-/// list under its lock and broadcasts the events (`SyncEventThrottle` decides when `event.sync`
+/// list on its `StatusBoard` and broadcasts the events (`SyncEventThrottle` decides when `event.sync`
 /// goes out).
 enum PeerStatus {
     /// One link as the status sees it: whether it is closing, and who is on it (nil: the
