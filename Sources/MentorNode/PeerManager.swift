@@ -64,7 +64,10 @@ import MentorStore
 /// `SyncDriver` (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls
 /// back here through `LinkShell`; the batches it receives are verified and applied by the
 /// `ApplyPipeline` (early acks, batches applied together, the release of records held until
-/// due), whose outcomes come back through `ApplyShell`. This class keeps the links, the timers
+/// due), whose outcomes come back through `ApplyShell`; the photo exchange — listing the photos
+/// the replica lacks, `wantBlob`s sent with their answer timeout, parts received, checked and
+/// stored, peers' `wantBlob`s answered — is `PhotoExchange`'s (over `BlobFetcher` and
+/// `PhotoSync`), which calls back through `PhotoShell`. This class keeps the links, the timers
 /// and the I/O, and carries their decisions out.
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
@@ -74,7 +77,7 @@ import MentorStore
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
 /// confined to `queue`, except what `status` reads (`StatusBoard`, behind its lock), the storage
 /// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock), and the
-/// pipeline's, which `ApplyPipeline` confines.
+/// pipeline's, which `ApplyPipeline` confines; `PhotoExchange`'s state is on `queue` too.
 public final class PeerManager: @unchecked Sendable {
     public struct Settings: Sendable {
         public var link = PeerLink.Settings()
@@ -189,16 +192,10 @@ public final class PeerManager: @unchecked Sendable {
     /// Who is at fault when a link ends, and the refusals of their addresses (`PeerDefence`).
     private var defence: PeerDefence
     private var serials: UInt64 = 0
-    /// Which photos to fetch, from which link, when (`BlobFetcher`; links named by serial).
-    private var blobs: BlobFetcher
-    /// Blobs received and stored since start (for tests and metrics).
-    public private(set) var blobsFetched = 0
-    /// Since when photo fetching waits for links catching up, and the timer that ends the wait.
-    private var photosDeferredSince: ContinuousClock.Instant? { blobs.waitingSince }
-    private var photoTimer: DispatchWorkItem?
-    /// When to list the photos the replica lacks (`PhotoSync`), and the timer of the next listing.
-    private var photos: PhotoSync
-    private var photoLookupTimer: DispatchWorkItem?
+    /// The photo exchange of every link: which photos to fetch, from which link, when, the
+    /// `wantBlob`s sent and answered, the blobs received (`PhotoExchange`; its shell is this
+    /// manager, set in `init`).
+    private let photos: PhotoExchange<PeerManager>
     /// The storage budgets: each author's and the node-wide one (`BudgetGate`; its methods run
     /// on the pipeline's `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
     private let budgetGate: BudgetGate
@@ -227,9 +224,10 @@ public final class PeerManager: @unchecked Sendable {
                                      authorBudget: settings.authorBudget,
                                      budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
                                      logger: logger)
-        self.blobs = BlobFetcher(settings: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
-                                                 photoBudget: settings.photoBudget, authorBudget: settings.authorBudget))
-        self.photos = PhotoSync(settings: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout))
+        self.photos = PhotoExchange(fetcher: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
+                                                   photoBudget: settings.photoBudget, authorBudget: settings.authorBudget),
+                                    rules: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout),
+                                    store: PhotoStore(node: node), logger: logger)
         self.pipeline = ApplyPipeline(queue: queue, store: ApplyStore(node: node), budgetGate: budgetGate,
                                       recordsPerApply: settings.recordsPerApply, logger: logger, wallClock: settings.now)
         var listenerSettings = settings.listener
@@ -240,6 +238,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
         pipeline.shell = self
+        photos.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -268,10 +267,7 @@ public final class PeerManager: @unchecked Sendable {
             for (_, entry) in redialTimers { entry.timer.cancel() }
             redialTimers = [:]
             pipeline.cancelTimers()
-            photoTimer?.cancel()
-            photoTimer = nil
-            photoLookupTimer?.cancel()
-            photoLookupTimer = nil
+            photos.cancelTimers()
             graftTimer?.timer.cancel()
             graftTimer = nil
             for connection in connections.values {
@@ -299,6 +295,8 @@ public final class PeerManager: @unchecked Sendable {
     public var storage: StorageStatus { budgetGate.storage }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
     public var photoLookupCount: Int { queue.sync { photos.listings } }
+    /// Blobs received and stored since start (for tests and metrics).
+    public var blobsFetched: Int { photos.blobsFetched }
 
     // MARK: Discovered peers
 
@@ -461,7 +459,7 @@ public final class PeerManager: @unchecked Sendable {
         push.linkUp(connection.serial)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
-        if photos.newLinkNeedsListing(waiting: photoTimer != nil) { findMissingPhotos() } else { assignBlobs() }
+        photos.linkEstablished()
     }
 
     private func closed(_ id: ObjectIdentifier, _ reason: PeerLink.CloseReason) {
@@ -476,8 +474,7 @@ public final class PeerManager: @unchecked Sendable {
         guard !stopped else { return }
         if connection.since != 0 { announcePeer(connection, "disconnected") }
         if !connection.accounts.isEmpty { publishNearby() }
-        if photosDeferredSince != nil { findMissingPhotos() }
-        if blobs.linkClosed(connection.serial) { assignBlobs() }
+        photos.linkClosed(connection.serial)
         switch defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now) {
         case .quiet:
             break
@@ -520,7 +517,7 @@ public final class PeerManager: @unchecked Sendable {
             }
         }
         scheduleGraft()
-        if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { lookForPhotosSoon() }
+        if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { photos.lookSoon() }
     }
 
     // The shell's side of each link's `LinkHost` (`LinkShell`): what its driver asks of the
@@ -543,37 +540,16 @@ public final class PeerManager: @unchecked Sendable {
     /// Photos waited for links catching up: this one may just have (after a hello with
     /// nothing to exchange, or its last batch).
     func sessionRan(_ connection: Connection) {
-        if photosDeferredSince != nil, !stopped, connection.session.isCaughtUp { findMissingPhotos() }
+        if !stopped, connection.session.isCaughtUp { photos.linkCaughtUp() }
     }
 
     /// A part of a blob the peer sent; a reason to close the link for, if the peer is at fault.
     func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
-        guard var assembly = connection.blobIn else {
-            return "a blob part of \(Hex.encode(hash).prefix(16)) that was not asked for"
-        }
-        do {
-            let progress = try assembly.add(hash: hash, total: total, offset: offset, bytes: bytes)
-            connection.blobIn = assembly
-            connection.blobPartAt = .now
-            if case .incomplete = progress { return nil }
-            connection.blobIn = nil
-            blobs.answered(hash)
-            if case .complete(let data) = progress {
-                if let problem = storeBlob(data, hash: hash) { return problem }
-            } else if let delay = blobs.notHeld(hash, by: connection.serial) {
-                let serial = connection.serial
-                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds))) { [weak self] in
-                    guard let self, !self.stopped else { return }
-                    self.blobs.retry(hash, by: serial)
-                    self.assignBlobs()
-                }
-            }
-            assignBlobs()
-            return nil
-        } catch {
-            return error.message
-        }
+        photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
     }
+
+    /// Answers a peer's `wantBlob` (`PhotoExchange`).
+    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
 
     // MARK: Lazy push (on queue)
 
@@ -709,131 +685,10 @@ public final class PeerManager: @unchecked Sendable {
     func duplicatesApplied(_ count: Int, from connection: Connection) { noteDuplicates(count, from: connection) }
     func forkApplied() { reconcileNow() }
 
-    // MARK: Photos (on queue)
+    // The shell's side of the photo exchange (`PhotoShell`), on `queue`.
 
-    /// Adds the photos current cards name and the replica lacks, and asks peers for them —
-    /// once the links catching up have caught up (within `photoDeferral`), so that photos named
-    /// by card edits a backlog supersedes are never fetched. Photos no current card names any
-    /// more are dropped from the list; one whose author is over its budget, or that would take
-    /// all photos over the node's budget, is not fetched (§13.4).
-    private func findMissingPhotos() {
-        let now = ContinuousClock.now
-        let catchingUp = connections.values.contains { !$0.closing && $0.session.isEstablished && !$0.session.isCaughtUp }
-        if let until = blobs.wait(catchingUp: catchingUp, now: now) {
-            if photoTimer == nil {
-                let timer = DispatchWorkItem { [weak self] in
-                    guard let self, !self.stopped else { return }
-                    self.photoTimer = nil
-                    self.findMissingPhotos()
-                }
-                photoTimer = timer
-                queue.asyncAfter(deadline: .now() + .nanoseconds(Int((until - now).nanoseconds)), execute: timer)
-            }
-            return
-        }
-        photoTimer?.cancel()
-        photoTimer = nil
-        photoLookupTimer?.cancel()
-        photoLookupTimer = nil
-        photos.listing(now: now)
-        let refs: [(ref: PhotoRef, author: PublicKey)]
-        let used: Int64
-        do {
-            refs = try node.replica.missingPhotos(limit: 1024)
-            used = try node.replica.blobUsage().bytes
-        } catch {
-            logger.info("listing missing photos failed", ["error": "\(error)"])
-            photos.listingFailed()
-            return
-        }
-        let skipped = blobs.update(missing: refs, blobBytes: used, local: Set(node.localAccounts()))
-        logSkipped(skipped)
-        assignBlobs()
-    }
-
-    /// `findMissingPhotos` now, or — if it ran less than `photoLookupInterval` ago — once when
-    /// the interval is over (one timer for any number of batches meanwhile).
-    private func lookForPhotosSoon() {
-        let now = ContinuousClock.now
-        guard let at = photos.nextListing(now: now) else { return findMissingPhotos() }
-        guard photoLookupTimer == nil else { return }
-        let timer = DispatchWorkItem { [weak self] in
-            guard let self, !self.stopped else { return }
-            self.photoLookupTimer = nil
-            self.findMissingPhotos()
-        }
-        photoLookupTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int((at - now).nanoseconds)), execute: timer)
-    }
-
-    /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
-    private func assignBlobs() {
-        guard !blobs.wanted.isEmpty else { return }
-        let idle = connections.values.sorted(by: { $0.serial < $1.serial })
-            .filter { !$0.closing && $0.since != 0 && $0.blobIn == nil && $0.session.isEstablished }
-        let bySerial = Dictionary(idle.map { ($0.serial, $0) }, uniquingKeysWith: { a, _ in a })
-        let node = self.node
-        let (requests, skipped) = blobs.assign(idle: idle.map(\.serial)) { author in (try? node.replica.authorUsage(author)) ?? 0 }
-        logSkipped(skipped)
-        for request in requests {
-            guard let connection = bySerial[request.link] else { continue }
-            connection.blobIn = BlobAssembly(hash: request.hash, size: request.size)
-            connection.blobPartAt = .now
-            send(SyncMessage.wantBlob(hash: request.hash).encoded, on: connection)
-            scheduleBlobCheck(connection, at: connection.blobPartAt + photos.settings.answerTimeout)
-        }
-    }
-
-    private func logSkipped(_ skipped: [BlobFetcher.Skip]) {
-        for skip in skipped {
-            logger.info("a photo is not fetched", ["author": skip.author.shortID, "hash": String(Hex.encode(skip.ref.hash).prefix(16)),
-                                                   "size": "\(skip.ref.size)", "reason": skip.reason])
-        }
-    }
-
-    /// Ends a link whose peer sent no part of a requested blob for `blobAnswerTimeout`; checked
-    /// again later while parts keep coming. Closing frees the request (`blobs.linkClosed`), so
-    /// another link is asked at once.
-    private func scheduleBlobCheck(_ connection: Connection, at deadline: ContinuousClock.Instant) {
-        connection.blobTimer?.cancel()
-        let timer = DispatchWorkItem { [weak self, weak connection] in
-            guard let self, let connection, !self.stopped, !connection.closing, connection.blobIn != nil else { return }
-            if let due = self.photos.answerDue(lastPart: connection.blobPartAt, now: .now) { return self.scheduleBlobCheck(connection, at: due) }
-            self.end(connection, "no answer to a photo request (wantBlob) for \(self.settings.blobAnswerTimeout); the photo is asked of another peer (no offence)")
-        }
-        connection.blobTimer = timer
-        let wait = max(.zero, deadline - ContinuousClock.now)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(wait.nanoseconds)), execute: timer)
-    }
-
-    /// Checks a received blob against its content address and stores it; a problem to close for.
-    private func storeBlob(_ data: [UInt8], hash: [UInt8]) -> String? {
-        if let mismatch = PhotoSync.mismatch(data, hash: hash) { return mismatch }
-        blobs.arrived(hash)
-        // Named by a card when asked for, and superseded since: not stored.
-        guard (try? node.replica.isNamedPhoto(hash: hash)) == true else {
-            logger.debug("a fetched photo no current card names was dropped", ["hash": String(Hex.encode(hash).prefix(16))])
-            return nil
-        }
-        do {
-            _ = try node.replica.putBlob(data)
-            blobsFetched += 1
-        } catch {
-            // The card's author named something that is not a photo: nothing to blame the relay for.
-            logger.info("a fetched photo was not stored", ["hash": String(Hex.encode(hash).prefix(16)), "error": "\(error)"])
-        }
-        return nil
-    }
-
-    /// Answers a `wantBlob`: the blob in parts, or "not held".
-    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) {
-        let blob: (ref: PhotoRef, data: [UInt8])?
-        do { blob = try node.replica.blob(hash: hash) } catch {
-            logger.info("reading a photo failed", ["error": "\(error)"])
-            blob = nil
-        }
-        for part in PhotoSync.answer(hash: hash, blob: blob?.data) { send(part.encoded, on: connection) }
-    }
+    var photoLinks: [Connection] { Array(connections.values) }
+    func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
 
     // MARK: Defence (on queue)
 
@@ -879,9 +734,7 @@ public final class PeerManager: @unchecked Sendable {
         case .now:
             break
         }
-        if totals.caughtUp && !connection.announced.caughtUp {
-            if photosDeferredSince != nil { findMissingPhotos() }
-        }
+        if totals.caughtUp && !connection.announced.caughtUp { photos.linkCaughtUp() }
         connection.announced = totals
         connection.announcedAt = now
         node.broadcast("sync", PeerStatus.syncEvent(node: key.key.id, address: "\(connection.link.remote)", totals))

@@ -8,7 +8,7 @@ import MentorStore
 /// shell keeps (the driver, its timers, what waits unsent, the pacer and the `here` gate, the blob being
 /// received, what `event.sync` last said, the replica's cursors). Confined to the peer
 /// manager's queue; the decisions about it are made by the pieces beside it (`SyncDriver`,
-/// `AckPacer`, `HereGate`, `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
+/// `AckPacer`, `HereGate`, `PhotoExchange` over `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
 final class PeerConnection {
     let link: PeerLink
     /// "config", "mdns" or "incoming" (an incoming link from an address found over mDNS
