@@ -82,9 +82,16 @@ public final class Node: @unchecked Sendable {
     var writers: [UInt32: RecordWriter] = [:]
     /// Accounts whose users logged out (an unprotected key stays locked until `login`).
     var loggedOut: Set<UInt32> = []
-    /// Card summaries of every author with a card, for the feed.
-    var cards: [PublicKey: Feed.Candidate] = [:]
-    var names: [PublicKey: String] = [:]
+    /// Card summaries of every author with a card, for the feed, and their names; read them
+    /// through `cards` and `names`, which first read again the cards changed since.
+    private var cardIndex: [PublicKey: Feed.Candidate] = [:]
+    private var nameIndex: [PublicKey: String] = [:]
+    /// Authors whose card records were applied since the index last read their card. Read again
+    /// when the index is next asked, not per applied batch: a cold sync applies thousands of
+    /// cards nobody looks at meanwhile, and reading each back was a tenth of its CPU.
+    private var staleCards: Set<PublicKey> = []
+    var cards: [PublicKey: Feed.Candidate] { readStaleCards(); return cardIndex }
+    var names: [PublicKey: String] { readStaleCards(); return nameIndex }
     /// Course names interned as small integers for the feed.
     var courseIDs: [String: Int32] = [:]
     var courseNames: [String] = []
@@ -458,24 +465,36 @@ public final class Node: @unchecked Sendable {
     }
 
     func rebuildCardIndex() throws {
-        cards = [:]
-        names = [:]
+        cardIndex = [:]
+        nameIndex = [:]
+        staleCards = []
         // One pass over the card entries: a read transaction per author kept a daemon with
         // 100,000 accounts from answering its socket for seconds after a restart.
         try replica.forEachCard(index)
     }
 
-    /// The feed's view of `keys`' cards (role, courses, name, last update), their cards read in
-    /// one read transaction.
-    func refreshCards(_ keys: [PublicKey]) throws {
-        for state in try replica.cards(of: keys) { index(state) }
+    /// Reads the cards changed since the index last did (role, courses, name, last update), in
+    /// one read transaction. A failed read leaves them to be read next time.
+    private func readStaleCards() {
+        guard !staleCards.isEmpty else { return }
+        do {
+            // After a cold sync of many accounts, one pass over all cards beats a look-up each.
+            if staleCards.count > 5_000 {
+                try rebuildCardIndex()
+                return
+            }
+            for state in try replica.cards(of: Array(staleCards)) { index(state) }
+            staleCards = []
+        } catch {
+            logger.info("reading changed cards for the feed failed; tried again on the next request", ["error": "\(error)"])
+        }
     }
 
     private func index(_ state: CardState) {
         let key = state.author
-        cards[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
-                                    updatedAt: state.updatedAt, nearby: isNearby(key))
-        names[key] = state.card.name
+        cardIndex[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
+                                        updatedAt: state.updatedAt, nearby: isNearby(key))
+        nameIndex[key] = state.card.name
     }
 
     /// An account is nearby now when it lives on this node or on a node linked to ours.
@@ -488,7 +507,7 @@ public final class Node: @unchecked Sendable {
         queue.async { [self] in
             let changed = accounts.symmetricDifference(nearbyAccounts)
             nearbyAccounts = accounts
-            for key in changed where cards[key] != nil { cards[key]?.nearby = isNearby(key) }
+            for key in changed where cardIndex[key] != nil { cardIndex[key]?.nearby = isNearby(key) }
         }
     }
 
@@ -533,13 +552,10 @@ public final class Node: @unchecked Sendable {
 
     /// Updates the card index and publishes match/message/unmatch events after records applied.
     func afterApply(_ records: [Record]) {
-        // One read of every card the batch touched (an author's edits in one batch read once),
-        // not one read transaction per profile record: at a campus's many authors this was a
-        // tenth of a cold sync's apply.
-        var touched: [PublicKey] = [], seen: Set<PublicKey> = []
-        for r in records where r.type == .profile && seen.insert(r.author).inserted { touched.append(r.author) }
+        // The cards the batch touched are read again when the feed is next asked for.
+        let touched = records.filter { $0.type == .profile }.map(\.author)
         if !touched.isEmpty {
-            try? refreshCards(touched)
+            staleCards.formUnion(touched)
             collectPhotos()
         }
         guard records.contains(where: { $0.type != .profile }) else { return }
