@@ -34,6 +34,94 @@ import MentorCrypto
         #expect(try replica.blobUsage().blobs == 0)
     }
 
+    /// What `missingPhotos` listed before migration 11 (a scan of every card's photo entry),
+    /// as a set of hash ‖ author: the reference the triggers' table must equal.
+    private func missingByScan(_ replica: Replica) throws -> Set<[UInt8]> {
+        try replica.read { db throws(StoreError) in
+            Set(try db.query("""
+                SELECT substr(c.value, 1, 32), a.key FROM card_entries c JOIN authors a ON a.id = c.author
+                WHERE c.field = 8 AND length(c.value) = 37 AND substr(c.value, 1, 32) NOT IN (SELECT hash FROM blobs)
+                """).compactMap { row in row.blob(0).flatMap { hash in row.blob(1).map { hash + $0 } } })
+        }
+    }
+
+    private func missingListed(_ replica: Replica) throws -> (set: Set<[UInt8]>, sizes: [UInt32]) {
+        let listed = try replica.missingPhotos(limit: 10_000)
+        return (Set(listed.map { $0.ref.hash + $0.author.bytes }), listed.map(\.ref.size))
+    }
+
+    /// Migration 11's triggers keep `photos_missing` equal to a scan of the cards through card
+    /// edits, a photo removed, concurrent values (two devices), compaction, photos fetched and
+    /// collected — and the listing reads that table, smallest first, not the cards.
+    @Test(arguments: [UInt64(1), 2, 3])
+    func missingPhotosFollowCardsAndBlobsAsAScanWouldFindThem(seed: UInt64) throws {
+        let replica = try memoryReplica()
+        var rng = SeededRandom(seed: seed)
+        let held = try (0..<3).map { try replica.putBlob(png(UInt8(10 + $0), size: 1000 + 500 * $0)) }
+        // Photos the replica does not hold yet; each may be fetched (stored) during the run.
+        let scratch = try memoryReplica()
+        var fetchable: [(data: [UInt8], ref: PhotoRef)] = []
+        var absent: [PhotoRef] = []
+        for i in 0..<3 {
+            let data = png(UInt8(0x40 + i), size: 800 + 400 * i)
+            fetchable.append((data, try scratch.putBlob(data)))
+            let hash = [UInt8](repeating: UInt8(0xA0 + i), count: 32)
+            absent.append(PhotoRef(hash: hash, size: UInt32(700 + 300 * i), format: held[0].format))
+        }
+        let photos: [PhotoRef] = held + fetchable.map { $0.ref } + absent
+        let keys = (0..<4).map { keyPair(UInt8(20 + $0)) }
+        var writers = keys.map { RecordWriter(keys: $0) }
+        var twin = RecordWriter(keys: keys[0])   // a second device of account 0: concurrent values
+        var t: UInt64 = 1000
+        var changes = 0
+        for step in 0..<80 {
+            t += 1
+            let photo: PhotoRef?? = Int.random(in: 0..<8, using: &rng) == 0 ? .some(nil) : .some(photos[Int.random(in: 0..<photos.count, using: &rng)])
+            let before = try missingByScan(replica)
+            switch Int.random(in: 0..<8, using: &rng) {
+            case 0:
+                _ = try replica.applyOne(try twin.profile(ProfileCard(name: "twin \(step)", photo: photo), at: t))
+            case 1:
+                _ = try replica.putBlob(fetchable[Int.random(in: 0..<fetchable.count, using: &rng)].data)   // fetched
+            case 2:
+                try replica.collectBlobs(now: t)   // unnamed photos go (and are missing if named again)
+            default:
+                let i = Int.random(in: 0..<keys.count, using: &rng)
+                _ = try replica.applyOne(try writers[i].profile(ProfileCard(name: "n\(step)", photo: photo), at: t))
+            }
+            let listed = try missingListed(replica)
+            let scanned = try missingByScan(replica)
+            if scanned != before { changes += 1 }
+            #expect(listed.set == scanned, "step \(step)")
+            #expect(listed.sizes == listed.sizes.sorted(), "smallest first")
+        }
+        #expect(changes > 10, "the run changes what is missing many times (\(changes))")
+        let plan = try replica.missingPhotosQueryPlan()
+        #expect(!plan.contains { $0.contains("card_entries") || $0.contains("TEMP B-TREE") }, "the listing reads photos_missing in its order: \(plan)")
+    }
+
+    @Test func migrationElevenListsThePhotosAReplicaAlreadyMissed() throws {
+        let dir = try TempDir()
+        let path = dir.file("replica.db")
+        do {
+            let replica = try Replica(path: path, settings: testSettings())
+            var w = RecordWriter(keys: keyPair(30))
+            let heldPhoto = try replica.putBlob(png(7))
+            let absent = PhotoRef(hash: [UInt8](repeating: 0xEE, count: 32), size: 1234, format: heldPhoto.format)
+            _ = try replica.applyOne(try w.profile(ProfileCard(name: "Eve", photo: .some(absent)), at: 1000))
+            var v = RecordWriter(keys: keyPair(31))
+            _ = try replica.applyOne(try v.profile(ProfileCard(name: "Val", photo: .some(heldPhoto)), at: 1000))
+            try replica.run { db throws(StoreError) in
+                try db.executeScript(undoMigration11 + "PRAGMA user_version = 10;")
+            }
+            try replica.close()
+        }
+        let reopened = try Replica(path: path, settings: testSettings())
+        let missing = try reopened.missingPhotos()
+        #expect(missing.count == 1 && missing.first?.ref.size == 1234 && missing.first?.author == keyPair(30).publicKey.key)
+        #expect(try missingListed(reopened).set == missingByScan(reopened))
+    }
+
     @Test func authorUsageCountsRecordsAndTheirNamedPhotos() throws {
         let replica = try memoryReplica()
         var w = RecordWriter(keys: keyPair(2))

@@ -27,8 +27,14 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 10 (for tests of older schemas' upgrades).
-let undoMigration10 = """
+/// SQL that takes a replica back from migration 11 (for tests of older schemas' upgrades).
+let undoMigration11 = """
+    DROP TRIGGER photos_missing_card_in; DROP TRIGGER photos_missing_card_out; DROP TRIGGER photos_missing_card_change;
+    DROP TRIGGER photos_missing_blob_in; DROP TRIGGER photos_missing_blob_out; DROP TABLE photos_missing;
+    """
+
+/// SQL that takes a replica back from migration 10 and the later ones.
+let undoMigration10 = undoMigration11 + """
     DROP TRIGGER records_bytes_in; DROP TRIGGER records_bytes_out; DROP TRIGGER pending_bytes_in; DROP TRIGGER pending_bytes_out;
     DROP TABLE storage_totals; DROP INDEX pairs_by_other;
     """

@@ -143,19 +143,29 @@ extension Replica {
     /// not hold, with the author naming each: what to fetch from peers. At most `limit`,
     /// smallest first (so a node whose photo budget is nearly full fetches the many small photos
     /// people take before the few 4 MiB ones an attacker makes), then in hash order.
+    ///
+    /// The first rows of `photos_missing` (migration 11), which triggers keep as cards and blobs
+    /// change: the cost is that of the rows returned, not of the cards held.
     public func missingPhotos(limit: Int = 256) throws(StoreError) -> [(ref: PhotoRef, author: PublicKey)] {
         try read { db throws(StoreError) in
-            try db.query("""
-                SELECT c.value, a.key FROM card_entries c JOIN authors a ON a.id = c.author
-                WHERE c.field = \(ProfileCard.Field.photo.rawValue) AND length(c.value) = 37
-                  AND substr(c.value, 1, 32) NOT IN (SELECT hash FROM blobs)
-                ORDER BY substr(c.value, 33, 4), c.value LIMIT ?
-                """, [.integer(Int64(limit))])   // the field written in: the scan is of `card_entries_photo` only
+            try db.cachedStatement(Self.missingPhotosSQL).query([.integer(Int64(limit))])
                 .compactMap { row in
                     guard let ref = row.blob(0).flatMap({ try? PhotoRef.decode($0) }),
                           let author = row.blob(1).flatMap(PublicKey.init(bytes:)) else { return nil }
                     return (ref, author)
                 }
+        }
+    }
+
+    static let missingPhotosSQL = """
+        SELECT m.value, a.key FROM photos_missing m CROSS JOIN authors a
+        WHERE a.id = m.author ORDER BY m.size, m.value LIMIT ?
+        """
+
+    /// The plan SQLite chose for `missingPhotos` (EXPLAIN QUERY PLAN's detail column), for tests.
+    func missingPhotosQueryPlan() throws(StoreError) -> [String] {
+        try read { db throws(StoreError) in
+            try db.query("EXPLAIN QUERY PLAN " + Self.missingPhotosSQL, [.integer(1)]).compactMap { $0.text(3) }
         }
     }
 
