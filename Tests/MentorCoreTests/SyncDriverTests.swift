@@ -52,6 +52,55 @@ private func record(_ seq: UInt64) -> [UInt8] {
         #expect(responder.timers[.round] == nil, "only the initiator runs rounds")
     }
 
+    /// Delivers what each host sent to the other driver until both are quiet, except the
+    /// messages `hold` keeps back (returned), given the sending host.
+    fileprivate func exchange(_ a: (SyncDriver, FakeHost), _ b: (SyncDriver, FakeHost),
+                              hold: (FakeHost, SyncMessage) -> Bool = { _, _ in false }) -> [SyncMessage] {
+        var held: [SyncMessage] = []
+        while !a.1.sent.isEmpty || !b.1.sent.isEmpty {
+            for (from, to) in [(a.1, b.0), (b.1, a.0)] {
+                let out = from.sent
+                from.sent = []
+                for m in out { if hold(from, m) { held.append(m) } else { to.receive(bytes: m.encoded) } }
+            }
+        }
+        return held
+    }
+
+    /// An initiator and a responder that said hello to each other (their first round not run).
+    fileprivate func linked() -> (initiator: (SyncDriver, FakeHost), responder: (SyncDriver, FakeHost)) {
+        let hi = FakeHost(), hr = FakeHost()
+        let i = SyncDriver(session: SyncSession(role: .initiator, hashing: ReconHash.hashing), host: hi)
+        let r = SyncDriver(session: SyncSession(role: .responder, hashing: ReconHash.hashing), host: hr)
+        i.start(salt: [UInt8](repeating: 1, count: 16), held: 0)
+        r.start(salt: [UInt8](repeating: 2, count: 16), held: 0)
+        return ((i, hi), (r, hr))
+    }
+
+    @Test func aPeriodicRoundWaitsWhileThePeerStillSendsTheLastRoundsRecordsAtMostFiveTimes() {
+        let (initiator, responder) = linked()
+        // The first round, all of it but the responder's caughtUp (its records still on the way).
+        let held = exchange(initiator, responder) { from, m in from === responder.1 && m == .caughtUp }
+        #expect(initiator.0.session.roundsFinished == 1 && responder.0.session.roundsFinished == 1)
+        #expect(held == [.caughtUp])
+        #expect(initiator.0.session.awaitingPeerCaughtUp)
+        for k in 1...SyncDriver.maxRoundsPostponed {
+            initiator.0.fire(.round)
+            #expect(!initiator.1.sent.contains { if case .recon = $0 { true } else { false } }, "postponed (\(k))")
+            #expect(initiator.0.roundsPostponed == k && initiator.1.timers[.round] != nil)
+        }
+        initiator.0.fire(.round)
+        #expect(initiator.1.sent.contains { if case .recon = $0 { true } else { false } }, "past the bound a round starts anyway")
+        #expect(initiator.0.roundsPostponed == 0)
+
+        // With the peer's caughtUp in, the next periodic round starts at once.
+        let (other, peer) = linked()
+        _ = exchange(other, peer)
+        #expect(other.0.session.roundsFinished == 1 && !other.0.session.awaitingPeerCaughtUp)
+        other.0.fire(.round)
+        #expect(other.1.sent.contains { if case .recon = $0 { true } else { false } } && other.0.roundsPostponed == 0)
+    }
+
     @Test func aBatchGoesToTheHostsApplyAndItsOutcomeBecomesAnAck() {
         let (driver, host) = established(.responder)
         driver.receive(bytes: SyncMessage.records([record(1)]).encoded)

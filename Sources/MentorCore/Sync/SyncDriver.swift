@@ -99,6 +99,9 @@ public final class SyncDriver {
     public private(set) var isFinished = false
     /// The timers asked of the host and not fired yet, and when they are due.
     public private(set) var pendingTimers: [SyncTimer: ContinuousClock.Instant] = [:]
+    /// Periodic rounds postponed in a row while the peer was still sending (`fire(.round)`).
+    public private(set) var roundsPostponed = 0
+    public static let maxRoundsPostponed = 5
     private var reconRate: MessageRate
     private var wantRate: MessageRate
     private var treeRate: MessageRate?
@@ -210,7 +213,17 @@ public final class SyncDriver {
         guard !isFinished, pendingTimers.removeValue(forKey: timer) != nil else { return }
         switch timer {
         case .round:
-            run(session.startRound())
+            // While the peer still sends the last round's records (no `caughtUp` yet) a new
+            // round would find them missing and ask for them again: at a campus's million
+            // records, a cold sync outlasts a round interval and 6% came twice. Postponed at
+            // most `maxRoundsPostponed` times, so a peer that never says `caughtUp` still gets
+            // rounds.
+            if session.awaitingPeerCaughtUp, roundsPostponed < Self.maxRoundsPostponed {
+                roundsPostponed += 1
+            } else {
+                roundsPostponed = 0
+                run(session.startRound())
+            }
             if !isFinished { schedule(.round, at: host.now + settings.roundInterval) }
         case .deferralRetry:
             let host = self.host

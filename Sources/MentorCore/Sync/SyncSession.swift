@@ -135,6 +135,10 @@ public struct SyncSession: Sendable {
     private var awaitingPeer = false
     /// A round finished and its `caughtUp` has not gone out yet.
     private var caughtUpDue = false
+    /// A round finished and the peer's `caughtUp` after it has not come: the peer may still be
+    /// sending that round's records, so a new round now would ask for them a second time
+    /// (the driver postpones its periodic round meanwhile, `SyncDriver.fire`).
+    public private(set) var awaitingPeerCaughtUp = false
     private var batchesReceived = 0
     private var batchesApplied = 0
     /// `batchesReceived` when the peer's last `caughtUp` came.
@@ -330,6 +334,7 @@ public struct SyncSession: Sendable {
             }
         case .caughtUp:
             peerCaughtUpAt = batchesReceived
+            awaitingPeerCaughtUp = false
             noteCaughtUp()
         case .ihave(let ids):
             idsAnnounced += ids.count
@@ -615,6 +620,7 @@ public struct SyncSession: Sendable {
         outbox = []
         roundsFinished += 1
         caughtUpDue = true
+        awaitingPeerCaughtUp = true
         pump(&out)
     }
 
