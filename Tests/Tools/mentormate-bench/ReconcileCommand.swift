@@ -530,7 +530,9 @@ private final class ReconcileRun {
         let first = try settle(total)
         for i in 1..<k {
             _ = try writer.call("profile.set", ["bio": .string("mesh edit \(i)")])
-            total += 1
+            // An edit supersedes the one before it (compaction drops it, PROTOCOL.md §9.3): every
+            // node must hold what the writer holds, not one more record each time.
+            total = try records(writer)
             _ = try settle(total)
         }
         let end = try totals()
