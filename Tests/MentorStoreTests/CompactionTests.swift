@@ -230,15 +230,7 @@ import MentorCrypto
             rounds += 1
             let me = sides[turn], peer = sides[1 - turn]
             let step = try me.withReconView { try reconciler.respond(to: items, in: $0) }
-            var send = try me.reconRecords(ids: step.sendIDs)
-            for node in step.sendSubtrees {
-                var cursor: ReconCursor?
-                repeat {
-                    let page = try me.reconRecords(depth: node.depth, prefix: node.prefix, after: cursor, limit: 100)
-                    send += page.records
-                    cursor = page.next
-                } while cursor != nil
-            }
+            let send = try me.records(sentBy: step)
             if !send.isEmpty {
                 let outcomes = try peer.apply(batch: send)
                 #expect(!outcomes.contains { if case .refused = $0 { true } else { false } })

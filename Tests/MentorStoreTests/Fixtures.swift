@@ -59,3 +59,20 @@ final class TempDir {
 extension Replica {
     func applyOne(_ v: VerifiedRecord) throws -> ApplyOutcome { try apply(v.encoded) }
 }
+
+extension Replica {
+    /// The records a reconciliation step has this replica send: its IDs, then every page of
+    /// each subtree it names (what the daemon's `fetchIDs`/`fetchSubtree` read).
+    func records(sentBy step: ReconStep) throws -> [[UInt8]] {
+        var send = try reconRecords(ids: step.sendIDs)
+        for node in step.sendSubtrees {
+            var cursor: ReconCursor?
+            repeat {
+                let page = try reconRecords(depth: node.depth, prefix: node.prefix, after: cursor, limit: 100)
+                send += page.records
+                cursor = page.next
+            } while cursor != nil
+        }
+        return send
+    }
+}

@@ -398,15 +398,7 @@ import MentorCrypto
                 #expect(!(try me.apply(batch: batch)).contains { if case .refused = $0 { true } else { false } })
             }
             inbox[turn] = []
-            var send = try me.reconRecords(ids: step.sendIDs)
-            for node in step.sendSubtrees {
-                var cursor: ReconCursor?
-                repeat {
-                    let page = try me.reconRecords(depth: node.depth, prefix: node.prefix, after: cursor, limit: 100)
-                    send += page.records
-                    cursor = page.next
-                } while cursor != nil
-            }
+            var send = try me.records(sentBy: step)
             inbox[1 - turn] += send
             items = step.reply
             turn = 1 - turn
