@@ -16,6 +16,7 @@ public struct RegisterEntry<Value: Sendable & Equatable>: Sendable, Equatable {
     }
 
     /// Deterministic order among concurrent entries: true if `self` loses to `other`.
+    @inlinable
     public func losesTo(_ other: RegisterEntry) -> Bool {
         if timestamp != other.timestamp { return timestamp < other.timestamp }
         return recordID.lexicographicallyPrecedes(other.recordID)
@@ -25,6 +26,7 @@ public struct RegisterEntry<Value: Sendable & Equatable>: Sendable, Equatable {
 public enum MVRegister {
     /// Folds `new` into the current maximal entries. Returns nil when nothing changes
     /// (a duplicate, or a write that an existing entry dominates).
+    @inlinable
     public static func merge<V>(_ current: [RegisterEntry<V>], _ new: RegisterEntry<V>) -> [RegisterEntry<V>]? {
         var kept: [RegisterEntry<V>] = []
         for e in current {
@@ -40,11 +42,13 @@ public enum MVRegister {
     }
 
     /// Canonical order: winner first, then the conflicts from strongest to weakest.
+    @inlinable
     public static func sorted<V>(_ entries: [RegisterEntry<V>]) -> [RegisterEntry<V>] {
         entries.sorted { $1.losesTo($0) }
     }
 
     /// The winning entry of a register (nil if empty).
+    @inlinable
     public static func winner<V>(_ entries: [RegisterEntry<V>]) -> RegisterEntry<V>? {
         sorted(entries).first
     }

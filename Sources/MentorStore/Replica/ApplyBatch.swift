@@ -421,13 +421,18 @@ struct ApplyBatch {
             UPDATE card_entries SET record_id = ?, clock = ?, timestamp = ?, value = ?
             WHERE author = ? AND field = +? AND record_id = ?
             """)
+        // A new author's registers are all empty, so every field enters: its rows go in with one
+        // INSERT at the end, not one each. Each statement that writes `card_entries` (a table
+        // with triggers) journals the pages it changes, so one statement journals them once.
+        let newAuthor = newAuthors.contains(authorID)
+        var newRows: [SQLValue] = []
         // The proof of work (seq 1 only) was checked on arrival and is no register of the card.
         for (tag, value) in fields.fields where tag != ProfileCard.workTag {
             let register = CardRegister(author: authorID, field: tag)
             let current: [RegisterEntry<[UInt8]>]
             if let known = cardRegisters[register] {
                 current = known
-            } else if newAuthors.contains(authorID) {
+            } else if newAuthor {
                 current = []
             } else {
                 current = try select.query([.integer(authorID), .integer(Int64(tag))]).compactMap(Self.registerEntry)
@@ -456,7 +461,11 @@ struct ApplyBatch {
                         }
                         withCard.insert(authorID)
                     }
-                    try insert.run([.integer(authorID), .integer(Int64(tag))] + stored)
+                    if newAuthor {
+                        newRows += [.integer(authorID), .integer(Int64(tag))] + stored
+                    } else {
+                        try insert.run([.integer(authorID), .integer(Int64(tag))] + stored)
+                    }
                 }
             }
             for e in superseded {
@@ -471,7 +480,21 @@ struct ApplyBatch {
                 return stored
             }
         }
+        if !newRows.isEmpty {
+            try db.cachedStatement(Self.insertCardEntries(rows: newRows.count / 6)).run(newRows)
+        }
         return entered
+    }
+
+    /// `INSERT INTO card_entries ... VALUES` with `rows` rows of six parameters (one per field
+    /// a card can carry: the statements for 1...16 rows are built once).
+    static func insertCardEntries(rows: Int) -> String {
+        rows < insertCardEntriesSQL.count ? insertCardEntriesSQL[rows] : makeInsertCardEntries(rows: rows)
+    }
+    private static let insertCardEntriesSQL = (0...16).map(makeInsertCardEntries)
+    private static func makeInsertCardEntries(rows: Int) -> String {
+        "INSERT INTO card_entries(author, field, record_id, clock, timestamp, value) VALUES "
+            + Array(repeating: "(?, ?, ?, ?, ?, ?)", count: max(rows, 1)).joined(separator: ", ")
     }
 
     static func registerEntry(_ row: Row) -> RegisterEntry<[UInt8]>? {

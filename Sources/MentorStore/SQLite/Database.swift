@@ -33,10 +33,20 @@ public final class Database {
         /// WAL pages between automatic checkpoints (`PRAGMA wal_autocheckpoint`); nil: SQLite's
         /// default (1,000).
         public var walAutocheckpointPages: Int?
+        /// Keep temporary files in memory (`PRAGMA temp_store = MEMORY`). Inside a transaction,
+        /// every statement that writes a table with triggers (or a foreign key, or a multi-row
+        /// write) keeps the pages it changes in a statement journal, to undo it alone if it
+        /// fails. With the default, that journal is a temporary file once it has grown past
+        /// 64 KiB, and stays a file for the rest of the transaction: applying 15,000 records of
+        /// 10,000 new accounts wrote it 122,000 times (`strace -e pwrite64`), about a sixth of
+        /// the apply time. In memory it holds one statement's pages at a time. Sorts too large for
+        /// the page cache would stay in memory too; the replica's reads of every record follow
+        /// an index, never a sort (EXPLAIN QUERY PLAN of `digest` and of the tree's rebuild).
+        public var tempStoreInMemory: Bool
 
         public init(readOnly: Bool = false, walMode: Bool = true, synchronous: Synchronous = .normal,
                     busyTimeout: Duration = .seconds(5), foreignKeys: Bool = true, cacheKiB: Int? = nil,
-                    walAutocheckpointPages: Int? = nil) {
+                    walAutocheckpointPages: Int? = nil, tempStoreInMemory: Bool = true) {
             self.readOnly = readOnly
             self.walMode = walMode
             self.synchronous = synchronous
@@ -44,6 +54,7 @@ public final class Database {
             self.foreignKeys = foreignKeys
             self.cacheKiB = cacheKiB
             self.walAutocheckpointPages = walAutocheckpointPages
+            self.tempStoreInMemory = tempStoreInMemory
         }
     }
 
@@ -133,6 +144,9 @@ public final class Database {
         }
         try Statement(connection: connection, sql: "PRAGMA synchronous = \(options.synchronous.rawValue)").run()
         try Statement(connection: connection, sql: "PRAGMA foreign_keys = \(options.foreignKeys ? "ON" : "OFF")").run()
+        if options.tempStoreInMemory {
+            try Statement(connection: connection, sql: "PRAGMA temp_store = MEMORY").run()
+        }
         if let kib = options.cacheKiB {
             try Statement(connection: connection, sql: "PRAGMA cache_size = \(-Int64(max(kib, 1)))").run()
         }
