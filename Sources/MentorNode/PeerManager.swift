@@ -96,11 +96,9 @@ public final class PeerManager: @unchecked Sendable {
 
     // Confined to queue:
     private var connections: [ObjectIdentifier: Connection] = [:]
-    /// When to dial the static peers and mDNS instances (`Redialer`; slots are `staticIndex`),
-    /// the timers that carry out its `dialAt`s, and the jitter's randomness.
-    private var redialer: Redialer
-    private var redialTimers: [Int: (at: ContinuousClock.Instant, timer: DispatchWorkItem)] = [:]
-    private var random: InjectedRandom
+    /// When to dial the static peers and mDNS instances, and the timers that do it
+    /// (`DialScheduler` over `Redialer`; slots are `staticIndex`; its shell is this manager).
+    private let dials: DialScheduler
     private var stopped = false
     /// Who is at fault when a link ends, and the refusals of their addresses (`PeerDefence`).
     private var defence: PeerDefence
@@ -128,9 +126,9 @@ public final class PeerManager: @unchecked Sendable {
         self.logger = logger
         self.listenAddress = tcp.address
         self.myKey = node.nodeKeys.publicKey
-        self.redialer = Redialer(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
-                                                                          maxBackoff: settings.maxBackoff, discovery: settings.discovery))
-        self.random = InjectedRandom(source: settings.random)
+        self.dials = DialScheduler(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
+                                                                            maxBackoff: settings.maxBackoff, discovery: settings.discovery),
+                                   random: settings.random, logger: logger)
         self.defence = PeerDefence(settings: settings.penalties)
         self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
         self.budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() },
@@ -152,6 +150,7 @@ public final class PeerManager: @unchecked Sendable {
         listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
         pipeline.shell = self
         photos.shell = self
+        dials.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -166,7 +165,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         listener.start()
         queue.async { [self] in
-            for index in redialer.targets.indices { dial(index) }
+            dials.start()
             pipeline.scheduleDueRelease()
         }
     }
@@ -177,8 +176,7 @@ public final class PeerManager: @unchecked Sendable {
         listener.close()
         queue.sync {
             stopped = true
-            for (_, entry) in redialTimers { entry.timer.cancel() }
-            redialTimers = [:]
+            dials.cancelTimers()
             pipeline.cancelTimers()
             photos.cancelTimers()
             graftTimer?.timer.cancel()
@@ -214,106 +212,56 @@ public final class PeerManager: @unchecked Sendable {
     // MARK: Discovered peers
 
     /// An mDNS instance was found (or found again, maybe at a new address): dial it unless it is
-    /// being dialled or linked already. Who it is, the handshake decides; one whose handshake
-    /// fails is redialled with backoff, and not before a refusal of its address ends.
+    /// being dialled or linked already (`DialScheduler`). Who it is, the handshake decides; one
+    /// whose handshake fails is redialled with backoff, and not before a refusal of its address ends.
     public func discovered(name: String, addresses: [PeerAddress]) {
         queue.async { [self] in
-            guard !stopped, let address = addresses.first(where: { !$0.host.contains(":") }) ?? addresses.first else { return }
-            let peer = StaticPeer(host: address.host, port: address.port)
+            guard !stopped, let address = DialScheduler.preferred(addresses) else { return }
             var relabelled = false
-            for c in connections.values where c.via == "incoming" && c.link.remote.host == peer.host {
+            for c in connections.values where c.via == "incoming" && c.link.remote.host == address.host {
                 c.via = "mdns"   // it dialled us first
                 relabelled = true
             }
             if relabelled { publishSnapshot() }
-            let found = redialer.found(name: name, peer: peer, now: .now)
-            logForgotten()
-            if found.notKept {
-                logger.info("an mDNS instance was not kept: the table of found instances is full of peers that answer",
-                            ["dnssd.instance": name, "capacity": "\(settings.discovery.capacity)"])
-            }
-            if found.added { logger.debug("peer found over mDNS", ["dnssd.instance": name, "peer.address": "\(address)"]) }
-            if let index = found.dial { dial(index) }
-            if found.added { publishSnapshot() }
-            syncRedialTimers()
-        }
-    }
-
-    /// Logs the instances the redialer forgot (they stayed silent, or made room for new ones).
-    private func logForgotten() {
-        for (name, host) in redialer.takeForgotten() {
-            logger.debug("mDNS instance forgotten: it did not answer", ["dnssd.instance": name, "peer.address": host])
+            if dials.found(name: name, address: address) { publishSnapshot() }
         }
     }
 
     /// The mDNS instances kept now (for tests).
-    public var discoveredInstances: [String] { queue.sync { redialer.instances } }
+    public var discoveredInstances: [String] { queue.sync { dials.instances } }
 
     /// An mDNS instance said goodbye or expired: stop dialling it. A link to it stays while it
     /// works (keep-alives end it when the host is gone; an Avahi restart on either side must not).
     public func lost(name: String) {
         queue.async { [self] in
-            guard redialer.lost(name: name) else { return }
-            syncRedialTimers()
-            logger.debug("peer lost over mDNS", ["dnssd.instance": name])
-            publishSnapshot()
+            if dials.lost(name: name) { publishSnapshot() }
         }
     }
 
     // MARK: Links (on queue)
 
-    private func dial(_ index: Int) {
-        guard !stopped, let peer = redialer.startDial(index) else { return }
+    // The shell's side of the dial scheduler (`DialShell`), on `queue`.
+
+    func connect(_ peer: StaticPeer, slot: Int) {
         TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
             guard let self else { return }
             switch result {
             case .failure(let error):
-                guard !self.stopped else { return }
-                // Redialled with backoff: logged at info once, then at a slowing rate, until a link works.
-                let address = "\(PeerAddress(host: peer.host, port: peer.port))"
-                if let missed = self.redialer.dialFailed(index, now: .now, refusedUntil: self.refusedUntil, random: &self.random) {
-                    let target = self.redialer.targets[index]
-                    self.logger.info("peer unreachable; redialling with backoff",
-                                     ["peer.address": address, "via": target.via, "error": "\(error)",
-                                      "failures": "\(target.unreachable.streak)", "unreported": "\(missed)"])
-                } else {
-                    self.logger.debug("dialling a peer failed", ["peer.address": address, "error": "\(error)"])
-                }
-                self.logForgotten()
-                self.syncRedialTimers()
+                if !self.stopped { self.dials.dialFailed(slot, peer: peer, error: error) }
             case .success(let stream):
                 guard !self.stopped else { stream.close(); return }
                 let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
                                     settings: self.settings.link, logger: self.logger)
-                self.adopt(link, via: self.redialer.targets[index].via, staticIndex: index)
+                self.adopt(link, via: self.dials.via(slot), staticIndex: slot)
                 link.start()
             }
         }
     }
 
-    /// Until when `host` is refused, if it is (a redial waits for the end).
-    private func refusedUntil(_ host: String) -> ContinuousClock.Instant? {
-        defence.refusedUntil(host, now: .now)
-    }
+    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: .now) }
 
-    /// Makes the redial timers match the redialer's `dialAt`s (a target's timer is replaced when
-    /// its instant changes, cancelled when it has none). When one fires, the target is dialled —
-    /// or parked, if its node is linked through another link.
-    private func syncRedialTimers() {
-        guard !stopped else { return }
-        for (index, target) in redialer.targets.enumerated() where redialTimers[index]?.at != target.dialAt {
-            redialTimers.removeValue(forKey: index)?.timer.cancel()
-            guard let at = target.dialAt else { continue }
-            let timer = DispatchWorkItem { [weak self] in
-                guard let self, !self.stopped, self.redialTimers[index]?.at == at else { return }
-                self.redialTimers[index] = nil
-                if self.redialer.due(index, isLinked: self.isConnected) { self.dial(index) }
-                self.syncRedialTimers()
-            }
-            redialTimers[index] = (at, timer)
-            let delay = max(.zero, at - .now)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
-        }
+    func isLinked(_ key: SigningPublicKey) -> Bool {
+        connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 }
     }
 
     private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
@@ -327,7 +275,7 @@ public final class PeerManager: @unchecked Sendable {
                                        settings: settings.driver, host: LinkHost(shell: self, connection: connection))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
-        if let staticIndex { redialer.adopted(staticIndex, link: connection.serial, host: link.remote.host) }
+        dials.adopted(staticIndex, link: connection.serial, host: link.remote.host)
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
@@ -351,16 +299,14 @@ public final class PeerManager: @unchecked Sendable {
                                              oldDialledByMe: other.link.role == .initiator) == .old ? other : connection
             logger.debug("duplicate link to a peer closed", ["peer.address": "\(loser.link.remote)", "peer.node": key.key.id])
             loser.closing = true
-            if let index = loser.staticIndex { redialer.duplicate(index, key: key) }
+            dials.duplicate(loser.staticIndex, key: key)
             loser.link.close()
             if loser === connection { return }
         }
         connection.since = settings.now()
         defence.linkEstablished(host: connection.link.remote.host)
-        if connection.via == "incoming", redialer.isDialledInstance(host: connection.link.remote.host) {
-            connection.via = "mdns"
-        }
-        if let index = connection.staticIndex { redialer.established(index, link: connection.serial, key: key, now: .now) }
+        if connection.via == "incoming", dials.isDialledInstance(host: connection.link.remote.host) { connection.via = "mdns" }
+        dials.established(connection.staticIndex, link: connection.serial, key: key)
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
         publishSnapshot()
         announcePeer(connection, "connected")
@@ -399,15 +345,7 @@ public final class PeerManager: @unchecked Sendable {
                        ["peer.address": "\(connection.link.remote)", "via": connection.via, "reason": "\(reason)"])
         }
         // Its target is redialled, and so are the peers parked behind this node's surviving link.
-        redialer.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0,
-                        keyStillLinked: connection.peerKey.map(isConnected) ?? false, now: .now, refusedUntil: refusedUntil,
-                        random: &random)
-        logForgotten()
-        syncRedialTimers()
-    }
-
-    private func isConnected(_ key: SigningPublicKey) -> Bool {
-        connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 }
+        dials.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0)
     }
 
     // MARK: Sessions (on queue)
@@ -656,12 +594,6 @@ public final class PeerManager: @unchecked Sendable {
     private func publishSnapshot() {
         board.publish(PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) }))
     }
-}
-
-/// `Settings.random` as a concrete generator (the redialer takes `some RandomNumberGenerator`).
-private struct InjectedRandom: RandomNumberGenerator {
-    var source: any RandomNumberGenerator & Sendable
-    mutating func next() -> UInt64 { source.next() }
 }
 
 private extension Duration {
