@@ -110,13 +110,11 @@ public final class PeerManager: @unchecked Sendable {
     /// The storage budgets: each author's and the node-wide one (`BudgetGate`; its methods run
     /// on the pipeline's `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
     private let budgetGate: BudgetGate
-    /// Lazy push: which links carry bodies, which IDs wait for theirs (`PushLinks`; links named
-    /// by serial), and the timer of the next graft.
-    private var push: PushLinks
-    private var graftTimer: (at: ContinuousClock.Instant, timer: DispatchWorkItem)?
-
     /// What `peers`, `recordsReceived` and `pushCounters` read without waiting on `queue`.
     private let board = StatusBoard()
+    /// Push across the links: bodies or `ihave`s, grafts and their timer, prunes (`PushRelay`
+    /// over `PushLinks`; its shell is this manager).
+    private let relay: PushRelay<PeerManager>
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -130,7 +128,11 @@ public final class PeerManager: @unchecked Sendable {
                                                                             maxBackoff: settings.maxBackoff, discovery: settings.discovery),
                                    random: settings.random, logger: logger)
         self.defence = PeerDefence(settings: settings.penalties)
-        self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
+        self.relay = PushRelay(lazyPush: settings.lazyPush, graftTimeout: settings.graftTimeout, held: { [replica = node.replica] ids in
+            // A failed read holds none (a graft then asks for what we may hold: a duplicate, no harm).
+            guard let records = try? replica.reconRecords(ids: ids) else { return [] }
+            return Set(records.map { VerifiedRecord.id(of: $0) })
+        }, board: board)
         self.budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() },
                                      authorBudget: settings.authorBudget,
                                      budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
@@ -151,6 +153,7 @@ public final class PeerManager: @unchecked Sendable {
         pipeline.shell = self
         photos.shell = self
         dials.shell = self
+        relay.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -179,8 +182,7 @@ public final class PeerManager: @unchecked Sendable {
             dials.cancelTimers()
             pipeline.cancelTimers()
             photos.cancelTimers()
-            graftTimer?.timer.cancel()
-            graftTimer = nil
+            relay.cancelTimers()
             for connection in connections.values {
                 connection.cancelTimers()
                 connection.link.close()
@@ -315,7 +317,7 @@ public final class PeerManager: @unchecked Sendable {
             end(connection, "reading the size of the record set failed: \(error)")
             return
         }
-        push.linkUp(connection.serial)
+        relay.linkUp(connection)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
         send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
         photos.linkEstablished()
@@ -326,7 +328,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.closing = true
         connection.cancelTimers()
         publishSnapshot()
-        push.linkDown(connection.serial)
+        relay.linkDown(connection)
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
@@ -350,24 +352,12 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Sessions (on queue)
 
-    /// Pushes what was applied to every link but the one it came over (echo suppression by
-    /// link: a fork variant of a seq a peer holds is pushed too, the peer does not hold it):
-    /// in full on the links the push tree keeps eager, as IDs (`ihave`) on the lazy ones.
+    /// Pushes what was applied to every link but the one it came over (`PushRelay`); photos
+    /// they name are looked for.
     private func localRecordsAdded(_ records: [AppliedRecord]) {
         guard !stopped else { return }
         if !records.isEmpty { photos.recordsApplied() }
-        let ids = records.map(\.id)
-        push.applied(ids)
-        for connection in connections.values where !connection.closing && connection.since != 0 {
-            let mine = records.indices.filter { records[$0].origin != connection.serial }
-            guard !mine.isEmpty else { continue }
-            if push.carriesBodies(connection.serial) {
-                connection.driver.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) })
-            } else {
-                connection.driver.announce(mine.map { ids[$0] })
-            }
-        }
-        scheduleGraft()
+        relay.applied(records)
         if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { photos.lookSoon() }
     }
 
@@ -402,57 +392,8 @@ public final class PeerManager: @unchecked Sendable {
     /// Answers a peer's `wantBlob` (`PhotoExchange`).
     func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
 
-    // MARK: Lazy push (on queue)
-
-    /// What a peer said about the push tree (PROTOCOL.md §13.7).
-    func pushSignal(_ signal: PushSignal, on connection: Connection) {
-        let waiting = push.signal(signal, from: connection.serial, now: .now, held: heldIDs)
-        publishPushCounts()
-        if waiting { scheduleGraft() }
-    }
-
-    /// Which of these IDs the replica holds (applied or held back); a failed read holds none
-    /// (a graft then asks for what we may hold: a duplicate, no harm).
-    private func heldIDs(_ ids: [[UInt8]]) -> Set<[UInt8]> {
-        guard let records = try? node.replica.reconRecords(ids: ids) else { return [] }
-        return Set(records.map { VerifiedRecord.id(of: $0) })
-    }
-
-    /// Sends the grafts that are due, then sets the timer for the next one.
-    private func scheduleGraft() {
-        guard !stopped else { return }
-        let now = ContinuousClock.now
-        let open = { (serial: UInt64) in self.connections.values.first(where: { $0.serial == serial && !$0.closing }) }
-        for graft in push.dueGrafts(now: now, isOpen: { open($0) != nil }, held: heldIDs) {
-            open(graft.link)?.driver.graft(graft.ids)
-        }
-        guard let at = push.nextGraft else {
-            graftTimer?.timer.cancel()
-            graftTimer = nil
-            return
-        }
-        if let current = graftTimer, current.at == at { return }
-        graftTimer?.timer.cancel()
-        let timer = DispatchWorkItem { [weak self] in
-            guard let self, !self.stopped, self.graftTimer?.at == at else { return }
-            self.graftTimer = nil
-            self.scheduleGraft()
-        }
-        graftTimer = (at, timer)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(.zero, at - now).nanoseconds)), execute: timer)
-    }
-
-    /// Bodies of a batch that were already held: counted, and the link is pruned if the tree
-    /// says so (it is redundant).
-    private func noteDuplicates(_ count: Int, from connection: Connection) {
-        let prune = push.duplicates(count, from: connection.serial)
-        if count > 0 { publishPushCounts() }
-        if prune { connection.driver.prune() }
-    }
-
-    private func publishPushCounts() {
-        board.publish(push.counts)
-    }
+    /// What a peer said about the push tree (PROTOCOL.md §13.7; `PushRelay`).
+    func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
 
     private func send(_ bytes: [UInt8], on connection: Connection) {
         if connection.unsent.isEmpty, connection.link.send(bytes) { return }
@@ -533,12 +474,13 @@ public final class PeerManager: @unchecked Sendable {
 
     func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
     func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
-    func duplicatesApplied(_ count: Int, from connection: Connection) { noteDuplicates(count, from: connection) }
+    func duplicatesApplied(_ count: Int, from connection: Connection) { relay.duplicates(count, from: connection) }
     func forkApplied() { reconcileNow() }
 
     // The shell's side of the photo exchange (`PhotoShell`), on `queue`.
 
-    var photoLinks: [Connection] { Array(connections.values) }
+    var photoLinks: [Connection] { links }
+    var links: [Connection] { Array(connections.values) }
     func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
 
     // MARK: Defence (on queue)
