@@ -115,6 +115,9 @@ public final class PeerManager: @unchecked Sendable {
     /// Push across the links: bodies or `ihave`s, grafts and their timer, prunes (`PushRelay`
     /// over `PushLinks`; its shell is this manager).
     private let relay: PushRelay<PeerManager>
+    /// "Nearby now": `here` sent and taken at its rate, the accounts linked peers named
+    /// (`NearbyAccounts`; its shell is this manager).
+    private let nearby: NearbyAccounts<PeerManager>
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -137,6 +140,10 @@ public final class PeerManager: @unchecked Sendable {
                                      authorBudget: settings.authorBudget,
                                      budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
                                      logger: logger)
+        self.nearby = NearbyAccounts(localAccounts: { node.localAccounts() }, setNearby: { [budgetGate] all in
+            node.setNearby(all)
+            budgetGate.setNearby(all)
+        })
         self.photos = PhotoExchange(fetcher: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                    photoBudget: settings.photoBudget, authorBudget: settings.authorBudget),
                                     rules: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout),
@@ -154,6 +161,7 @@ public final class PeerManager: @unchecked Sendable {
         photos.shell = self
         dials.shell = self
         relay.shell = self
+        nearby.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -164,7 +172,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         node.onAccountsChanged = { [weak self] in
             guard let self else { return }
-            self.queue.async { self.announceAccounts() }
+            self.queue.async { self.nearby.accountsChanged() }
         }
         listener.start()
         queue.async { [self] in
@@ -281,11 +289,7 @@ public final class PeerManager: @unchecked Sendable {
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
-            if case .hold(let armTimer) = connection.here.admit(bytes, now: .now) {
-                if armTimer { self.awaitHereRefill(connection) }
-                return
-            }
-            connection.driver.receive(bytes: bytes)
+            if self.nearby.admit(bytes, from: connection) { connection.driver.receive(bytes: bytes) }
         }
         link.onWritable = { [unowned self, unowned connection] in self.flushUnsent(connection) }
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
@@ -319,7 +323,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         relay.linkUp(connection)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
-        send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
+        nearby.linkEstablished(connection)
         photos.linkEstablished()
     }
 
@@ -334,7 +338,7 @@ public final class PeerManager: @unchecked Sendable {
         }
         guard !stopped else { return }
         if connection.since != 0 { announcePeer(connection, "disconnected") }
-        if !connection.accounts.isEmpty { publishNearby() }
+        if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
         switch defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now) {
         case .quiet:
@@ -395,7 +399,7 @@ public final class PeerManager: @unchecked Sendable {
     /// What a peer said about the push tree (PROTOCOL.md §13.7; `PushRelay`).
     func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
 
-    private func send(_ bytes: [UInt8], on connection: Connection) {
+    func send(_ bytes: [UInt8], on connection: Connection) {
         if connection.unsent.isEmpty, connection.link.send(bytes) { return }
         connection.unsent.append(bytes)
     }
@@ -425,38 +429,8 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
-    // MARK: Nearby (on queue)
-
-    private func announceAccounts() {
-        guard !stopped else { return }
-        let here = SyncMessage.here(node.localAccounts()).encoded
-        for connection in connections.values where !connection.closing && connection.session.isEstablished {
-            send(here, on: connection)
-        }
-    }
-
-    /// Takes the `here` the link's gate kept once its bucket has a token again (`HereGate`).
-    private func awaitHereRefill(_ connection: Connection) {
-        let timer = DispatchWorkItem { [weak self, weak connection] in
-            guard let self, let connection else { return }
-            connection.hereTimer = nil
-            guard !self.stopped, !connection.closing else { return }
-            switch connection.here.refilled(now: .now) {
-            case .take(let here): connection.driver.receive(bytes: here)
-            case .again: self.awaitHereRefill(connection)
-            case .nothing: break
-            }
-        }
-        connection.hereTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(connection.here.refill.nanoseconds)), execute: timer)
-    }
-
-    func publishNearby() {
-        var all: Set<PublicKey> = []
-        for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
-        node.setNearby(all)
-        budgetGate.setNearby(all)
-    }
+    /// A link's peer named its accounts: "nearby now" changed (`NearbyAccounts`).
+    func publishNearby() { nearby.publish() }
 
     // MARK: Applying
 
