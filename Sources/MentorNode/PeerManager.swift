@@ -118,6 +118,9 @@ public final class PeerManager: @unchecked Sendable {
     /// "Nearby now": `here` sent and taken at its rate, the accounts linked peers named
     /// (`NearbyAccounts`; its shell is this manager).
     private let nearby: NearbyAccounts<PeerManager>
+    /// The connected-peers list on `board`, `event.peer` and `event.sync` (`PeerNotifier`; its
+    /// shell is this manager).
+    private let notifier: PeerNotifier<PeerManager>
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -144,6 +147,7 @@ public final class PeerManager: @unchecked Sendable {
             node.setNearby(all)
             budgetGate.setNearby(all)
         })
+        self.notifier = PeerNotifier(board: board, interval: settings.syncEventInterval) { node.broadcast($0, $1) }
         self.photos = PhotoExchange(fetcher: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                    photoBudget: settings.photoBudget, authorBudget: settings.authorBudget),
                                     rules: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout),
@@ -162,6 +166,7 @@ public final class PeerManager: @unchecked Sendable {
         dials.shell = self
         relay.shell = self
         nearby.shell = self
+        notifier.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -196,7 +201,7 @@ public final class PeerManager: @unchecked Sendable {
                 connection.link.close()
             }
             connections = [:]
-            publishSnapshot()
+            notifier.snapshot()
         }
         // A batch being applied finishes; none starts after this.
         pipeline.stop()
@@ -232,8 +237,8 @@ public final class PeerManager: @unchecked Sendable {
                 c.via = "mdns"   // it dialled us first
                 relabelled = true
             }
-            if relabelled { publishSnapshot() }
-            if dials.found(name: name, address: address) { publishSnapshot() }
+            if relabelled { notifier.snapshot() }
+            if dials.found(name: name, address: address) { notifier.snapshot() }
         }
     }
 
@@ -244,7 +249,7 @@ public final class PeerManager: @unchecked Sendable {
     /// works (keep-alives end it when the host is gone; an Avahi restart on either side must not).
     public func lost(name: String) {
         queue.async { [self] in
-            if dials.lost(name: name) { publishSnapshot() }
+            if dials.lost(name: name) { notifier.snapshot() }
         }
     }
 
@@ -314,8 +319,8 @@ public final class PeerManager: @unchecked Sendable {
         if connection.via == "incoming", dials.isDialledInstance(host: connection.link.remote.host) { connection.via = "mdns" }
         dials.established(connection.staticIndex, link: connection.serial, key: key)
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
-        publishSnapshot()
-        announcePeer(connection, "connected")
+        notifier.snapshot()
+        notifier.peer(connection, "connected")
         let held: Int
         do { held = try node.replica.reconSetSize() } catch {
             end(connection, "reading the size of the record set failed: \(error)")
@@ -331,13 +336,13 @@ public final class PeerManager: @unchecked Sendable {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.closing = true
         connection.cancelTimers()
-        publishSnapshot()
+        notifier.snapshot()
         relay.linkDown(connection)
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
         guard !stopped else { return }
-        if connection.since != 0 { announcePeer(connection, "disconnected") }
+        if connection.since != 0 { notifier.peer(connection, "disconnected") }
         if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
         switch defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now) {
@@ -418,7 +423,7 @@ public final class PeerManager: @unchecked Sendable {
         logger.info("sync with a peer ended", ["peer.address": "\(connection.link.remote)",
                                                "peer.node": connection.peerKey?.key.id ?? "?", "reason": reason])
         connection.link.close()
-        publishSnapshot()
+        notifier.snapshot()
     }
 
     /// A fork variant was applied: the links we dialled start a round now (the variant's
@@ -471,45 +476,10 @@ public final class PeerManager: @unchecked Sendable {
                     "via": connection.via, "reason": reason])
     }
 
-    // MARK: Notifications (on queue)
+    // The shell's side of the notifications (`NoticeShell`), on `queue`.
 
-    private func announcePeer(_ connection: Connection, _ state: String) {
-        guard let info = connection.info else { return }
-        node.broadcast("peer", PeerStatus.peerEvent(info, state: state))
-    }
-
-    /// `event.sync` with the session's totals: now if the last one is old enough or the session
-    /// just caught up, else once at the end of the interval.
-    func announceSync(_ connection: Connection) {
-        guard connection.syncTimer == nil, let key = connection.peerKey else { return }
-        let session = connection.session
-        let totals = (received: session.recordsReceived, sent: session.recordsSent, caughtUp: session.isCaughtUp)
-        let now = ContinuousClock.now
-        switch SyncEventThrottle.decide(totals, announced: connection.announced, announcedAt: connection.announcedAt,
-                                        interval: settings.syncEventInterval, now: now) {
-        case .unchanged:
-            return
-        case .later(let at):
-            let timer = DispatchWorkItem { [weak self, weak connection] in
-                guard let self, let connection, !self.stopped, !connection.closing else { return }
-                connection.syncTimer = nil
-                self.announceSync(connection)
-            }
-            connection.syncTimer = timer
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((at - now).nanoseconds)), execute: timer)
-            return
-        case .now:
-            break
-        }
-        if totals.caughtUp && !connection.announced.caughtUp { photos.linkCaughtUp() }
-        connection.announced = totals
-        connection.announcedAt = now
-        node.broadcast("sync", PeerStatus.syncEvent(node: key.key.id, address: "\(connection.link.remote)", totals))
-    }
-
-    private func publishSnapshot() {
-        board.publish(PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) }))
-    }
+    func announceSync(_ connection: Connection) { notifier.sync(connection) }
+    func announcedCaughtUp() { photos.linkCaughtUp() }
 }
 
 private extension Duration {
