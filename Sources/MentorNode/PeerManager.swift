@@ -7,120 +7,86 @@ import MentorNet
 import MentorStore
 
 /// Connects the node to its peers: accepts on the peer listener (responders), dials the static
-/// peers (initiators, redialled with exponential backoff and jitter), and runs one `SyncSession`
-/// per established link, carrying out its directives against the node and the replica.
+/// peers and the mDNS instances found (initiators), and runs one `SyncSession` per established
+/// link in a `SyncDriver`, carrying out its directives against the node and the replica. This
+/// class is the shell: it owns the listener and the links (`PeerConnection`s, confined to
+/// `queue`), adopts, establishes and closes them, and wires the pieces in `Peers/`, which make
+/// the decisions and own their state and timers — the clock and randomness injected, each
+/// tested on its own over fakes — and call back here through narrow protocols:
 ///
 /// - Sync v2 (PROTOCOL.md §13.3): each side says hello with a fresh salt; the side that dialled
 ///   starts a reconciliation round at once, every `reconInterval`, and after applying a fork
-///   variant; `.reconcile` is answered inside one read of the replica's tree, `fetchIDs` and
-///   `fetchSubtree` from the replica (pages of a subtree by the replica's cursor, which stays
-///   here: the session carries a token).
-/// - Records applied here (`Node.onApplied`: written locally or received from any peer) go to
-///   every session's `localRecordsAdded` except the session of the link they came over (echo
-///   suppression by link): that is push, and relaying along lines of nodes — fork variants too.
-///   Lazy push (PROTOCOL.md §13.7, `PushTree`): bodies go in full only on the links the tree
-///   keeps eager, IDs (`ihave`) on the others; a duplicate body prunes its link, an announced
-///   ID whose body does not come within `graftTimeout` is grafted from its announcer.
-/// - Two links to the same node collapse to one: both ends keep the link whose initiator has the
-///   smaller node key and close the other.
-/// - A session's `.close` closes its link; the reason is logged once with the peer's address.
-///   `.end` (a peer speaking another protocol version) closes it the same way, without blame.
-/// - Defence: a host whose link fails the handshake, sends a bad frame, breaks the sync protocol
-///   or sends records whose refusal proves it misbehaved (`RecordError.Code.isOffence`) is
-///   refused for a growing interval (`PenaltyBox`): the listener closes its connections at once
-///   and a static peer at that address is redialled only after. A third fork variant, a
-///   timestamp ahead of our clock, a full hold-back area or a gap are nobody's fault on the
-///   link: such records are held (until due), kept as evidence or asked for again later
-///   (`want`), and the session goes on (PROTOCOL.md §10.1).
-///   Records per second are limited per peer by pacing acks (a token bucket): a peer that keeps
-///   to the window is slowed down, one that does not is disconnected by its session.
-/// - Nearby now: after its hello each side sends `here` with the accounts living on its node
-///   (again after a signup); while a link is up, the accounts its peer named rank as "nearby
-///   now" in the feed. Only direct links count, never relays.
-/// - Photos: profile cards name photos by BLAKE2b-256 hash (`PhotoRef`). A photo that a current
-///   card names and the replica lacks is asked of one connected peer at a time (`wantBlob`),
-///   received in parts (`blob`), checked against the hash and size, and stored; a peer that does
-///   not hold it says so and the next is asked. Each link carries at most one blob each way.
-///   Photos are looked for once the links catching up have caught up (at most `photoDeferral`
-///   late), so a backlog of edits fetches only the current photo; a photo superseded while it
-///   was fetched is not stored; the node's photo budget and each author's storage budget decide
-///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
-/// - Budgets and rates: records of an author over its storage budget are dropped unread (no
-///   offence); past the node-wide budget (`StorageBudget`: foreign accounts and their bytes)
-///   the node degrades — own, partner and nearby accounts and those held are kept, strangers'
-///   records declined (before verifying once the author was declined), no offence; `recon` and `want` messages over their per-link rate end the session as an
-///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
-/// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
-///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
-///
-/// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
-/// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
-/// from which link, when), `PhotoSync` (when to list missing photos, serving and checking them),
-/// `PushLinks` (lazy push across the links), `AckPacer` (records per second),
-/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events),
-/// `PeerDefence` (whose fault a link's end is, refusals), `HereGate` (the `here` rate),
-/// `DuplicateLinks` (which of two links closes); `BudgetGate` carries out the storage budgets
-/// over the replica, `RefusalVerdict` reads a batch's outcomes. Each link's session runs in a
-/// `SyncDriver` (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls
-/// back here through `LinkShell`; the batches it receives are verified and applied by the
-/// `ApplyPipeline` (early acks, batches applied together, the release of records held until
-/// due), whose outcomes come back through `ApplyShell`; the photo exchange — listing the photos
-/// the replica lacks, `wantBlob`s sent with their answer timeout, parts received, checked and
-/// stored, peers' `wantBlob`s answered — is `PhotoExchange`'s (over `BlobFetcher` and
-/// `PhotoSync`), which calls back through `PhotoShell`. This class keeps the links, the timers
-/// and the I/O, and carries their decisions out.
+///   variant. Each link's driver reaches the replica, the wire and the pipelines through its
+///   `LinkHost` (`LinkShell`); subtree reads keep the replica's cursor there (`CursorTable`).
+/// - Dialling: `DialScheduler` (`DialShell`) carries out `Redialer`'s decisions — backoff with
+///   jitter, never before a refusal of the address ends, a target parked while its node is
+///   linked elsewhere, mDNS instances found, lost and forgotten (a bounded `DiscoveredTable`).
+/// - Two links to the same node collapse to one (`DuplicateLinks`): both ends keep the link
+///   whose initiator has the smaller node key and close the other.
+/// - Defence: a session's `.close` closes its link, the reason logged once with the peer's
+///   address (`.end`, another protocol version, without blame). `PeerDefence` says whose fault a
+///   link's end is — a failed handshake, a bad frame, a broken protocol, records whose refusal
+///   proves an offence (`RecordError.Code.isOffence`, read by `RefusalVerdict`) — and refuses
+///   the address for a growing interval (`PenaltyBox`: the listener closes its connections at
+///   once). What is nobody's fault is held until due, kept as evidence or asked for again
+///   later, and the session goes on (PROTOCOL.md §10.1).
+/// - Applying: `ApplyPipeline` (`ApplyShell`) verifies and applies received batches off
+///   `queue` — records per second paced by acks (`AckPacer`), the storage budgets by
+///   `BudgetGate` (`StorageBudget`: past the node-wide one strangers' records are declined, no
+///   offence), batches waiting applied together (`ApplyBacklog`).
+/// - Push (PROTOCOL.md §13.7): `PushRelay` (`PushShell`/`PushLink`, over `PushLinks`) sends
+///   what is applied here (`Node.onApplied`) to every link but the one it came over — bodies on
+///   the links the push tree keeps eager, `ihave` on the others — grafts an announced ID whose
+///   body does not come within `graftTimeout`, and prunes a link its duplicates came over.
+/// - Nearby now: `NearbyAccounts` (`NearbyShell`/`NearbyLink`) sends `here` after hello and
+///   after a signup, takes peers' at their rate (`HereGate`), and hands the accounts direct
+///   links named (never relays) to the feed and the budget gate.
+/// - Photos: `PhotoExchange` (`PhotoShell`/`PhotoLink`, over `BlobFetcher` and `PhotoSync`)
+///   fetches the photos current cards name and the replica lacks, one blob per link each way,
+///   once links catching up have caught up, within the photo and author budgets (§13.4, §13.6).
+/// - Notifications: `PeerNotifier` (`NoticeShell`/`NoticeLink`) publishes the connected peers
+///   on the `StatusBoard` (what `status` reads without waiting), `event.peer` when a link is
+///   established or ends, and `event.sync` at most every `syncEventInterval` per link and when
+///   it caught up (`SyncEventThrottle`).
+/// - Settings: `PeerManager.Settings` (`Peers/PeerSettings.swift`).
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
-/// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`;
-/// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
+/// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`; the node
+/// never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
-/// confined to `queue`, except what `status` reads (`StatusBoard`, behind its lock), the storage
-/// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock), and the
-/// pipeline's, which `ApplyPipeline` confines; `PhotoExchange`'s state is on `queue` too.
+/// confined to `queue` — the pieces' too — except what `status` reads (`StatusBoard`, behind
+/// its lock), the storage budgets, which `BudgetGate` confines (to `applyQueue`, or behind its
+/// own lock), and the pipeline's, which `ApplyPipeline` confines.
 public final class PeerManager: @unchecked Sendable {
     public let settings: Settings
     /// Where peers reach us (the bound port when `--listen` said 0).
     public let listenAddress: PeerAddress
     private let node: Node
     private let logger: any Logger
-    private let queue = DispatchQueue(label: "MentorNode.PeerManager")
-    /// Where received batches are verified and applied, off `queue`, and their outcomes handed
-    /// back to their links (`ApplyPipeline`; its shell is this manager, set in `init`).
-    private let pipeline: ApplyPipeline<PeerManager>
     private let myKey: SigningPublicKey
+    private let queue = DispatchQueue(label: "MentorNode.PeerManager")
     private var listener: PeerListener!
-
-    /// One link and its session's state (`PeerConnection`). Confined to `queue`.
-    typealias Connection = PeerConnection
+    typealias Connection = PeerConnection   // one link and its session's state, confined to `queue`
 
     // Confined to queue:
     private var connections: [ObjectIdentifier: Connection] = [:]
-    /// When to dial the static peers and mDNS instances, and the timers that do it
-    /// (`DialScheduler` over `Redialer`; slots are `staticIndex`; its shell is this manager).
-    private let dials: DialScheduler
-    private var stopped = false
-    /// Who is at fault when a link ends, and the refusals of their addresses (`PeerDefence`).
-    private var defence: PeerDefence
     private var serials: UInt64 = 0
-    /// The photo exchange of every link: which photos to fetch, from which link, when, the
-    /// `wantBlob`s sent and answered, the blobs received (`PhotoExchange`; its shell is this
-    /// manager, set in `init`).
+    private var stopped = false
+    /// Who is at fault when a link ends, and the refusals of their addresses.
+    private var defence: PeerDefence
+
+    // The pieces (each one's shell is this manager, set in `init`; see above):
+    private let dials: DialScheduler
+    private let pipeline: ApplyPipeline<PeerManager>
     private let photos: PhotoExchange<PeerManager>
-    /// The storage budgets: each author's and the node-wide one (`BudgetGate`; its methods run
-    /// on the pipeline's `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
+    private let relay: PushRelay<PeerManager>
+    private let nearby: NearbyAccounts<PeerManager>
+    private let notifier: PeerNotifier<PeerManager>
+    /// The storage budgets (on `applyQueue` or `queue` as each method says; behind its own lock).
     private let budgetGate: BudgetGate
     /// What `peers`, `recordsReceived` and `pushCounters` read without waiting on `queue`.
     private let board = StatusBoard()
-    /// Push across the links: bodies or `ihave`s, grafts and their timer, prunes (`PushRelay`
-    /// over `PushLinks`; its shell is this manager).
-    private let relay: PushRelay<PeerManager>
-    /// "Nearby now": `here` sent and taken at its rate, the accounts linked peers named
-    /// (`NearbyAccounts`; its shell is this manager).
-    private let nearby: NearbyAccounts<PeerManager>
-    /// The connected-peers list on `board`, `event.peer` and `event.sync` (`PeerNotifier`; its
-    /// shell is this manager).
-    private let notifier: PeerNotifier<PeerManager>
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -130,20 +96,20 @@ public final class PeerManager: @unchecked Sendable {
         self.logger = logger
         self.listenAddress = tcp.address
         self.myKey = node.nodeKeys.publicKey
+        self.defence = PeerDefence(settings: settings.penalties)
         self.dials = DialScheduler(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
                                                                             maxBackoff: settings.maxBackoff, discovery: settings.discovery),
                                    random: settings.random, logger: logger)
-        self.defence = PeerDefence(settings: settings.penalties)
         self.relay = PushRelay(lazyPush: settings.lazyPush, graftTimeout: settings.graftTimeout, held: { [replica = node.replica] ids in
             // A failed read holds none (a graft then asks for what we may hold: a duplicate, no harm).
             guard let records = try? replica.reconRecords(ids: ids) else { return [] }
             return Set(records.map { VerifiedRecord.id(of: $0) })
         }, board: board)
-        self.budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() },
-                                     authorBudget: settings.authorBudget,
-                                     budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
-                                     logger: logger)
-        self.nearby = NearbyAccounts(localAccounts: { node.localAccounts() }, setNearby: { [budgetGate] all in
+        let budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() }, authorBudget: settings.authorBudget,
+                                    budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
+                                    logger: logger)
+        self.budgetGate = budgetGate
+        self.nearby = NearbyAccounts(localAccounts: { node.localAccounts() }, setNearby: { all in
             node.setNearby(all)
             budgetGate.setNearby(all)
         })
@@ -214,9 +180,7 @@ public final class PeerManager: @unchecked Sendable {
     public var recordsReceived: Int { board.recordsReceived }
     /// Lazy push (`status.sync`): bodies received (as `recordsReceived`), those of them already
     /// held (duplicates), and record IDs peers announced in `ihave`.
-    public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
-        board.pushCounters
-    }
+    public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) { board.pushCounters }
     /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
     public var storage: StorageStatus { budgetGate.storage }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
@@ -255,30 +219,6 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Links (on queue)
 
-    // The shell's side of the dial scheduler (`DialShell`), on `queue`.
-
-    func connect(_ peer: StaticPeer, slot: Int) {
-        TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .failure(let error):
-                if !self.stopped { self.dials.dialFailed(slot, peer: peer, error: error) }
-            case .success(let stream):
-                guard !self.stopped else { stream.close(); return }
-                let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
-                                    settings: self.settings.link, logger: self.logger)
-                self.adopt(link, via: self.dials.via(slot), staticIndex: slot)
-                link.start()
-            }
-        }
-    }
-
-    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: .now) }
-
-    func isLinked(_ key: SigningPublicKey) -> Bool {
-        connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 }
-    }
-
     private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
         serials += 1
@@ -296,7 +236,7 @@ public final class PeerManager: @unchecked Sendable {
             guard !self.stopped, !connection.closing else { return }
             if self.nearby.admit(bytes, from: connection) { connection.driver.receive(bytes: bytes) }
         }
-        link.onWritable = { [unowned self, unowned connection] in self.flushUnsent(connection) }
+        link.onWritable = { [unowned connection] in connection.flushUnsent() }
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
     }
 
@@ -345,75 +285,10 @@ public final class PeerManager: @unchecked Sendable {
         if connection.since != 0 { notifier.peer(connection, "disconnected") }
         if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
-        switch defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now) {
-        case .quiet:
-            break
-        case .punished(let offence, let punishment):
-            logPunishment(connection, offence, punishment)
-        case .handshakeCutShort(let logAtInfo):
-            // The peer closed without an offence: maybe it holds another network key, or it refuses us.
-            logger.log(logAtInfo ? .info : .debug, "peer handshake did not complete",
-                       ["peer.address": "\(connection.link.remote)", "via": connection.via, "reason": "\(reason)"])
-        }
+        let ending = defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now)
+        PeerDefence.log(ending, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
         // Its target is redialled, and so are the peers parked behind this node's surviving link.
         dials.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0)
-    }
-
-    // MARK: Sessions (on queue)
-
-    /// Pushes what was applied to every link but the one it came over (`PushRelay`); photos
-    /// they name are looked for.
-    private func localRecordsAdded(_ records: [AppliedRecord]) {
-        guard !stopped else { return }
-        if !records.isEmpty { photos.recordsApplied() }
-        relay.applied(records)
-        if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { photos.lookSoon() }
-    }
-
-    // The shell's side of each link's `LinkHost` (`LinkShell`): what its driver asks of the
-    // replica, the queue and the pipelines shared by all links.
-
-    var isStopped: Bool { stopped }
-    var replica: Replica { node.replica }
-
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(.zero, at - .now).nanoseconds)), execute: work)
-    }
-
-    func send(_ message: SyncMessage, on connection: Connection) { send(message.encoded, on: connection) }
-
-    func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
-        end(connection, reason)
-        if blame { punish(connection, reason) }
-    }
-
-    /// Photos waited for links catching up: this one may just have (after a hello with
-    /// nothing to exchange, or its last batch).
-    func sessionRan(_ connection: Connection) {
-        if !stopped, connection.session.isCaughtUp { photos.linkCaughtUp() }
-    }
-
-    /// A part of a blob the peer sent; a reason to close the link for, if the peer is at fault.
-    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
-        photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
-    }
-
-    /// Answers a peer's `wantBlob` (`PhotoExchange`).
-    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
-
-    /// What a peer said about the push tree (PROTOCOL.md §13.7; `PushRelay`).
-    func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
-
-    func send(_ bytes: [UInt8], on connection: Connection) {
-        if connection.unsent.isEmpty, connection.link.send(bytes) { return }
-        connection.unsent.append(bytes)
-    }
-
-    private func flushUnsent(_ connection: Connection) {
-        while let next = connection.unsent.first, !connection.closing {
-            guard connection.link.send(next) else { return }
-            connection.unsent.removeFirst()
-        }
     }
 
     /// Ends a session: logs why, once, with the peer's address, and closes its link.
@@ -426,22 +301,70 @@ public final class PeerManager: @unchecked Sendable {
         notifier.snapshot()
     }
 
-    /// A fork variant was applied: the links we dialled start a round now (the variant's
-    /// siblings elsewhere are found without waiting for the minute).
-    private func reconcileNow() {
-        for connection in connections.values where !connection.closing && connection.since != 0 && connection.session.role == .initiator {
-            connection.driver.startRound()
+    /// Refuses the peer's address for a while (`PeerDefence`) and says so.
+    private func punish(_ connection: Connection, _ reason: String) {
+        let punishment = defence.punish(connection.link.remote.host, reason: reason, now: .now)
+        PeerDefence.log(punishment, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
+    }
+
+    /// Pushes what was applied to every link but the one it came over (`PushRelay`); photos
+    /// they name are looked for.
+    private func localRecordsAdded(_ records: [AppliedRecord]) {
+        guard !stopped else { return }
+        if !records.isEmpty { photos.recordsApplied() }
+        relay.applied(records)
+        if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { photos.lookSoon() }
+    }
+
+    // MARK: What the pieces ask of the shell (on queue)
+
+    // Common to their protocols: the links, the queue's timers, the wire.
+    var isStopped: Bool { stopped }
+    var links: [Connection] { Array(connections.values) }
+    var photoLinks: [Connection] { links }
+
+    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
+        let delay = max(.zero, at - .now).components
+        let nanoseconds = delay.seconds * 1_000_000_000 + delay.attoseconds / 1_000_000_000
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
+    }
+
+    func send(_ message: SyncMessage, on connection: Connection) { connection.send(message.encoded) }
+    func send(_ bytes: [UInt8], on connection: Connection) { connection.send(bytes) }
+
+    // `DialShell`: connecting, and what a redial waits for.
+    func connect(_ peer: StaticPeer, slot: Int) {
+        TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                if !self.stopped { self.dials.dialFailed(slot, peer: peer, error: error) }
+            case .success(let stream):
+                guard !self.stopped else { stream.close(); return }
+                let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
+                                    settings: self.settings.link, logger: self.logger)
+                self.adopt(link, via: self.dials.via(slot), staticIndex: slot)
+                link.start()
+            }
         }
     }
 
-    /// A link's peer named its accounts: "nearby now" changed (`NearbyAccounts`).
+    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: .now) }
+    func isLinked(_ key: SigningPublicKey) -> Bool { connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 } }
+
+    // `LinkShell`: what each link's driver asks through its `LinkHost`.
+    var replica: Replica { node.replica }
+    func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
+    func announceSync(_ connection: Connection) { notifier.sync(connection) }
     func publishNearby() { nearby.publish() }
+    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
 
-    // MARK: Applying
+    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
+        photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
+    }
 
-    /// A link's batch goes to the apply pipeline (`ApplyPipeline`), counted for `status`; the
-    /// accounts linked nodes named are kept past the node-wide budget. The outcome comes back
-    /// to the link through the pipeline (`ApplyShell`, below).
+    /// A link's batch goes to the apply pipeline, counted for `status`; the accounts linked
+    /// nodes named are kept past the node-wide budget.
     func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
         board.received(batch.count)
         pipeline.submit(batch, from: connection) { author in
@@ -449,42 +372,29 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
-    // The shell's side of the pipeline (`ApplyShell`), on `queue`.
+    func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
+        end(connection, reason)
+        if blame { punish(connection, reason) }
+    }
 
+    /// Photos waited for links catching up: this one may just have (after a hello with
+    /// nothing to exchange, or its last batch).
+    func sessionRan(_ connection: Connection) {
+        if !stopped, connection.session.isCaughtUp { photos.linkCaughtUp() }
+    }
+
+    // `ApplyShell`, `PhotoShell`, `NoticeShell`.
     func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
     func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
     func duplicatesApplied(_ count: Int, from connection: Connection) { relay.duplicates(count, from: connection) }
-    func forkApplied() { reconcileNow() }
-
-    // The shell's side of the photo exchange (`PhotoShell`), on `queue`.
-
-    var photoLinks: [Connection] { links }
-    var links: [Connection] { Array(connections.values) }
     func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
-
-    // MARK: Defence (on queue)
-
-    /// Refuses the peer's address for a while (`PeerDefence`) and says so.
-    private func punish(_ connection: Connection, _ reason: String) {
-        logPunishment(connection, reason, defence.punish(connection.link.remote.host, reason: reason, now: .now))
-    }
-
-    /// The first offence of a streak at info; repeats (bounded by the doubling refusals) at debug.
-    private func logPunishment(_ connection: Connection, _ reason: String, _ punishment: PeerDefence.Punishment) {
-        logger.log(punishment.isFirstOfStreak ? .info : .debug, "peer refused for a while",
-                   ["peer.address": "\(connection.link.remote)", "for": "\(punishment.interval)", "offences": "\(punishment.offences)",
-                    "via": connection.via, "reason": reason])
-    }
-
-    // The shell's side of the notifications (`NoticeShell`), on `queue`.
-
-    func announceSync(_ connection: Connection) { notifier.sync(connection) }
     func announcedCaughtUp() { photos.linkCaughtUp() }
-}
 
-private extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    /// A fork variant was applied: the links we dialled start a round now (the variant's
+    /// siblings elsewhere are found without waiting for the minute).
+    func forkApplied() {
+        for connection in connections.values where !connection.closing && connection.since != 0 && connection.session.role == .initiator {
+            connection.driver.startRound()
+        }
     }
 }
