@@ -7,203 +7,84 @@ import MentorNet
 import MentorStore
 
 /// Connects the node to its peers: accepts on the peer listener (responders), dials the static
-/// peers (initiators, redialled with exponential backoff and jitter), and runs one `SyncSession`
-/// per established link, carrying out its directives against the node and the replica.
+/// peers and the mDNS instances found (initiators), and runs one `SyncSession` per established
+/// link in a `SyncDriver`, carrying out its directives against the node and the replica. This
+/// class is the shell: it owns the listener and the links (`PeerConnection`s, confined to
+/// `queue`), adopts, establishes and closes them, and wires the pieces in `Peers/`, which make
+/// the decisions and own their state and timers — the clock and randomness injected, each
+/// tested on its own over fakes — and call back here through narrow protocols:
 ///
 /// - Sync v2 (PROTOCOL.md §13.3): each side says hello with a fresh salt; the side that dialled
 ///   starts a reconciliation round at once, every `reconInterval`, and after applying a fork
-///   variant; `.reconcile` is answered inside one read of the replica's tree, `fetchIDs` and
-///   `fetchSubtree` from the replica (pages of a subtree by the replica's cursor, which stays
-///   here: the session carries a token).
-/// - Records applied here (`Node.onApplied`: written locally or received from any peer) go to
-///   every session's `localRecordsAdded` except the session of the link they came over (echo
-///   suppression by link): that is push, and relaying along lines of nodes — fork variants too.
-///   Lazy push (PROTOCOL.md §13.7, `PushTree`): bodies go in full only on the links the tree
-///   keeps eager, IDs (`ihave`) on the others; a duplicate body prunes its link, an announced
-///   ID whose body does not come within `graftTimeout` is grafted from its announcer.
-/// - Two links to the same node collapse to one: both ends keep the link whose initiator has the
-///   smaller node key and close the other.
-/// - A session's `.close` closes its link; the reason is logged once with the peer's address.
-///   `.end` (a peer speaking another protocol version) closes it the same way, without blame.
-/// - Defence: a host whose link fails the handshake, sends a bad frame, breaks the sync protocol
-///   or sends records whose refusal proves it misbehaved (`RecordError.Code.isOffence`) is
-///   refused for a growing interval (`PenaltyBox`): the listener closes its connections at once
-///   and a static peer at that address is redialled only after. A third fork variant, a
-///   timestamp ahead of our clock, a full hold-back area or a gap are nobody's fault on the
-///   link: such records are held (until due), kept as evidence or asked for again later
-///   (`want`), and the session goes on (PROTOCOL.md §10.1).
-///   Records per second are limited per peer by pacing acks (a token bucket): a peer that keeps
-///   to the window is slowed down, one that does not is disconnected by its session.
-/// - Nearby now: after its hello each side sends `here` with the accounts living on its node
-///   (again after a signup); while a link is up, the accounts its peer named rank as "nearby
-///   now" in the feed. Only direct links count, never relays.
-/// - Photos: profile cards name photos by BLAKE2b-256 hash (`PhotoRef`). A photo that a current
-///   card names and the replica lacks is asked of one connected peer at a time (`wantBlob`),
-///   received in parts (`blob`), checked against the hash and size, and stored; a peer that does
-///   not hold it says so and the next is asked. Each link carries at most one blob each way.
-///   Photos are looked for once the links catching up have caught up (at most `photoDeferral`
-///   late), so a backlog of edits fetches only the current photo; a photo superseded while it
-///   was fetched is not stored; the node's photo budget and each author's storage budget decide
-///   what is not fetched (PROTOCOL.md §13.4). The node deletes the photos no card names.
-/// - Budgets and rates: records of an author over its storage budget are dropped unread (no
-///   offence); past the node-wide budget (`StorageBudget`: foreign accounts and their bytes)
-///   the node degrades — own, partner and nearby accounts and those held are kept, strangers'
-///   records declined (before verifying once the author was declined), no offence; `recon` and `want` messages over their per-link rate end the session as an
-///   offence. mDNS instances live in a bounded `DiscoveredTable`; silent ones are forgotten.
-/// - Notifications: `event.peer` when a link is established or ends, `event.sync` with a
-///   session's totals (at most every `syncEventInterval` per peer, and when it caught up).
-///
-/// The decisions that need no I/O live in value types in `Peers/`, with the clock and randomness
-/// passed in and tests of their own: `Redialer` (when to dial whom), `BlobFetcher` (which photo
-/// from which link, when), `PhotoSync` (when to list missing photos, serving and checking them),
-/// `PushLinks` (lazy push across the links), `AckPacer` (records per second),
-/// `SyncEventThrottle` (when `event.sync` goes out), `PeerStatus` (the peer list and events),
-/// `PeerDefence` (whose fault a link's end is, refusals), `HereGate` (the `here` rate),
-/// `DuplicateLinks` (which of two links closes); `BudgetGate` carries out the storage budgets
-/// over the replica, `RefusalVerdict` reads a batch's outcomes. Each link's session runs in a
-/// `SyncDriver` (with the per-link rates, lazy push's included) whose host, `LinkHost`, calls
-/// back here through `LinkShell`; the batches it receives are verified and applied by the
-/// `ApplyPipeline` (early acks, batches applied together, the release of records held until
-/// due), whose outcomes come back through `ApplyShell`; the photo exchange — listing the photos
-/// the replica lacks, `wantBlob`s sent with their answer timeout, parts received, checked and
-/// stored, peers' `wantBlob`s answered — is `PhotoExchange`'s (over `BlobFetcher` and
-/// `PhotoSync`), which calls back through `PhotoShell`. This class keeps the links, the timers
-/// and the I/O, and carries their decisions out.
+///   variant. Each link's driver reaches the replica, the wire and the pipelines through its
+///   `LinkHost` (`LinkShell`); subtree reads keep the replica's cursor there (`CursorTable`).
+/// - Dialling: `DialScheduler` (`DialShell`) carries out `Redialer`'s decisions — backoff with
+///   jitter, never before a refusal of the address ends, a target parked while its node is
+///   linked elsewhere, mDNS instances found, lost and forgotten (a bounded `DiscoveredTable`).
+/// - Two links to the same node collapse to one (`DuplicateLinks`): both ends keep the link
+///   whose initiator has the smaller node key and close the other.
+/// - Defence: a session's `.close` closes its link, the reason logged once with the peer's
+///   address (`.end`, another protocol version, without blame). `PeerDefence` says whose fault a
+///   link's end is — a failed handshake, a bad frame, a broken protocol, records whose refusal
+///   proves an offence (`RecordError.Code.isOffence`, read by `RefusalVerdict`) — and refuses
+///   the address for a growing interval (`PenaltyBox`: the listener closes its connections at
+///   once). What is nobody's fault is held until due, kept as evidence or asked for again
+///   later, and the session goes on (PROTOCOL.md §10.1).
+/// - Applying: `ApplyPipeline` (`ApplyShell`) verifies and applies received batches off
+///   `queue` — records per second paced by acks (`AckPacer`), the storage budgets by
+///   `BudgetGate` (`StorageBudget`: past the node-wide one strangers' records are declined, no
+///   offence), batches waiting applied together (`ApplyBacklog`).
+/// - Push (PROTOCOL.md §13.7): `PushRelay` (`PushShell`/`PushLink`, over `PushLinks`) sends
+///   what is applied here (`Node.onApplied`) to every link but the one it came over — bodies on
+///   the links the push tree keeps eager, `ihave` on the others — grafts an announced ID whose
+///   body does not come within `graftTimeout`, and prunes a link its duplicates came over.
+/// - Nearby now: `NearbyAccounts` (`NearbyShell`/`NearbyLink`) sends `here` after hello and
+///   after a signup, takes peers' at their rate (`HereGate`), and hands the accounts direct
+///   links named (never relays) to the feed and the budget gate.
+/// - Photos: `PhotoExchange` (`PhotoShell`/`PhotoLink`, over `BlobFetcher` and `PhotoSync`)
+///   fetches the photos current cards name and the replica lacks, one blob per link each way,
+///   once links catching up have caught up, within the photo and author budgets (§13.4, §13.6).
+/// - Notifications: `PeerNotifier` (`NoticeShell`/`NoticeLink`) publishes the connected peers
+///   on the `StatusBoard` (what `status` reads without waiting), `event.peer` when a link is
+///   established or ends, and `event.sync` at most every `syncEventInterval` per link and when
+///   it caught up (`SyncEventThrottle`).
+/// - Settings: `PeerManager.Settings` (`Peers/PeerSettings.swift`).
 ///
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
-/// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`;
-/// the node never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
+/// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`; the node
+/// never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
-/// confined to `queue`, except what `status` reads (`StatusBoard`, behind its lock), the storage
-/// budgets, which `BudgetGate` confines (to `applyQueue`, or behind its own lock), and the
-/// pipeline's, which `ApplyPipeline` confines; `PhotoExchange`'s state is on `queue` too.
+/// confined to `queue` — the pieces' too — except what `status` reads (`StatusBoard`, behind
+/// its lock), the storage budgets, which `BudgetGate` confines (to `applyQueue`, or behind its
+/// own lock), and the pipeline's, which `ApplyPipeline` confines.
 public final class PeerManager: @unchecked Sendable {
-    public struct Settings: Sendable {
-        public var link = PeerLink.Settings()
-        public var listener = PeerListener.Settings()
-        public var sync = SyncSettings()
-        public var dialTimeout: Duration = .seconds(5)
-        /// First redial delay; doubles per failed attempt up to `maxBackoff`.
-        public var initialBackoff: Duration = .milliseconds(250)
-        public var maxBackoff: Duration = .seconds(30)
-        /// How misbehaving hosts are refused.
-        public var penalties = PenaltyBox.Settings()
-        /// Records per second one peer may make us apply (sustained), and the burst above it.
-        public var recordsPerSecond = 20_000
-        public var recordsBurst = 20_000
-        /// First delay before asking a link again for a photo it said it lacks.
-        public var blobRetry: Duration = .milliseconds(500)
-        /// A `wantBlob` with no part of its answer for this long ends the link — no offence (a
-        /// busy link proves nothing), it is redialled — so the photo is asked of another peer
-        /// instead of waiting forever on one that ignores requests (PROTOCOL.md §13.6).
-        public var blobAnswerTimeout: Duration = .seconds(30)
-        /// The initiator of a link starts a reconciliation round this often while it is up (and
-        /// after applying a fork variant); equal sets cost one short message each way.
-        public var reconInterval: Duration = .seconds(60)
-        /// Received records applied in one transaction at most: the batches waiting their turn
-        /// (verified) are applied together up to this many — a whole window of one link (4 ×
-        /// 256). Measured (`mentormate-bench reconcile --only c`, 79,119 records from 10,000
-        /// authors): B's CPU 12.1 s at 256, 11.6 s at 512, 11.0 s at 768, 10.6 s at 1,024.
-        public var recordsPerApply = 1024
-        /// Bytes one author's records and photos may take on this node (`author_storage_mb`):
-        /// past it, further records of the author are dropped (not stored, no offence) and its
-        /// photo is not fetched. Accounts of this node are exempt.
-        public var authorBudget: Int64 = 64 << 20
-        /// The node-wide storage budget (`foreign_accounts_max`, `foreign_storage_mb`; the policy
-        /// is `StorageBudget`'s): foreign accounts held, and the bytes of their records. Past it
-        /// the node degrades — records of new strangers (past the bytes: of every stranger) are
-        /// declined, no offence — and never stops syncing.
-        public var foreignAccountsMax = 1_000_000
-        public var foreignBytesMax: Int64 = 2 << 30
-        /// Bytes all photos together may take (`photo_storage_mb`): a photo that would go over it
-        /// is not fetched (smallest photos are fetched first).
-        public var photoBudget: Int64 = 2 << 30
-        /// `recon` messages a peer may send: a burst of this many, refilled at that rate per
-        /// `reconPeriod`; past it the session ends as an offence (each one makes us read the
-        /// tree). An honest round takes a handful of messages, one round a minute.
-        public var reconBurst = 128
-        public var reconPeriod: Duration = .seconds(30)
-        /// `want` messages a peer may send, likewise (an honest session sends at most
-        /// `SyncSession.wantsPerPeriod` per `SyncSession.wantPeriod`: half of this).
-        public var wantBurst = 256
-        public var wantPeriod: Duration = .seconds(30)
-        /// `here` messages taken from a peer: `hereBurst` at once, refilled at that rate per
-        /// `herePeriod`. An honest node sends one after hello and one when an account signs up
-        /// on it; one over the rate is no offence: the newest is kept (one per link) and taken
-        /// when the bucket has refilled, so a flood costs one decode and one nearby update per
-        /// refill, however fast it comes.
-        public var hereBurst = 8
-        public var herePeriod: Duration = .seconds(30)
-        /// Lazy push (PROTOCOL.md §13.7): `ihave`, `prune` and `graft` messages a peer may send
-        /// together, a burst of `treeBurst` refilled at that rate per `treePeriod`; past it the
-        /// session ends as an offence. An honest node sends at most 128 `ihave`s and 128
-        /// `graft`s per 30 s per link (`SyncSession.treeMessagesPerPeriod`) and a prune at most
-        /// once per link between grafts.
-        public var treeBurst = 512
-        public var treePeriod: Duration = .seconds(30)
-        /// How long an ID announced in `ihave` waits for its body before it is grafted.
-        public var graftTimeout: Duration = .seconds(1)
-        /// false: every link stays eager and no `prune` is sent (for benchmarks of the
-        /// difference; peers' `ihave`/`graft` are still answered).
-        public var lazyPush = true
-        /// Photos are looked for once the links catching up have caught up (so a backlog of card
-        /// edits fetches only the photo that is current at its end), but never later than this
-        /// after a card named one.
-        public var photoDeferral: Duration = .seconds(10)
-        /// Batches naming photos look for missing photos at most this often: each look lists
-        /// every missing photo in size order, so once per batch of a catch-up from many authors
-        /// it was a pass over all their cards per batch.
-        public var photoLookupInterval: Duration = .seconds(1)
-        /// The bounds of the table of mDNS instances (size, and how long one may stay silent).
-        public var discovery = DiscoveredTable.Settings()
-        /// `event.sync` per peer at most this often (plus one when it caught up).
-        public var syncEventInterval: Duration = .milliseconds(250)
-        /// Wall clock in Unix milliseconds (for `since`).
-        public var now: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
-        /// The jitter of each backoff (injected so tests can replay it).
-        public var random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
-        public init() {}
-    }
-
     public let settings: Settings
     /// Where peers reach us (the bound port when `--listen` said 0).
     public let listenAddress: PeerAddress
     private let node: Node
     private let logger: any Logger
-    private let queue = DispatchQueue(label: "MentorNode.PeerManager")
-    /// Where received batches are verified and applied, off `queue`, and their outcomes handed
-    /// back to their links (`ApplyPipeline`; its shell is this manager, set in `init`).
-    private let pipeline: ApplyPipeline<PeerManager>
     private let myKey: SigningPublicKey
+    private let queue = DispatchQueue(label: "MentorNode.PeerManager")
     private var listener: PeerListener!
-
-    /// One link and its session's state (`PeerConnection`). Confined to `queue`.
-    typealias Connection = PeerConnection
+    typealias Connection = PeerConnection   // one link and its session's state, confined to `queue`
 
     // Confined to queue:
     private var connections: [ObjectIdentifier: Connection] = [:]
-    /// When to dial the static peers and mDNS instances (`Redialer`; slots are `staticIndex`),
-    /// the timers that carry out its `dialAt`s, and the jitter's randomness.
-    private var redialer: Redialer
-    private var redialTimers: [Int: (at: ContinuousClock.Instant, timer: DispatchWorkItem)] = [:]
-    private var random: InjectedRandom
-    private var stopped = false
-    /// Who is at fault when a link ends, and the refusals of their addresses (`PeerDefence`).
-    private var defence: PeerDefence
     private var serials: UInt64 = 0
-    /// The photo exchange of every link: which photos to fetch, from which link, when, the
-    /// `wantBlob`s sent and answered, the blobs received (`PhotoExchange`; its shell is this
-    /// manager, set in `init`).
-    private let photos: PhotoExchange<PeerManager>
-    /// The storage budgets: each author's and the node-wide one (`BudgetGate`; its methods run
-    /// on the pipeline's `applyQueue` or `queue` as it says, its node-wide state behind its own lock).
-    private let budgetGate: BudgetGate
-    /// Lazy push: which links carry bodies, which IDs wait for theirs (`PushLinks`; links named
-    /// by serial), and the timer of the next graft.
-    private var push: PushLinks
-    private var graftTimer: (at: ContinuousClock.Instant, timer: DispatchWorkItem)?
+    private var stopped = false
+    /// Who is at fault when a link ends, and the refusals of their addresses.
+    private var defence: PeerDefence
 
+    // The pieces (each one's shell is this manager, set in `init`; see above):
+    private let dials: DialScheduler
+    private let pipeline: ApplyPipeline<PeerManager>
+    private let photos: PhotoExchange<PeerManager>
+    private let relay: PushRelay<PeerManager>
+    private let nearby: NearbyAccounts<PeerManager>
+    private let notifier: PeerNotifier<PeerManager>
+    /// The storage budgets (on `applyQueue` or `queue` as each method says; behind its own lock).
+    private let budgetGate: BudgetGate
     /// What `peers`, `recordsReceived` and `pushCounters` read without waiting on `queue`.
     private let board = StatusBoard()
 
@@ -215,15 +96,24 @@ public final class PeerManager: @unchecked Sendable {
         self.logger = logger
         self.listenAddress = tcp.address
         self.myKey = node.nodeKeys.publicKey
-        self.redialer = Redialer(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
-                                                                          maxBackoff: settings.maxBackoff, discovery: settings.discovery))
-        self.random = InjectedRandom(source: settings.random)
         self.defence = PeerDefence(settings: settings.penalties)
-        self.push = PushLinks(lazyPush: settings.lazyPush, tree: .init(graftTimeout: settings.graftTimeout))
-        self.budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() },
-                                     authorBudget: settings.authorBudget,
-                                     budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
-                                     logger: logger)
+        self.dials = DialScheduler(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
+                                                                            maxBackoff: settings.maxBackoff, discovery: settings.discovery),
+                                   random: settings.random, logger: logger)
+        self.relay = PushRelay(lazyPush: settings.lazyPush, graftTimeout: settings.graftTimeout, held: { [replica = node.replica] ids in
+            // A failed read holds none (a graft then asks for what we may hold: a duplicate, no harm).
+            guard let records = try? replica.reconRecords(ids: ids) else { return [] }
+            return Set(records.map { VerifiedRecord.id(of: $0) })
+        }, board: board)
+        let budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() }, authorBudget: settings.authorBudget,
+                                    budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
+                                    logger: logger)
+        self.budgetGate = budgetGate
+        self.nearby = NearbyAccounts(localAccounts: { node.localAccounts() }, setNearby: { all in
+            node.setNearby(all)
+            budgetGate.setNearby(all)
+        })
+        self.notifier = PeerNotifier(board: board, interval: settings.syncEventInterval) { node.broadcast($0, $1) }
         self.photos = PhotoExchange(fetcher: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                    photoBudget: settings.photoBudget, authorBudget: settings.authorBudget),
                                     rules: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout),
@@ -239,6 +129,10 @@ public final class PeerManager: @unchecked Sendable {
         listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
         pipeline.shell = self
         photos.shell = self
+        dials.shell = self
+        relay.shell = self
+        nearby.shell = self
+        notifier.shell = self
     }
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
@@ -249,11 +143,11 @@ public final class PeerManager: @unchecked Sendable {
         }
         node.onAccountsChanged = { [weak self] in
             guard let self else { return }
-            self.queue.async { self.announceAccounts() }
+            self.queue.async { self.nearby.accountsChanged() }
         }
         listener.start()
         queue.async { [self] in
-            for index in redialer.targets.indices { dial(index) }
+            dials.start()
             pipeline.scheduleDueRelease()
         }
     }
@@ -264,18 +158,16 @@ public final class PeerManager: @unchecked Sendable {
         listener.close()
         queue.sync {
             stopped = true
-            for (_, entry) in redialTimers { entry.timer.cancel() }
-            redialTimers = [:]
+            dials.cancelTimers()
             pipeline.cancelTimers()
             photos.cancelTimers()
-            graftTimer?.timer.cancel()
-            graftTimer = nil
+            relay.cancelTimers()
             for connection in connections.values {
                 connection.cancelTimers()
                 connection.link.close()
             }
             connections = [:]
-            publishSnapshot()
+            notifier.snapshot()
         }
         // A batch being applied finishes; none starts after this.
         pipeline.stop()
@@ -288,9 +180,7 @@ public final class PeerManager: @unchecked Sendable {
     public var recordsReceived: Int { board.recordsReceived }
     /// Lazy push (`status.sync`): bodies received (as `recordsReceived`), those of them already
     /// held (duplicates), and record IDs peers announced in `ihave`.
-    public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) {
-        board.pushCounters
-    }
+    public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) { board.pushCounters }
     /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
     public var storage: StorageStatus { budgetGate.storage }
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
@@ -301,107 +191,33 @@ public final class PeerManager: @unchecked Sendable {
     // MARK: Discovered peers
 
     /// An mDNS instance was found (or found again, maybe at a new address): dial it unless it is
-    /// being dialled or linked already. Who it is, the handshake decides; one whose handshake
-    /// fails is redialled with backoff, and not before a refusal of its address ends.
+    /// being dialled or linked already (`DialScheduler`). Who it is, the handshake decides; one
+    /// whose handshake fails is redialled with backoff, and not before a refusal of its address ends.
     public func discovered(name: String, addresses: [PeerAddress]) {
         queue.async { [self] in
-            guard !stopped, let address = addresses.first(where: { !$0.host.contains(":") }) ?? addresses.first else { return }
-            let peer = StaticPeer(host: address.host, port: address.port)
+            guard !stopped, let address = DialScheduler.preferred(addresses) else { return }
             var relabelled = false
-            for c in connections.values where c.via == "incoming" && c.link.remote.host == peer.host {
+            for c in connections.values where c.via == "incoming" && c.link.remote.host == address.host {
                 c.via = "mdns"   // it dialled us first
                 relabelled = true
             }
-            if relabelled { publishSnapshot() }
-            let found = redialer.found(name: name, peer: peer, now: .now)
-            logForgotten()
-            if found.notKept {
-                logger.info("an mDNS instance was not kept: the table of found instances is full of peers that answer",
-                            ["dnssd.instance": name, "capacity": "\(settings.discovery.capacity)"])
-            }
-            if found.added { logger.debug("peer found over mDNS", ["dnssd.instance": name, "peer.address": "\(address)"]) }
-            if let index = found.dial { dial(index) }
-            if found.added { publishSnapshot() }
-            syncRedialTimers()
-        }
-    }
-
-    /// Logs the instances the redialer forgot (they stayed silent, or made room for new ones).
-    private func logForgotten() {
-        for (name, host) in redialer.takeForgotten() {
-            logger.debug("mDNS instance forgotten: it did not answer", ["dnssd.instance": name, "peer.address": host])
+            if relabelled { notifier.snapshot() }
+            if dials.found(name: name, address: address) { notifier.snapshot() }
         }
     }
 
     /// The mDNS instances kept now (for tests).
-    public var discoveredInstances: [String] { queue.sync { redialer.instances } }
+    public var discoveredInstances: [String] { queue.sync { dials.instances } }
 
     /// An mDNS instance said goodbye or expired: stop dialling it. A link to it stays while it
     /// works (keep-alives end it when the host is gone; an Avahi restart on either side must not).
     public func lost(name: String) {
         queue.async { [self] in
-            guard redialer.lost(name: name) else { return }
-            syncRedialTimers()
-            logger.debug("peer lost over mDNS", ["dnssd.instance": name])
-            publishSnapshot()
+            if dials.lost(name: name) { notifier.snapshot() }
         }
     }
 
     // MARK: Links (on queue)
-
-    private func dial(_ index: Int) {
-        guard !stopped, let peer = redialer.startDial(index) else { return }
-        TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .failure(let error):
-                guard !self.stopped else { return }
-                // Redialled with backoff: logged at info once, then at a slowing rate, until a link works.
-                let address = "\(PeerAddress(host: peer.host, port: peer.port))"
-                if let missed = self.redialer.dialFailed(index, now: .now, refusedUntil: self.refusedUntil, random: &self.random) {
-                    let target = self.redialer.targets[index]
-                    self.logger.info("peer unreachable; redialling with backoff",
-                                     ["peer.address": address, "via": target.via, "error": "\(error)",
-                                      "failures": "\(target.unreachable.streak)", "unreported": "\(missed)"])
-                } else {
-                    self.logger.debug("dialling a peer failed", ["peer.address": address, "error": "\(error)"])
-                }
-                self.logForgotten()
-                self.syncRedialTimers()
-            case .success(let stream):
-                guard !self.stopped else { stream.close(); return }
-                let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
-                                    settings: self.settings.link, logger: self.logger)
-                self.adopt(link, via: self.redialer.targets[index].via, staticIndex: index)
-                link.start()
-            }
-        }
-    }
-
-    /// Until when `host` is refused, if it is (a redial waits for the end).
-    private func refusedUntil(_ host: String) -> ContinuousClock.Instant? {
-        defence.refusedUntil(host, now: .now)
-    }
-
-    /// Makes the redial timers match the redialer's `dialAt`s (a target's timer is replaced when
-    /// its instant changes, cancelled when it has none). When one fires, the target is dialled —
-    /// or parked, if its node is linked through another link.
-    private func syncRedialTimers() {
-        guard !stopped else { return }
-        for (index, target) in redialer.targets.enumerated() where redialTimers[index]?.at != target.dialAt {
-            redialTimers.removeValue(forKey: index)?.timer.cancel()
-            guard let at = target.dialAt else { continue }
-            let timer = DispatchWorkItem { [weak self] in
-                guard let self, !self.stopped, self.redialTimers[index]?.at == at else { return }
-                self.redialTimers[index] = nil
-                if self.redialer.due(index, isLinked: self.isConnected) { self.dial(index) }
-                self.syncRedialTimers()
-            }
-            redialTimers[index] = (at, timer)
-            let delay = max(.zero, at - .now)
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.nanoseconds)), execute: timer)
-        }
-    }
 
     private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
@@ -414,17 +230,13 @@ public final class PeerManager: @unchecked Sendable {
                                        settings: settings.driver, host: LinkHost(shell: self, connection: connection))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
-        if let staticIndex { redialer.adopted(staticIndex, link: connection.serial, host: link.remote.host) }
+        dials.adopted(staticIndex, link: connection.serial, host: link.remote.host)
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
-            if case .hold(let armTimer) = connection.here.admit(bytes, now: .now) {
-                if armTimer { self.awaitHereRefill(connection) }
-                return
-            }
-            connection.driver.receive(bytes: bytes)
+            if self.nearby.admit(bytes, from: connection) { connection.driver.receive(bytes: bytes) }
         }
-        link.onWritable = { [unowned self, unowned connection] in self.flushUnsent(connection) }
+        link.onWritable = { [unowned connection] in connection.flushUnsent() }
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
     }
 
@@ -438,27 +250,25 @@ public final class PeerManager: @unchecked Sendable {
                                              oldDialledByMe: other.link.role == .initiator) == .old ? other : connection
             logger.debug("duplicate link to a peer closed", ["peer.address": "\(loser.link.remote)", "peer.node": key.key.id])
             loser.closing = true
-            if let index = loser.staticIndex { redialer.duplicate(index, key: key) }
+            dials.duplicate(loser.staticIndex, key: key)
             loser.link.close()
             if loser === connection { return }
         }
         connection.since = settings.now()
         defence.linkEstablished(host: connection.link.remote.host)
-        if connection.via == "incoming", redialer.isDialledInstance(host: connection.link.remote.host) {
-            connection.via = "mdns"
-        }
-        if let index = connection.staticIndex { redialer.established(index, link: connection.serial, key: key, now: .now) }
+        if connection.via == "incoming", dials.isDialledInstance(host: connection.link.remote.host) { connection.via = "mdns" }
+        dials.established(connection.staticIndex, link: connection.serial, key: key)
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
-        publishSnapshot()
-        announcePeer(connection, "connected")
+        notifier.snapshot()
+        notifier.peer(connection, "connected")
         let held: Int
         do { held = try node.replica.reconSetSize() } catch {
             end(connection, "reading the size of the record set failed: \(error)")
             return
         }
-        push.linkUp(connection.serial)
+        relay.linkUp(connection)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
-        send(SyncMessage.here(node.localAccounts()).encoded, on: connection)
+        nearby.linkEstablished(connection)
         photos.linkEstablished()
     }
 
@@ -466,71 +276,101 @@ public final class PeerManager: @unchecked Sendable {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.closing = true
         connection.cancelTimers()
-        publishSnapshot()
-        push.linkDown(connection.serial)
+        notifier.snapshot()
+        relay.linkDown(connection)
         if connection.peerKey != nil, connection.since != 0 {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
         guard !stopped else { return }
-        if connection.since != 0 { announcePeer(connection, "disconnected") }
-        if !connection.accounts.isEmpty { publishNearby() }
+        if connection.since != 0 { notifier.peer(connection, "disconnected") }
+        if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
-        switch defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now) {
-        case .quiet:
-            break
-        case .punished(let offence, let punishment):
-            logPunishment(connection, offence, punishment)
-        case .handshakeCutShort(let logAtInfo):
-            // The peer closed without an offence: maybe it holds another network key, or it refuses us.
-            logger.log(logAtInfo ? .info : .debug, "peer handshake did not complete",
-                       ["peer.address": "\(connection.link.remote)", "via": connection.via, "reason": "\(reason)"])
-        }
+        let ending = defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now)
+        PeerDefence.log(ending, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
         // Its target is redialled, and so are the peers parked behind this node's surviving link.
-        redialer.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0,
-                        keyStillLinked: connection.peerKey.map(isConnected) ?? false, now: .now, refusedUntil: refusedUntil,
-                        random: &random)
-        logForgotten()
-        syncRedialTimers()
+        dials.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0)
     }
 
-    private func isConnected(_ key: SigningPublicKey) -> Bool {
-        connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 }
+    /// Ends a session: logs why, once, with the peer's address, and closes its link.
+    private func end(_ connection: Connection, _ reason: String) {
+        guard !connection.closing else { return }
+        connection.closing = true
+        logger.info("sync with a peer ended", ["peer.address": "\(connection.link.remote)",
+                                               "peer.node": connection.peerKey?.key.id ?? "?", "reason": reason])
+        connection.link.close()
+        notifier.snapshot()
     }
 
-    // MARK: Sessions (on queue)
+    /// Refuses the peer's address for a while (`PeerDefence`) and says so.
+    private func punish(_ connection: Connection, _ reason: String) {
+        let punishment = defence.punish(connection.link.remote.host, reason: reason, now: .now)
+        PeerDefence.log(punishment, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
+    }
 
-    /// Pushes what was applied to every link but the one it came over (echo suppression by
-    /// link: a fork variant of a seq a peer holds is pushed too, the peer does not hold it):
-    /// in full on the links the push tree keeps eager, as IDs (`ihave`) on the lazy ones.
+    /// Pushes what was applied to every link but the one it came over (`PushRelay`); photos
+    /// they name are looked for.
     private func localRecordsAdded(_ records: [AppliedRecord]) {
         guard !stopped else { return }
         if !records.isEmpty { photos.recordsApplied() }
-        let ids = records.map(\.id)
-        push.applied(ids)
-        for connection in connections.values where !connection.closing && connection.since != 0 {
-            let mine = records.indices.filter { records[$0].origin != connection.serial }
-            guard !mine.isEmpty else { continue }
-            if push.carriesBodies(connection.serial) {
-                connection.driver.localRecordsAdded(mine.map { (author: records[$0].author, seq: records[$0].seq, bytes: records[$0].bytes) })
-            } else {
-                connection.driver.announce(mine.map { ids[$0] })
-            }
-        }
-        scheduleGraft()
+        relay.applied(records)
         if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { photos.lookSoon() }
     }
 
-    // The shell's side of each link's `LinkHost` (`LinkShell`): what its driver asks of the
-    // replica, the queue and the pipelines shared by all links.
+    // MARK: What the pieces ask of the shell (on queue)
 
+    // Common to their protocols: the links, the queue's timers, the wire.
     var isStopped: Bool { stopped }
-    var replica: Replica { node.replica }
+    var links: [Connection] { Array(connections.values) }
+    var photoLinks: [Connection] { links }
 
     func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(.zero, at - .now).nanoseconds)), execute: work)
+        let delay = max(.zero, at - .now).components
+        let nanoseconds = delay.seconds * 1_000_000_000 + delay.attoseconds / 1_000_000_000
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
     }
 
-    func send(_ message: SyncMessage, on connection: Connection) { send(message.encoded, on: connection) }
+    func send(_ message: SyncMessage, on connection: Connection) { connection.send(message.encoded) }
+    func send(_ bytes: [UInt8], on connection: Connection) { connection.send(bytes) }
+
+    // `DialShell`: connecting, and what a redial waits for.
+    func connect(_ peer: StaticPeer, slot: Int) {
+        TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .failure(let error):
+                if !self.stopped { self.dials.dialFailed(slot, peer: peer, error: error) }
+            case .success(let stream):
+                guard !self.stopped else { stream.close(); return }
+                let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
+                                    settings: self.settings.link, logger: self.logger)
+                self.adopt(link, via: self.dials.via(slot), staticIndex: slot)
+                link.start()
+            }
+        }
+    }
+
+    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: .now) }
+    func isLinked(_ key: SigningPublicKey) -> Bool { connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 } }
+
+    // `LinkShell`: what each link's driver asks through its `LinkHost`.
+    var replica: Replica { node.replica }
+    func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
+    func announceSync(_ connection: Connection) { notifier.sync(connection) }
+    func publishNearby() { nearby.publish() }
+    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
+
+    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
+        photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
+    }
+
+    /// A link's batch goes to the apply pipeline, counted for `status`; the accounts linked
+    /// nodes named are kept past the node-wide budget.
+    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
+        board.received(batch.count)
+        pipeline.submit(batch, from: connection) { author in
+            connections.values.contains(where: { $0.accounts.contains(author) })
+        }
+    }
 
     func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
         end(connection, reason)
@@ -543,217 +383,18 @@ public final class PeerManager: @unchecked Sendable {
         if !stopped, connection.session.isCaughtUp { photos.linkCaughtUp() }
     }
 
-    /// A part of a blob the peer sent; a reason to close the link for, if the peer is at fault.
-    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
-        photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
-    }
-
-    /// Answers a peer's `wantBlob` (`PhotoExchange`).
-    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
-
-    // MARK: Lazy push (on queue)
-
-    /// What a peer said about the push tree (PROTOCOL.md §13.7).
-    func pushSignal(_ signal: PushSignal, on connection: Connection) {
-        let waiting = push.signal(signal, from: connection.serial, now: .now, held: heldIDs)
-        publishPushCounts()
-        if waiting { scheduleGraft() }
-    }
-
-    /// Which of these IDs the replica holds (applied or held back); a failed read holds none
-    /// (a graft then asks for what we may hold: a duplicate, no harm).
-    private func heldIDs(_ ids: [[UInt8]]) -> Set<[UInt8]> {
-        guard let records = try? node.replica.reconRecords(ids: ids) else { return [] }
-        return Set(records.map { VerifiedRecord.id(of: $0) })
-    }
-
-    /// Sends the grafts that are due, then sets the timer for the next one.
-    private func scheduleGraft() {
-        guard !stopped else { return }
-        let now = ContinuousClock.now
-        let open = { (serial: UInt64) in self.connections.values.first(where: { $0.serial == serial && !$0.closing }) }
-        for graft in push.dueGrafts(now: now, isOpen: { open($0) != nil }, held: heldIDs) {
-            open(graft.link)?.driver.graft(graft.ids)
-        }
-        guard let at = push.nextGraft else {
-            graftTimer?.timer.cancel()
-            graftTimer = nil
-            return
-        }
-        if let current = graftTimer, current.at == at { return }
-        graftTimer?.timer.cancel()
-        let timer = DispatchWorkItem { [weak self] in
-            guard let self, !self.stopped, self.graftTimer?.at == at else { return }
-            self.graftTimer = nil
-            self.scheduleGraft()
-        }
-        graftTimer = (at, timer)
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(.zero, at - now).nanoseconds)), execute: timer)
-    }
-
-    /// Bodies of a batch that were already held: counted, and the link is pruned if the tree
-    /// says so (it is redundant).
-    private func noteDuplicates(_ count: Int, from connection: Connection) {
-        let prune = push.duplicates(count, from: connection.serial)
-        if count > 0 { publishPushCounts() }
-        if prune { connection.driver.prune() }
-    }
-
-    private func publishPushCounts() {
-        board.publish(push.counts)
-    }
-
-    private func send(_ bytes: [UInt8], on connection: Connection) {
-        if connection.unsent.isEmpty, connection.link.send(bytes) { return }
-        connection.unsent.append(bytes)
-    }
-
-    private func flushUnsent(_ connection: Connection) {
-        while let next = connection.unsent.first, !connection.closing {
-            guard connection.link.send(next) else { return }
-            connection.unsent.removeFirst()
-        }
-    }
-
-    /// Ends a session: logs why, once, with the peer's address, and closes its link.
-    private func end(_ connection: Connection, _ reason: String) {
-        guard !connection.closing else { return }
-        connection.closing = true
-        logger.info("sync with a peer ended", ["peer.address": "\(connection.link.remote)",
-                                               "peer.node": connection.peerKey?.key.id ?? "?", "reason": reason])
-        connection.link.close()
-        publishSnapshot()
-    }
+    // `ApplyShell`, `PhotoShell`, `NoticeShell`.
+    func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
+    func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
+    func duplicatesApplied(_ count: Int, from connection: Connection) { relay.duplicates(count, from: connection) }
+    func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
+    func announcedCaughtUp() { photos.linkCaughtUp() }
 
     /// A fork variant was applied: the links we dialled start a round now (the variant's
     /// siblings elsewhere are found without waiting for the minute).
-    private func reconcileNow() {
+    func forkApplied() {
         for connection in connections.values where !connection.closing && connection.since != 0 && connection.session.role == .initiator {
             connection.driver.startRound()
         }
-    }
-
-    // MARK: Nearby (on queue)
-
-    private func announceAccounts() {
-        guard !stopped else { return }
-        let here = SyncMessage.here(node.localAccounts()).encoded
-        for connection in connections.values where !connection.closing && connection.session.isEstablished {
-            send(here, on: connection)
-        }
-    }
-
-    /// Takes the `here` the link's gate kept once its bucket has a token again (`HereGate`).
-    private func awaitHereRefill(_ connection: Connection) {
-        let timer = DispatchWorkItem { [weak self, weak connection] in
-            guard let self, let connection else { return }
-            connection.hereTimer = nil
-            guard !self.stopped, !connection.closing else { return }
-            switch connection.here.refilled(now: .now) {
-            case .take(let here): connection.driver.receive(bytes: here)
-            case .again: self.awaitHereRefill(connection)
-            case .nothing: break
-            }
-        }
-        connection.hereTimer = timer
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(connection.here.refill.nanoseconds)), execute: timer)
-    }
-
-    func publishNearby() {
-        var all: Set<PublicKey> = []
-        for connection in connections.values where !connection.closing { all.formUnion(connection.accounts) }
-        node.setNearby(all)
-        budgetGate.setNearby(all)
-    }
-
-    // MARK: Applying
-
-    /// A link's batch goes to the apply pipeline (`ApplyPipeline`), counted for `status`; the
-    /// accounts linked nodes named are kept past the node-wide budget. The outcome comes back
-    /// to the link through the pipeline (`ApplyShell`, below).
-    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
-        board.received(batch.count)
-        pipeline.submit(batch, from: connection) { author in
-            connections.values.contains(where: { $0.accounts.contains(author) })
-        }
-    }
-
-    // The shell's side of the pipeline (`ApplyShell`), on `queue`.
-
-    func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
-    func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
-    func duplicatesApplied(_ count: Int, from connection: Connection) { noteDuplicates(count, from: connection) }
-    func forkApplied() { reconcileNow() }
-
-    // The shell's side of the photo exchange (`PhotoShell`), on `queue`.
-
-    var photoLinks: [Connection] { Array(connections.values) }
-    func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
-
-    // MARK: Defence (on queue)
-
-    /// Refuses the peer's address for a while (`PeerDefence`) and says so.
-    private func punish(_ connection: Connection, _ reason: String) {
-        logPunishment(connection, reason, defence.punish(connection.link.remote.host, reason: reason, now: .now))
-    }
-
-    /// The first offence of a streak at info; repeats (bounded by the doubling refusals) at debug.
-    private func logPunishment(_ connection: Connection, _ reason: String, _ punishment: PeerDefence.Punishment) {
-        logger.log(punishment.isFirstOfStreak ? .info : .debug, "peer refused for a while",
-                   ["peer.address": "\(connection.link.remote)", "for": "\(punishment.interval)", "offences": "\(punishment.offences)",
-                    "via": connection.via, "reason": reason])
-    }
-
-    // MARK: Notifications (on queue)
-
-    private func announcePeer(_ connection: Connection, _ state: String) {
-        guard let info = connection.info else { return }
-        node.broadcast("peer", PeerStatus.peerEvent(info, state: state))
-    }
-
-    /// `event.sync` with the session's totals: now if the last one is old enough or the session
-    /// just caught up, else once at the end of the interval.
-    func announceSync(_ connection: Connection) {
-        guard connection.syncTimer == nil, let key = connection.peerKey else { return }
-        let session = connection.session
-        let totals = (received: session.recordsReceived, sent: session.recordsSent, caughtUp: session.isCaughtUp)
-        let now = ContinuousClock.now
-        switch SyncEventThrottle.decide(totals, announced: connection.announced, announcedAt: connection.announcedAt,
-                                        interval: settings.syncEventInterval, now: now) {
-        case .unchanged:
-            return
-        case .later(let at):
-            let timer = DispatchWorkItem { [weak self, weak connection] in
-                guard let self, let connection, !self.stopped, !connection.closing else { return }
-                connection.syncTimer = nil
-                self.announceSync(connection)
-            }
-            connection.syncTimer = timer
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int((at - now).nanoseconds)), execute: timer)
-            return
-        case .now:
-            break
-        }
-        if totals.caughtUp && !connection.announced.caughtUp { photos.linkCaughtUp() }
-        connection.announced = totals
-        connection.announcedAt = now
-        node.broadcast("sync", PeerStatus.syncEvent(node: key.key.id, address: "\(connection.link.remote)", totals))
-    }
-
-    private func publishSnapshot() {
-        board.publish(PeerStatus.connected(connections.values.lazy.map { (closing: $0.closing, info: $0.info) }))
-    }
-}
-
-/// `Settings.random` as a concrete generator (the redialer takes `some RandomNumberGenerator`).
-private struct InjectedRandom: RandomNumberGenerator {
-    var source: any RandomNumberGenerator & Sendable
-    mutating func next() -> UInt64 { source.next() }
-}
-
-private extension Duration {
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -67,4 +67,37 @@ import Testing
         #expect(d.penalties.count == 1, "the forgiven ones were pruned, the new one kept")
         #expect(d.refusedUntil("new", now: later) != nil)
     }
+
+    /// The shell's log lines of what `PeerDefence` returns: the first offence of a streak at
+    /// info, repeats at debug; a handshake cut short at info the first time, then at debug; a
+    /// quiet end logs nothing.
+    @Test func theLogLinesOfOffencesAndEndingsAndTheirLevels() {
+        let logger = PhotoExchangeTests.CaptureLogger()
+        var d = PeerDefence()
+        let first = d.punish(host, reason: "forged", now: t0)
+        PeerDefence.log(first, reason: "forged", address: "10.0.0.9:7000", via: "config", to: logger)
+        let again = d.punish(host, reason: "forged", now: t0 + .seconds(3))
+        PeerDefence.log(again, reason: "forged", address: "10.0.0.9:7000", via: "config", to: logger)
+        #expect(logger.lines.map(\.level) == [.info, .debug])
+        #expect(logger.lines.first?.metadata == ["peer.address": "10.0.0.9:7000", "for": "2.0 seconds", "offences": "1",
+                                                  "via": "config", "reason": "forged"])
+        #expect(logger.lines.last?.metadata["offences"] == "2")
+
+        let cut = PhotoExchangeTests.CaptureLogger()
+        for _ in 0..<2 {
+            let ending = d.linkEnded(host: "10.0.0.5", reason: .peerClosed(duringHandshake: true), handshakeDone: false, now: t0)
+            PeerDefence.log(ending, reason: .peerClosed(duringHandshake: true), address: "10.0.0.5:7000", via: "mdns", to: cut)
+        }
+        #expect(cut.lines.map(\.level) == [.info, .debug])
+        #expect(cut.lines("peer handshake did not complete").count == 2)
+        #expect(cut.lines.first?.metadata["via"] == "mdns" && cut.lines.first?.metadata["peer.address"] == "10.0.0.5:7000")
+
+        let quiet = PhotoExchangeTests.CaptureLogger()
+        PeerDefence.log(d.linkEnded(host: "10.0.0.6", reason: .closedLocally, handshakeDone: true, now: t0), reason: .closedLocally,
+                        address: "10.0.0.6:7000", via: "config", to: quiet)
+        #expect(quiet.lines.isEmpty)
+        let punished = d.linkEnded(host: "10.0.0.7", reason: .frameRejected("too long"), handshakeDone: true, now: t0)
+        PeerDefence.log(punished, reason: .frameRejected("too long"), address: "10.0.0.7:7000", via: "incoming", to: quiet)
+        #expect(quiet.lines.map(\.message) == ["peer refused for a while"] && quiet.lines.first?.level == .info)
+    }
 }

@@ -15,8 +15,8 @@ import MentorCrypto
 // `ihave`/`prune`/`graft` rate) over a simulation `SyncHost` (`SimHost`): frames go into an
 // in-memory network, reads come from the simulated replica, an apply completes when the scheduler
 // says, timers are the driver's (the clock is the step count). Each node has one `PushTree` over
-// its links, glued as `PeerManager`'s `// MARK: Lazy push` does (`pushSignal`, `heldIDs`,
-// `scheduleGraft`, `noteDuplicates`). One seeded scheduler drives everything. Two kinds of seed:
+// its links, glued as the daemon's `PushRelay` does (`signal`, its `held` read of the replica,
+// `scheduleGraft`, `duplicates`). One seeded scheduler drives everything. Two kinds of seed:
 //
 // **Five nodes under faults** (most seeds). Lazy push on in two seeds of three. What the scheduler
 // may do, step by step:
@@ -667,7 +667,7 @@ private final class Simulation {
     /// Which of these IDs the replica holds (applied or held back for a gap).
     func heldIDs(_ node: Int, _ ids: [[UInt8]]) -> Set<[UInt8]> { Set(ids.filter { replicas[node].byID[$0] != nil }) }
 
-    /// Sends the grafts that are due (the daemon's `scheduleGraft`; its timer is the scheduler's).
+    /// Sends the grafts that are due (the daemon's `PushRelay.scheduleGraft`; its timer is the scheduler's).
     func sendDueGrafts(_ node: Int) {
         let now = instant
         defer { graftDeadline[node] = trees[node].nextDeadline }

@@ -76,6 +76,21 @@ final class PeerConnection {
     var info: PeerInfo? {
         peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via, since: since) }
     }
+
+    /// Sends in order: what the link refuses now (backpressure) waits in `unsent`, and so does
+    /// everything after it.
+    func send(_ bytes: [UInt8]) {
+        if unsent.isEmpty, link.send(bytes) { return }
+        unsent.append(bytes)
+    }
+
+    /// The link is writable again: what waits goes out, in order, until it refuses again.
+    func flushUnsent() {
+        while let next = unsent.first, !closing {
+            guard link.send(next) else { return }
+            unsent.removeFirst()
+        }
+    }
 }
 
 /// The replica's cursors of the subtree reads a session has under way, named by the token the
