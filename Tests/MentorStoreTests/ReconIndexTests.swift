@@ -398,7 +398,7 @@ import MentorCrypto
                 #expect(!(try me.apply(batch: batch)).contains { if case .refused = $0 { true } else { false } })
             }
             inbox[turn] = []
-            var send = try me.records(sentBy: step)
+            let send = try me.records(sentBy: step)
             inbox[1 - turn] += send
             items = step.reply
             turn = 1 - turn
