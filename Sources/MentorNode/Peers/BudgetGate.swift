@@ -243,7 +243,9 @@ final class BudgetGate: @unchecked Sendable {
                 let outcome = outcomes.flatMap { k < $0.count ? $0[k] : nil }
                 switch outcome {
                 case .applied?, .forked?, .held?: budget.stored(priority: admission.priority, size: batch[k].count)
-                default: if admission.newAccount { budget.released(priority: admission.priority) }
+                default:
+                    budget.notStored(priority: admission.priority, size: batch[k].count)
+                    if admission.newAccount { budget.released(priority: admission.priority) }
                 }
             }
         }

@@ -41,6 +41,11 @@ struct StorageBudget: Sendable {
     /// Foreign accounts and their record bytes stored (started from the replica once, then kept).
     private(set) var accounts: Int
     private(set) var bytes: Int64
+    /// Bytes of records `decide` let through that are not applied yet (`stored` or `notStored`
+    /// settles them): batches applied together are decided before any of them is stored, and
+    /// without this each would see the budget as the last commit left it, so a run of them
+    /// could overshoot the byte budget by its whole size instead of by one record.
+    private(set) var admitted: Int64 = 0
     /// Records declined since start (for status).
     private(set) var declinedRecords = 0
     private var declined: Set<PublicKey> = []
@@ -54,7 +59,7 @@ struct StorageBudget: Sendable {
     }
 
     var accountsFull: Bool { accounts >= settings.maxAccounts }
-    var bytesFull: Bool { bytes >= settings.maxBytes }
+    var bytesFull: Bool { bytes + admitted >= settings.maxBytes }
     /// Full, or something was declined since start: what `status` reports as degraded.
     var isDegraded: Bool { accountsFull || bytesFull || declinedRecords > 0 }
     var declinedAuthors: Int { declined.count }
@@ -72,6 +77,7 @@ struct StorageBudget: Sendable {
             return .decline
         }
         if isNew { accounts += 1 }
+        if priority != .own { admitted += Int64(size) }
         return .store
     }
 
@@ -79,6 +85,14 @@ struct StorageBudget: Sendable {
     mutating func stored(priority: Priority, size: Int) {
         guard priority != .own else { return }
         bytes += Int64(size)
+        admitted = max(0, admitted - Int64(size))
+    }
+
+    /// The replica did not store a record of `size` bytes that `decide` let through (a
+    /// duplicate, refused, or its batch failed).
+    mutating func notStored(priority: Priority, size: Int) {
+        guard priority != .own else { return }
+        admitted = max(0, admitted - Int64(size))
     }
 
     /// The replica did not store the first record of a new account that `decide` counted.
