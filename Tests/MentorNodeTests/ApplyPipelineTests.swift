@@ -105,13 +105,6 @@ import Testing
         }
     }
 
-    final class ManualClock: @unchecked Sendable {   // `t` under `lock`
-        private let lock = NSLock()
-        private var t = ContinuousClock.now
-        var now: ContinuousClock.Instant { lock.withLock { t } }
-        func advance(_ d: Duration) { lock.withLock { t += d } }
-    }
-
     /// A record whose outcome is `ApplyOutcome` number `k` of `FakeStore.outcomes` (not a
     /// record the budgets can read: it is admitted as the replica's to refuse).
     static func record(_ k: UInt8 = 0) -> [UInt8] { [k] }

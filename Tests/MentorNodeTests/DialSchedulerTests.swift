@@ -12,8 +12,6 @@ import Testing
 /// parked until that link closes; an mDNS instance is dialled once when found and no more
 /// once lost; a stopped shell dials nothing.
 @Suite struct DialSchedulerTests {
-    typealias ManualClock = PhotoExchangeTests.ManualClock
-    typealias CaptureLogger = PhotoExchangeTests.CaptureLogger
 
     final class FakeShell: DialShell {
         var isStopped = false
@@ -56,12 +54,7 @@ import Testing
 
         /// Moves the clock to the only pending timer's instant and runs it (it is no longer pending).
         func fireTheTimer(sourceLocation: SourceLocation = #_sourceLocation) {
-            let pending = shell.pending
-            #expect(pending.count == 1, "one timer pending, not \(pending.count)", sourceLocation: sourceLocation)
-            guard let timer = pending.first else { return }
-            shell.scheduled.removeAll { $0.work === timer.work }
-            clock.advance(timer.at - clock.now)
-            timer.work.perform()
+            takeTheOnlyTimer(&shell.scheduled, clock: clock, sourceLocation: sourceLocation)?.perform()
         }
     }
 

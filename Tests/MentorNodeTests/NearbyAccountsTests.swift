@@ -11,7 +11,6 @@ import Testing
 /// when the bucket has refilled (one timer per link, nothing once the link closes); the
 /// accounts named on open links are nearby now.
 @Suite struct NearbyAccountsTests {
-    typealias ManualClock = PhotoExchangeTests.ManualClock
 
     final class FakeLink: NearbyLink {
         let serial: Int

@@ -72,7 +72,7 @@ import Testing
     /// info, repeats at debug; a handshake cut short at info the first time, then at debug; a
     /// quiet end logs nothing.
     @Test func theLogLinesOfOffencesAndEndingsAndTheirLevels() {
-        let logger = PhotoExchangeTests.CaptureLogger()
+        let logger = CaptureLogger()
         var d = PeerDefence()
         let first = d.punish(host, reason: "forged", now: t0)
         PeerDefence.log(first, reason: "forged", address: "10.0.0.9:7000", via: "config", to: logger)
@@ -83,7 +83,7 @@ import Testing
                                                   "via": "config", "reason": "forged"])
         #expect(logger.lines.last?.metadata["offences"] == "2")
 
-        let cut = PhotoExchangeTests.CaptureLogger()
+        let cut = CaptureLogger()
         for _ in 0..<2 {
             let ending = d.linkEnded(host: "10.0.0.5", reason: .peerClosed(duringHandshake: true), handshakeDone: false, now: t0)
             PeerDefence.log(ending, reason: .peerClosed(duringHandshake: true), address: "10.0.0.5:7000", via: "mdns", to: cut)
@@ -92,7 +92,7 @@ import Testing
         #expect(cut.lines("peer handshake did not complete").count == 2)
         #expect(cut.lines.first?.metadata["via"] == "mdns" && cut.lines.first?.metadata["peer.address"] == "10.0.0.5:7000")
 
-        let quiet = PhotoExchangeTests.CaptureLogger()
+        let quiet = CaptureLogger()
         PeerDefence.log(d.linkEnded(host: "10.0.0.6", reason: .closedLocally, handshakeDone: true, now: t0), reason: .closedLocally,
                         address: "10.0.0.6:7000", via: "config", to: quiet)
         #expect(quiet.lines.isEmpty)

@@ -11,7 +11,6 @@ import Testing
 /// carrying the totals of when it fires), at once when the session caught up — which the shell
 /// hears of once — and never for unchanged totals.
 @Suite struct PeerNotifierTests {
-    typealias ManualClock = PhotoExchangeTests.ManualClock
 
     final class FakeLink: NoticeLink {
         var closing = false

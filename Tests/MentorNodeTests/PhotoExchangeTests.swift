@@ -79,23 +79,6 @@ import Testing
         }
     }
 
-    final class CaptureLogger: Logger, @unchecked Sendable {   // `lines` under `lock`
-        private let lock = NSLock()
-        private var entries: [(level: LogLevel, message: String, metadata: [String: String])] = []
-        var lines: [(level: LogLevel, message: String, metadata: [String: String])] { lock.withLock { entries } }
-        func log(_ level: LogLevel, _ message: String, _ metadata: [String: String]) {
-            lock.withLock { entries.append((level, message, metadata)) }
-        }
-        func lines(_ message: String) -> [[String: String]] { lines.filter { $0.message == message }.map(\.metadata) }
-    }
-
-    final class ManualClock: @unchecked Sendable {   // `t` under `lock`
-        private let lock = NSLock()
-        private var t = ContinuousClock.now
-        var now: ContinuousClock.Instant { lock.withLock { t } }
-        func advance(_ d: Duration) { lock.withLock { t += d } }
-    }
-
     static let alice = PublicKey(bytes: [UInt8](repeating: 0xa1, count: 32))!
     static let bob = PublicKey(bytes: [UInt8](repeating: 0xb0, count: 32))!
 

@@ -12,7 +12,6 @@ import Testing
 /// came or its link closed; duplicates prune a redundant link (never with lazy push off); the
 /// counts reach the status board.
 @Suite struct PushRelayTests {
-    typealias ManualClock = PhotoExchangeTests.ManualClock
 
     final class FakeLink: PushLink {
         let serial: UInt64
@@ -73,14 +72,9 @@ import Testing
 
         func link(_ serial: UInt64) -> FakeLink { shell.links.first { $0.serial == serial }! }
 
-        /// Moves the clock to the pending timer's instant and runs it.
+        /// Moves the clock to the only pending timer's instant and runs it (it is no longer pending).
         func fireTheTimer(sourceLocation: SourceLocation = #_sourceLocation) {
-            let pending = shell.pending
-            #expect(pending.count == 1, "one timer pending, not \(pending.count)", sourceLocation: sourceLocation)
-            guard let timer = pending.first else { return }
-            shell.scheduled.removeAll { $0.work === timer.work }
-            clock.advance(timer.at - clock.now)
-            timer.work.perform()
+            takeTheOnlyTimer(&shell.scheduled, clock: clock, sourceLocation: sourceLocation)?.perform()
         }
     }
 
