@@ -39,7 +39,13 @@ public struct AppliedRecord: Sendable, Equatable {
 /// a time — the replica has one writer anyway, and each request is short. `@unchecked Sendable`
 /// is safe because every mutable member is touched only on that queue.
 public final class Node: @unchecked Sendable {
-    public private(set) var config: NodeConfig
+    /// The configuration the node started with. Immutable: `prepareKey` reads it off the queue
+    /// (the key file's path and the passphrase cost, during Argon2id), which was a data race
+    /// while SIGHUP's `reload` wrote the e-mail domains into it on the queue.
+    public let config: NodeConfig
+    /// The campus e-mail domains sign-up accepts: the configuration's, until a reload (SIGHUP)
+    /// replaces them. On `queue`.
+    private(set) var emailDomains: [String]
     public let replica: Replica
     public let nodeKeys: SigningKeyPair
     /// Delivers a notification to one connection (set by the daemon).
@@ -113,6 +119,7 @@ public final class Node: @unchecked Sendable {
 
     public init(config: NodeConfig, replica: Replica, nodeKeys: SigningKeyPair) {
         self.config = config
+        emailDomains = config.emailDomains
         self.replica = replica
         self.nodeKeys = nodeKeys
         passphraseGate = PassphraseGate(slots: config.passphraseChecksAtOnce)
@@ -241,7 +248,7 @@ public final class Node: @unchecked Sendable {
 
     /// Applies a reloaded configuration's e-mail domains (SIGHUP).
     public func reload(emailDomains: [String]) {
-        queue.sync { config.emailDomains = emailDomains }
+        queue.sync { self.emailDomains = emailDomains }
     }
 
     /// Forgets a closed connection's uploads and subscriptions.

@@ -107,9 +107,9 @@ extension Node {
         guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !email.contains(where: \.isWhitespace) else {
             throw RPCError(.invalidValue, "\"\(email)\" is not an e-mail address")
         }
-        guard !config.emailDomains.isEmpty else { return }
+        guard !emailDomains.isEmpty else { return }
         let domain = parts[1].lowercased()
-        let allowed = config.emailDomains.map { $0.lowercased() }
+        let allowed = emailDomains.map { $0.lowercased() }
         guard allowed.contains(where: { domain == $0 || domain.hasSuffix("." + $0) }) else {
             throw RPCError(.invalidValue, "sign-up needs an address at \(allowed.joined(separator: " or ")) (this node's email_domains); \(domain) is not one")
         }

@@ -129,6 +129,23 @@ final class EventLog: @unchecked Sendable {
         #expect(t.error(ben, "account.signup", ["email": "b@uni.edu", "name": "B", "role": "tutor", "nmae": "x"])?.code == -32602)
     }
 
+    /// SIGHUP's reload replaces the domains sign-up accepts; the start configuration, which
+    /// key work reads off the node's queue, is not written (it is a `let`: no data race).
+    @Test func reloadedEmailDomainsApplyToTheNextSignUpWhileAPassphraseSignUpRuns() throws {
+        let t = try TestNode(domains: ["uni.edu"])
+        let keyWork = DispatchGroup(), node = t.node
+        DispatchQueue.global().async(group: keyWork) {   // Argon2id off the queue, during the reload
+            _ = node.handle("account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor", "passphrase": "b"],
+                            caller: Requester(uid: ben, connection: 2))
+        }
+        t.node.reload(emailDomains: ["other.edu"])
+        keyWork.wait()
+        let refused = t.error(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        #expect(refused?.code == -32007 && refused?.message.contains("other.edu") == true, "\(String(describing: refused))")
+        #expect(try t.call(ana, "account.signup", ["email": "ana@other.edu", "name": "Ana", "role": "student"])["id"] != nil)
+        #expect(t.node.config.emailDomains == ["uni.edu"], "the start configuration stays as it was")
+    }
+
     @Test func passphraseAccountLocksOnLogoutAndUnlocksOnlyWithTheRightPassphrase() throws {
         let t = try TestNode()
         try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "correct horse"])
