@@ -124,7 +124,7 @@ public final class PeerManager: @unchecked Sendable {
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
                                      logger: logger) { [unowned self] link in
-            self.adopt(link, via: "incoming", staticIndex: nil)
+            self.adopt(link, via: .incoming, staticIndex: nil)
         }
         listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
         pipeline.shell = self
@@ -197,8 +197,8 @@ public final class PeerManager: @unchecked Sendable {
         queue.async { [self] in
             guard !stopped, let address = DialScheduler.preferred(addresses) else { return }
             var relabelled = false
-            for c in connections.values where c.via == "incoming" && c.link.remote.host == address.host {
-                c.via = "mdns"   // it dialled us first
+            for c in connections.values where c.via == .incoming && c.link.remote.host == address.host {
+                c.via = .mdns   // it dialled us first
                 relabelled = true
             }
             if relabelled { notifier.snapshot() }
@@ -219,7 +219,7 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Links (on queue)
 
-    private func adopt(_ link: PeerLink, via: String, staticIndex: Int?) {
+    private func adopt(_ link: PeerLink, via: LinkOrigin, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
         serials += 1
         let connection = Connection(link: link, via: via, staticIndex: staticIndex,
@@ -256,9 +256,9 @@ public final class PeerManager: @unchecked Sendable {
         }
         connection.since = settings.now()
         defence.linkEstablished(host: connection.link.remote.host)
-        if connection.via == "incoming", dials.isDialledInstance(host: connection.link.remote.host) { connection.via = "mdns" }
+        if connection.via == .incoming, dials.isDialledInstance(host: connection.link.remote.host) { connection.via = .mdns }
         dials.established(connection.staticIndex, link: connection.serial, key: key)
-        logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via])
+        logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via.rawValue])
         notifier.snapshot()
         notifier.peer(connection, "connected")
         let held: Int

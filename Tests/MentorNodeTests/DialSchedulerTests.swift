@@ -150,7 +150,7 @@ import Testing
         let address = PeerAddress(host: "10.0.0.9", port: 7001)
         #expect(h.dials.found(name: "alice", address: address), "a new instance")
         #expect(h.shell.connects.map(\.peer) == [PeerManager.StaticPeer(host: "10.0.0.9", port: 7001)])
-        #expect(h.dials.via(0) == "mdns" && h.dials.instances == ["alice"])
+        #expect(h.dials.via(0) == .mdns && h.dials.instances == ["alice"])
         #expect(h.dials.isDialledInstance(host: "10.0.0.9"))
         #expect(!h.dials.found(name: "alice", address: address), "found again: not new")
         #expect(h.shell.slotsDialled == [0], "being dialled already: not dialled again")

@@ -51,7 +51,7 @@ import Testing
         dialled.done.wait()
         let stream = try #require(try dialled.result?.get())
         let link = PeerLink(stream: stream, role: .responder, identity: .generate(), queue: queue)
-        let connection = PeerConnection(link: link, via: "incoming", staticIndex: nil,
+        let connection = PeerConnection(link: link, via: .incoming, staticIndex: nil,
                                         pacer: AckPacer(recordsPerSecond: 100, burst: 100, now: .now), serial: 1,
                                         here: HereGate(burst: 8, period: .seconds(30)))
         connection.driver = SyncDriver(session: SyncSession(role: .responder, hashing: ReconHash.hashing), settings: settings,

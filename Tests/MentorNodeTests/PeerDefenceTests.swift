@@ -75,9 +75,9 @@ import Testing
         let logger = CaptureLogger()
         var d = PeerDefence()
         let first = d.punish(host, reason: "forged", now: t0)
-        PeerDefence.log(first, reason: "forged", address: "10.0.0.9:7000", via: "config", to: logger)
+        PeerDefence.log(first, reason: "forged", address: "10.0.0.9:7000", via: .config, to: logger)
         let again = d.punish(host, reason: "forged", now: t0 + .seconds(3))
-        PeerDefence.log(again, reason: "forged", address: "10.0.0.9:7000", via: "config", to: logger)
+        PeerDefence.log(again, reason: "forged", address: "10.0.0.9:7000", via: .config, to: logger)
         #expect(logger.lines.map(\.level) == [.info, .debug])
         #expect(logger.lines.first?.metadata == ["peer.address": "10.0.0.9:7000", "for": "2.0 seconds", "offences": "1",
                                                   "via": "config", "reason": "forged"])
@@ -86,7 +86,7 @@ import Testing
         let cut = CaptureLogger()
         for _ in 0..<2 {
             let ending = d.linkEnded(host: "10.0.0.5", reason: .peerClosed(duringHandshake: true), handshakeDone: false, now: t0)
-            PeerDefence.log(ending, reason: .peerClosed(duringHandshake: true), address: "10.0.0.5:7000", via: "mdns", to: cut)
+            PeerDefence.log(ending, reason: .peerClosed(duringHandshake: true), address: "10.0.0.5:7000", via: .mdns, to: cut)
         }
         #expect(cut.lines.map(\.level) == [.info, .debug])
         #expect(cut.lines("peer handshake did not complete").count == 2)
@@ -94,10 +94,10 @@ import Testing
 
         let quiet = CaptureLogger()
         PeerDefence.log(d.linkEnded(host: "10.0.0.6", reason: .closedLocally, handshakeDone: true, now: t0), reason: .closedLocally,
-                        address: "10.0.0.6:7000", via: "config", to: quiet)
+                        address: "10.0.0.6:7000", via: .config, to: quiet)
         #expect(quiet.lines.isEmpty)
         let punished = d.linkEnded(host: "10.0.0.7", reason: .frameRejected("too long"), handshakeDone: true, now: t0)
-        PeerDefence.log(punished, reason: .frameRejected("too long"), address: "10.0.0.7:7000", via: "incoming", to: quiet)
+        PeerDefence.log(punished, reason: .frameRejected("too long"), address: "10.0.0.7:7000", via: .incoming, to: quiet)
         #expect(quiet.lines.map(\.message) == ["peer refused for a while"] && quiet.lines.first?.level == .info)
     }
 }

@@ -60,7 +60,7 @@ final class DialScheduler: @unchecked Sendable {
     /// The mDNS instances kept now.
     var instances: [String] { redialer.instances }
     /// "config" or "mdns": how the target in `slot` came to be dialled.
-    func via(_ slot: Int) -> String { redialer.targets[slot].via }
+    func via(_ slot: Int) -> LinkOrigin { redialer.targets[slot].via }
     /// Whether `host` is an mDNS instance being dialled (an incoming link from it is "mdns").
     func isDialledInstance(host: String) -> Bool { redialer.isDialledInstance(host: host) }
     /// Timers pending now, by slot (for tests).
@@ -117,7 +117,7 @@ final class DialScheduler: @unchecked Sendable {
         if let missed = redialer.dialFailed(slot, now: clock(), refusedUntil: refusedUntil, random: &random) {
             let target = redialer.targets[slot]
             logger.info("peer unreachable; redialling with backoff",
-                        ["peer.address": address, "via": target.via, "error": "\(error)",
+                        ["peer.address": address, "via": target.via.rawValue, "error": "\(error)",
                          "failures": "\(target.unreachable.streak)", "unreported": "\(missed)"])
         } else {
             logger.debug("dialling a peer failed", ["peer.address": address, "error": "\(error)"])

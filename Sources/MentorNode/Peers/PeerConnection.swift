@@ -11,9 +11,9 @@ import MentorStore
 /// `AckPacer`, `HereGate`, `PhotoExchange` over `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
 final class PeerConnection {
     let link: PeerLink
-    /// "config", "mdns" or "incoming" (an incoming link from an address found over mDNS
+    /// How the link came to be (an incoming link from an address found over mDNS
     /// becomes "mdns" when established: both ends dial, and one of the two links survives).
-    var via: String
+    var via: LinkOrigin
     /// The redialer's slot (`Redialer.targets`) for a link we dialled.
     let staticIndex: Int?
     var peerKey: SigningPublicKey?
@@ -54,7 +54,7 @@ final class PeerConnection {
     var here: HereGate
     var hereTimer: DispatchWorkItem?
 
-    init(link: PeerLink, via: String, staticIndex: Int?, pacer: AckPacer, serial: UInt64, here: HereGate) {
+    init(link: PeerLink, via: LinkOrigin, staticIndex: Int?, pacer: AckPacer, serial: UInt64, here: HereGate) {
         self.here = here
         self.serial = serial
         self.link = link
@@ -74,7 +74,7 @@ final class PeerConnection {
     }
 
     var info: PeerInfo? {
-        peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via, since: since) }
+        peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via.rawValue, since: since) }
     }
 
     /// Sends in order: what the link refuses now (backpressure) waits in `unsent`, and so does

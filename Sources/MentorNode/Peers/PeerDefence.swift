@@ -90,23 +90,23 @@ struct PeerDefence: Sendable {
 extension PeerDefence {
     /// The log line of an offence's price: the first of a streak at info, repeats (bounded by
     /// the doubling refusals) at debug.
-    static func log(_ punishment: Punishment, reason: String, address: String, via: String, to logger: any Logger) {
+    static func log(_ punishment: Punishment, reason: String, address: String, via: LinkOrigin, to logger: any Logger) {
         logger.log(punishment.isFirstOfStreak ? .info : .debug, "peer refused for a while",
                    ["peer.address": address, "for": "\(punishment.interval)", "offences": "\(punishment.offences)",
-                    "via": via, "reason": reason])
+                    "via": via.rawValue, "reason": reason])
     }
 
     /// The log line of a link's end, if it needs one beyond the close: an offence's price, as
     /// above; a handshake the peer cut short without an offence (maybe it holds another network
     /// key, or it refuses us) at info the first time for its address, else at debug.
-    static func log(_ ending: Ending, reason: PeerLink.CloseReason, address: String, via: String, to logger: any Logger) {
+    static func log(_ ending: Ending, reason: PeerLink.CloseReason, address: String, via: LinkOrigin, to logger: any Logger) {
         switch ending {
         case .quiet:
             break
         case .punished(let offence, let punishment):
             log(punishment, reason: offence, address: address, via: via, to: logger)
         case .handshakeCutShort(let logAtInfo):
-            logger.log(logAtInfo ? .info : .debug, "peer handshake did not complete", ["peer.address": address, "via": via, "reason": "\(reason)"])
+            logger.log(logAtInfo ? .info : .debug, "peer handshake did not complete", ["peer.address": address, "via": via.rawValue, "reason": "\(reason)"])
         }
     }
 }

@@ -25,7 +25,7 @@ struct Redialer: Sendable {
     /// A peer we dial: a static one or an mDNS instance.
     struct Target: Sendable {
         var peer: PeerManager.StaticPeer
-        var via: String
+        var via: LinkOrigin
         /// The mDNS instance name, for discovered peers (nil once forgotten).
         var name: String?
         /// False once a discovered instance was lost or forgotten: no more dialling (its link, if any, stays).
@@ -68,7 +68,7 @@ struct Redialer: Sendable {
 
     init(staticPeers: [PeerManager.StaticPeer], settings: Settings = Settings()) {
         self.settings = settings
-        self.targets = staticPeers.map { Target(peer: $0, via: "config") }
+        self.targets = staticPeers.map { Target(peer: $0, via: .config) }
         self.discovered = DiscoveredTable(settings: settings.discovery)
     }
 
@@ -78,7 +78,7 @@ struct Redialer: Sendable {
     /// Whether `host` is the address of an mDNS instance being dialled (an incoming link from
     /// it is "mdns": both ends dial, and one of the two links survives).
     func isDialledInstance(host: String) -> Bool {
-        targets.contains { $0.via == "mdns" && $0.active && $0.peer.host == host }
+        targets.contains { $0.via == .mdns && $0.active && $0.peer.host == host }
     }
 
     // MARK: Discovery
@@ -115,7 +115,7 @@ struct Redialer: Sendable {
             return result
         }
         fullReported = false
-        let entry = Target(peer: peer, via: "mdns", name: name)
+        let entry = Target(peer: peer, via: .mdns, name: name)
         let index: Int
         if let free = freeSlots.popLast() {
             targets[free] = entry
@@ -239,7 +239,7 @@ struct Redialer: Sendable {
             targets[index].link = nil
             targets[index].linkUp = false
             if let name = targets[index].name, wasEstablished { discovered.answered(name, now: now) }
-            if targets[index].via == "mdns", targets[index].name == nil, !freeSlots.contains(index) {
+            if targets[index].via == .mdns, targets[index].name == nil, !freeSlots.contains(index) {
                 freeSlots.append(index)   // forgotten while this link was up
             } else {
                 scheduleRedial(index, now: now, refusedUntil: refusedUntil, random: &random)
