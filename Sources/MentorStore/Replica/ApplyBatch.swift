@@ -538,19 +538,11 @@ struct ApplyBatch {
             let opened = opener.open(v)
             openers[key] = opener
             guard let (other, entry) = opened else { continue }
-            var liked: SQLValue = .null, peerSeq: SQLValue = .null, text: SQLValue = .null, answers: SQLValue = .null
-            let kind: Int64
-            switch entry.kind {
-            case .like(let l, let p): kind = 1; liked = .integer(l ? 1 : 0); peerSeq = .integer(Int64(clamping: p))
-            case .chat(let p, let a, let t):
-                kind = 2; peerSeq = .integer(Int64(clamping: p)); text = .text(t); answers = a.map { .blob($0) } ?? .null
-            case .unmatch(let p): kind = 3; peerSeq = .integer(Int64(clamping: p))
-            }
             try db.cachedStatement("""
                 INSERT OR IGNORE INTO pair_entries(account, other, record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).run([.blob(key.bytes), .blob(other.bytes), .blob(v.id), .blob(entry.author.bytes),
-                          .integer(Int64(entry.seq)), .integer(Int64(clamping: entry.timestamp)), .integer(kind), liked, peerSeq, text, answers])
+                          .integer(Int64(entry.seq)), .integer(Int64(clamping: entry.timestamp))] + PairEntryColumns.values(entry.kind))
             dirtyPairs.insert(PairKey(account: key, other: other))
         }
     }

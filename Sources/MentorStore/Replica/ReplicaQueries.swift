@@ -39,24 +39,51 @@ struct CountChanges: Equatable {
     }
 }
 
-enum PairQueries {
-    static func entries(_ db: Database, account: PublicKey, other: PublicKey, likesOnly: Bool = false) throws(StoreError) -> [PairEntry] {
-        try db.cachedStatement("""
-            SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers
-            FROM pair_entries WHERE account = ? AND other = ?\(likesOnly ? " AND kind = 1" : "")
-            """).query([.blob(account.bytes), .blob(other.bytes)]).compactMap { row in
-            guard let id = row.blob(0), let author = row.blob(1).flatMap(PublicKey.init(bytes:)),
-                  let seq = row.int64(2), let ts = row.int64(3), let kind = row.int64(4) else { return nil }
-            let k: PairEntry.Kind
-            switch kind {
-            case 1: k = .like(row.int64(5) == 1, peerSeq: UInt64(row.int64(6) ?? 0))
-            case 2: k = .chat(peerSeq: UInt64(row.int64(6) ?? 0), answers: row.blob(8), text: row.text(7) ?? "")
-            case 3: k = .unmatch(peerSeq: UInt64(row.int64(6) ?? 0))
-            default: return nil
-            }
-            return PairEntry(author: author, seq: UInt64(seq), timestamp: UInt64(ts), recordID: id, kind: k)
+/// How a `PairEntry.Kind` is stored in `pair_entries`: the `kind` number and its four columns
+/// (`kind, liked, peer_seq, text, answers`), written (`ApplyBatch`) and read (`PairQueries`) here
+/// only.
+enum PairEntryColumns {
+    /// The `kind` column (migration 1).
+    enum Kind: Int64 { case like = 1, chat = 2, unmatch = 3 }
+
+    /// `kind, liked, peer_seq, text, answers` for an entry of `kind`.
+    static func values(_ kind: PairEntry.Kind) -> [SQLValue] {
+        switch kind {
+        case .like(let liked, let peerSeq):
+            [.integer(Kind.like.rawValue), .integer(liked ? 1 : 0), .integer(Int64(clamping: peerSeq)), .null, .null]
+        case .chat(let peerSeq, let answers, let text):
+            [.integer(Kind.chat.rawValue), .null, .integer(Int64(clamping: peerSeq)), .text(text), answers.map { .blob($0) } ?? .null]
+        case .unmatch(let peerSeq):
+            [.integer(Kind.unmatch.rawValue), .null, .integer(Int64(clamping: peerSeq)), .null, .null]
         }
     }
+
+    /// The entry kind in `row`'s columns `at`...`at + 4` (as `values` wrote them); nil for an
+    /// unknown kind number.
+    static func kind(_ row: Row, at i: Int) -> PairEntry.Kind? {
+        guard let number = row.int64(i), let kind = Kind(rawValue: number) else { return nil }
+        let peerSeq = UInt64(row.int64(i + 2) ?? 0)
+        switch kind {
+        case .like: return .like(row.int64(i + 1) == 1, peerSeq: peerSeq)
+        case .chat: return .chat(peerSeq: peerSeq, answers: row.blob(i + 4), text: row.text(i + 3) ?? "")
+        case .unmatch: return .unmatch(peerSeq: peerSeq)
+        }
+    }
+}
+
+enum PairQueries {
+    static func entries(_ db: Database, account: PublicKey, other: PublicKey, likesOnly: Bool = false) throws(StoreError) -> [PairEntry] {
+        try db.cachedStatement(likesOnly ? likesSQL : entriesSQL).query([.blob(account.bytes), .blob(other.bytes)]).compactMap { row in
+            guard let id = row.blob(0), let author = row.blob(1).flatMap(PublicKey.init(bytes:)),
+                  let seq = row.int64(2), let ts = row.int64(3), let kind = PairEntryColumns.kind(row, at: 4) else { return nil }
+            return PairEntry(author: author, seq: UInt64(seq), timestamp: UInt64(ts), recordID: id, kind: kind)
+        }
+    }
+    private static let entriesSQL = """
+        SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers
+        FROM pair_entries WHERE account = ? AND other = ?
+        """
+    private static let likesSQL = entriesSQL + " AND kind = \(PairEntryColumns.Kind.like.rawValue)"
 
     static func view(_ db: Database, account: PublicKey, other: PublicKey) throws(StoreError) -> PairView {
         PairView.build(me: account, other: other, entries: try entries(db, account: account, other: other))
