@@ -53,7 +53,7 @@ struct Mentormated {
         let clockOffset: Int64
         do { clockOffset = try command.clockOffsetMillis() } catch { fail(error.message, hint: error.hint, status: 2) }
         let wallMillis: @Sendable () -> UInt64 = {
-            UInt64(clamping: max(0, Int64(clamping: Clock.wallMillis()) &+ clockOffset))
+            UInt64(clamping: max(0, Int64(clamping: WallClock.millis()) &+ clockOffset))
         }
         if clockOffset != 0 {
             logger.warning("test clock offset in force: this node's wall clock runs shifted (never use this in production)",

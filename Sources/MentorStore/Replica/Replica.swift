@@ -63,7 +63,7 @@ public final class Replica: @unchecked Sendable {
         /// never consistency; a sync takes them again from the peer.
         public var walAutocheckpointPages = 10_000
         /// Milliseconds since the Unix epoch (injected so tests control time).
-        public var now: @Sendable () -> UInt64 = { Clock.wallMillis() }
+        public var now: @Sendable () -> UInt64 = { WallClock.millis() }
         /// Records dated at most this far ahead of `now` (ms) are applied at once.
         public var futureTolerance = Limits.maxFutureSkewMillis
         /// Records dated further ahead than the tolerance but at most this far (ms) are held
@@ -372,9 +372,10 @@ public final class Replica: @unchecked Sendable {
     }
 }
 
-/// Wall-clock milliseconds (the only place the store reads the clock; tests inject their own).
-public enum Clock {
-    public static func wallMillis() -> UInt64 {
+/// Wall-clock milliseconds since the Unix epoch (the only place the store reads the clock; tests
+/// inject their own). Not `Clock`: that name is Swift's clock protocol.
+public enum WallClock {
+    public static func millis() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
