@@ -1,5 +1,6 @@
 import MentorAPI
 import MentorCrypto
+import MentorNet
 import MentorNode
 
 /// `mentormated`'s flags (SPEC §5). Flags win over the config file.
@@ -38,7 +39,7 @@ struct DaemonCommand: ParsableCommand {
         .string("--network-key", value: "FILE", \.networkKey, help: "a 32-byte network key file (default: the built-in key)"),
         .string("--network-work-bits", value: "N", \.networkWorkBits,
                 help: "the network's proof-of-work difficulty for new accounts, 0-\(AccountWork.maxBits) bits (default \(AccountWork.defaultBits); the same on every node)"),
-        .choice("--log-level", DaemonConfiguration.LogLevel.allCases.map(\.rawValue), \.logLevel, help: "the least important level logged"),
+        .choice("--log-level", LogLevel.configurable.map(\.description), \.logLevel, help: "the least important level logged"),
         .string("--test-clock-offset", value: "SECONDS", \.testClockOffset,
                 help: "FOR TESTS ONLY: run the wall clock SECONDS ahead (negative: behind), e.g. 10800 for a clock 3 h fast"),
         .flag("--help", short: "-h", \.help, help: "show this help"),

@@ -60,14 +60,3 @@ extension String {
     func replacingNewlines() -> String { String(map { $0 == "\n" || $0 == "\r" ? " " : $0 }) }
 }
 
-extension DaemonConfiguration.LogLevel {
-    var netLevel: LogLevel {
-        switch self {
-        case .debug: .debug
-        case .info: .info
-        case .notice: .notice
-        case .warning: .warning
-        case .error: .error
-        }
-    }
-}

@@ -48,7 +48,7 @@ struct Mentormated {
             fail(error.message, hint: error.hint, status: 2)
         }
 
-        let logger = DaemonLogger(minimum: settings.logLevel.netLevel, environment: environment)
+        let logger = DaemonLogger(minimum: settings.logLevel, environment: environment)
         // The daemon's one wall clock (Unix ms), shifted only by the test-only flag.
         let clockOffset: Int64
         do { clockOffset = try command.clockOffsetMillis() } catch { fail(error.message, hint: error.hint, status: 2) }
@@ -229,9 +229,9 @@ struct Mentormated {
                     let fresh = try command.configuration(systemMode: systemMode, environment: environment) {
                         try String(contentsOfFile: $0, encoding: .utf8)
                     }
-                    logger.setMinimum(fresh.logLevel.netLevel)
+                    logger.setMinimum(fresh.logLevel)
                     node.reload(emailDomains: fresh.emailDomains)
-                    logger.notice("configuration reloaded", ["file": file, "log_level": fresh.logLevel.rawValue])
+                    logger.notice("configuration reloaded", ["file": file, "log_level": fresh.logLevel.description])
                 } catch {
                     logger.error("configuration not reloaded; keeping the old one", ["file": file, "error": "\(error)"])
                 }

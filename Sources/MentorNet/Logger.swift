@@ -4,6 +4,16 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConve
 
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 
+    /// The levels an operator may choose as the least important one logged (`log_level`,
+    /// `--log-level`): all but `trace`, which no component logs at.
+    public static let configurable: [LogLevel] = [.debug, .info, .notice, .warning, .error]
+
+    /// The configurable level named `name` (as `description` spells it, any case).
+    public init?(configured name: String) {
+        guard let level = Self.configurable.first(where: { $0.description == name.lowercased() }) else { return nil }
+        self = level
+    }
+
     public var description: String {
         switch self {
         case .trace: "trace"

@@ -1,16 +1,11 @@
 import Foundation
 import MentorAPI
 import MentorCrypto
+import MentorNet
 
 /// The daemon's settings: defaults, then the config file, then the command-line flags (flags
 /// win). Documented key by key in docs/OPERATIONS.md.
 public struct DaemonConfiguration: Sendable, Equatable {
-    public enum LogLevel: String, Sendable, CaseIterable, Comparable {
-        case debug, info, notice, warning, error
-        var rank: Int { Self.allCases.firstIndex(of: self) ?? 0 }
-        public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rank < b.rank }
-    }
-
     public var stateDirectory: String
     public var socketPath: String
     public var listen: String = "0.0.0.0:0"
@@ -113,8 +108,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
             networkWorkBits = try Self.wholeNumber(key, value, 0...AccountWork.maxBits,
                 unit: " (leading zero bits of an account's proof of work; 0 asks for none, the default is \(AccountWork.defaultBits); every node of a network must use the same value)")
         case "log_level":
-            guard let l = LogLevel(rawValue: value.lowercased()) else {
-                throw ValueError(message: "log_level must be one of \(LogLevel.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value)\"")
+            guard let l = LogLevel(configured: value) else {
+                throw ValueError(message: "log_level must be one of \(LogLevel.configurable.map(\.description).joined(separator: ", ")), not \"\(value)\"")
             }
             logLevel = l
         case "peer_records_per_second":
