@@ -83,7 +83,8 @@ public final class PeerLink: @unchecked Sendable {
         }
     }
 
-    public enum Role: Sendable { case initiator, responder }
+    /// Which end of the handshake this side is: the handshake's own role (one type, not two).
+    public typealias Role = Handshake.Role
 
     /// Largest message `send` takes (one frame's plaintext, 1 MiB).
     public static let maximumMessageLength = Frames.maximumPlaintextLength
