@@ -70,14 +70,16 @@ public struct RPCRequest: Sendable, Equatable {
         public var id: JSON
     }
 
-    /// Parses one line.
+    /// Parses one line holding one request (a batch is `RPCIncoming`'s).
     public static func parse(_ line: [UInt8]) -> Result<RPCRequest, Invalid> {
-        guard let json = JSON.parse(line) else {
-            return .failure(Invalid(error: RPCError(.parseError, "the request is not valid JSON; send one JSON-RPC 2.0 object per line"), id: .null))
-        }
+        guard let json = JSON.parse(line) else { return .failure(RPCIncoming.notJSON) }
+        return parse(json: json)
+    }
+
+    /// Reads one request object (a line's, or one element of a batch).
+    public static func parse(json: JSON) -> Result<RPCRequest, Invalid> {
         guard case .object(let o) = json else {
-            let what = json.arrayValue != nil ? "batches (arrays) are not supported" : "a request must be a JSON object"
-            return .failure(Invalid(error: RPCError(.invalidRequest, "\(what); send one {\"jsonrpc\":\"2.0\",\"id\":…,\"method\":…,\"params\":{…}} per line"), id: .null))
+            return .failure(Invalid(error: RPCError(.invalidRequest, "a request must be a JSON object; send {\"jsonrpc\":\"2.0\",\"id\":…,\"method\":…,\"params\":{…}} (or an array of them, a batch) per line"), id: .null))
         }
         let id = o["id"]
         if let id, !(id.stringValue != nil || id.intValue != nil || id.isNull) {
@@ -110,6 +112,35 @@ public struct RPCRequest: Sendable, Equatable {
 
     /// The line to send (JSON and a newline).
     public var line: [UInt8] { json.encoded + [0x0A] }
+}
+
+/// What one line carries (JSON-RPC 2.0 §6): one request, or a batch — an array of requests,
+/// answered by an array of the responses to those that have an `id` (nothing at all when every
+/// one is a notification). An element that is not a valid request gets its error in the array;
+/// an empty array, or one longer than `maxBatch`, gets one error object, not an array.
+public enum RPCIncoming: Sendable, Equatable {
+    case single(Result<RPCRequest, RPCRequest.Invalid>)
+    case batch([Result<RPCRequest, RPCRequest.Invalid>])
+
+    /// Requests in one batch, at most: the answers go back as one line, so a batch is bounded
+    /// in what it makes the daemon hold, as a line is.
+    public static let maxBatch = 100
+
+    static let notJSON = RPCRequest.Invalid(
+        error: RPCError(.parseError, "the request is not valid JSON; send one JSON-RPC 2.0 object (or an array of them, a batch) per line"), id: .null)
+
+    public static func parse(_ line: [UInt8]) -> RPCIncoming {
+        guard let json = JSON.parse(line) else { return .single(.failure(notJSON)) }
+        guard let items = json.arrayValue else { return .single(RPCRequest.parse(json: json)) }
+        guard !items.isEmpty else {
+            return .single(.failure(RPCRequest.Invalid(error: RPCError(.invalidRequest, "an empty batch; send at least one request in the array"), id: .null)))
+        }
+        guard items.count <= maxBatch else {
+            return .single(.failure(RPCRequest.Invalid(error: RPCError(.invalidRequest,
+                "a batch of \(items.count) requests; at most \(maxBatch) go in one, send the rest in another line"), id: .null)))
+        }
+        return .batch(items.map(RPCRequest.parse(json:)))
+    }
 }
 
 /// A response: a result or an error, for the request `id`.

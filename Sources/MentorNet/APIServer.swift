@@ -218,15 +218,44 @@ public final class APIServer: @unchecked Sendable {
 
     private func perform(_ job: Job) async {
         let reply: [UInt8]?
-        switch RPCRequest.parse(job.line) {
-        case .failure(let invalid):
-            logger.debug("invalid request", ["conn.id": "\(job.connection.id)", "rpc.code": "\(invalid.error.code)"])
-            reply = RPCResponse(id: invalid.id, outcome: .failure(invalid.error)).line
-        case .success(let request):
-            let outcome = await handler.handle(request, from: job.connection.caller, on: job.connection)
-            reply = request.id.map { RPCResponse(id: $0, outcome: outcome).line }
+        switch RPCIncoming.parse(job.line) {
+        case .single(let parsed):
+            reply = await answer(parsed, job).map { $0.line }
+        case .batch(let items):
+            // In order, one at a time, as the same requests on separate lines would run. The
+            // answers go out as one line, so once they pass `outputHighWater` (what a client not
+            // reading may leave waiting) the rest of the batch is not run: its requests are
+            // answered -32010, its notifications dropped.
+            var responses: [JSON] = [], bytes = 0
+            for item in items {
+                if bytes > settings.outputHighWater {
+                    if case .success(let request) = item, let id = request.id {
+                        responses.append(RPCResponse(id: id, outcome: .failure(RPCError(.limitReached,
+                            "not run: the batch's earlier answers passed \(Self.size(settings.outputHighWater)); send this request again in another line"))).json)
+                    }
+                    continue
+                }
+                if let response = await answer(item, job) {
+                    let json = response.json
+                    bytes += json.encoded.count
+                    responses.append(json)
+                }
+            }
+            reply = responses.isEmpty ? nil : JSON.array(responses).encoded + [0x0A]
         }
         queue.async { self.requestFinished(job.connection.id, reply: reply) }
+    }
+
+    /// Runs one request (nil: a notification, answered by nothing) or answers its error.
+    private func answer(_ parsed: Result<RPCRequest, RPCRequest.Invalid>, _ job: Job) async -> RPCResponse? {
+        switch parsed {
+        case .failure(let invalid):
+            logger.debug("invalid request", ["conn.id": "\(job.connection.id)", "rpc.code": "\(invalid.error.code)"])
+            return RPCResponse(id: invalid.id, outcome: .failure(invalid.error))
+        case .success(let request):
+            let outcome = await handler.handle(request, from: job.connection.caller, on: job.connection)
+            return request.id.map { RPCResponse(id: $0, outcome: outcome) }
+        }
     }
 
     // MARK: Accepting (on queue)

@@ -39,7 +39,8 @@ extension EndToEndTests {
             ("invalid UTF-8", [0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x3A, 0x31, 0x7D, 0x0A], -32700, nil),
             ("a number", Array("42\n".utf8), -32600, nil),
             ("a string", Array("\"status\"\n".utf8), -32600, nil),
-            ("a batch", Array("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}]\n".utf8), -32600, "batch"),
+            ("a batch over 100", Array(("[" + Array(repeating: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}", count: 101)
+                .joined(separator: ",") + "]\n").utf8), -32600, "at most 100"),
             ("an empty batch", Array("[]\n".utf8), -32600, "batch"),
             ("no jsonrpc", Array("{\"id\":1,\"method\":\"status\"}\n".utf8), -32600, "jsonrpc"),
             ("jsonrpc 1.0", Array("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"status\"}\n".utf8), -32600, "jsonrpc"),

@@ -89,10 +89,23 @@ private func invalid(_ text: String) -> RPCRequest.Invalid? {
     #expect(bytes.error.code == -32700)
 }
 
-@Test func nonObjectsAndBatchesAreInvalidRequests() throws {
-    let batch = try #require(invalid(#"[{"jsonrpc":"2.0","id":1,"method":"status"}]"#))
-    #expect(batch.error.code == -32600)
-    #expect(batch.error.message.contains("batches"))
+@Test func nonObjectsAreInvalidRequestsAndArraysAreBatches() throws {
+    // One request must be an object; an array on a line is a batch (JSON-RPC 2.0 §6).
+    let array = Array(#"[{"jsonrpc":"2.0","id":1,"method":"status"},7]"#.utf8)
+    let asOne = try #require(invalid(String(decoding: array, as: UTF8.self)))
+    #expect(asOne.error.code == -32600 && asOne.error.message.contains("batch"))
+    guard case .batch(let items) = RPCIncoming.parse(array) else {
+        Issue.record("an array is a batch: \(RPCIncoming.parse(array))")
+        return
+    }
+    #expect(items.count == 2)
+    #expect(try items[0].get() == RPCRequest(id: .int(1), method: "status"))
+    if case .failure(let e) = items[1] { #expect(e.error.code == -32600 && e.id == .null) } else { Issue.record("7 is no request") }
+    guard case .single(.failure(let empty)) = RPCIncoming.parse(Array("[]".utf8)) else {
+        Issue.record("an empty batch is one error")
+        return
+    }
+    #expect(empty.error.code == -32600 && empty.error.message.contains("empty batch"))
     for text in ["42", "\"status\"", "null", "true"] {
         let error = try #require(invalid(text))
         #expect(error.error.code == -32600)

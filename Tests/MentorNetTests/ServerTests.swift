@@ -42,7 +42,7 @@ import Testing
         let answers = try await offPool {
             let client = try RawClient(path: env.path)
             var answers: [JSON?] = []
-            for line in ["42", #"[{"jsonrpc":"2.0","id":1,"method":"echo"}]"#, #"{"id":7,"method":"echo"}"#,
+            for line in ["42", "[]", #"{"id":7,"method":"echo"}"#,
                          #"{"jsonrpc":"2.0","id":8,"method":"echo","params":[1,2]}"#] {
                 client.send(line + "\n")
                 answers.append(client.readJSON())
@@ -52,13 +52,79 @@ import Testing
         #expect(answers[0]?.errorCode == -32600)
         #expect(answers[0]?["id"] == .null)
         #expect(answers[1]?.errorCode == -32600)
-        #expect(answers[1]?.errorMessage?.contains("batches") == true)
+        #expect(answers[1]?["id"] == .null && answers[1]?.errorMessage?.contains("empty batch") == true, "an empty batch: one error object")
         #expect(answers[2]?.errorCode == -32600)
         #expect(answers[2]?["id"] == 7)
         #expect(answers[3]?.errorCode == -32602)
         #expect(answers[3]?["id"] == 8)
         // None of these reached the handler.
         #expect(env.handler.methods.isEmpty)
+    }
+}
+
+/// JSON-RPC 2.0 §6 and the specification's batch examples (with this handler's methods): an
+/// array of requests is answered by an array of the responses to those with an id, in order;
+/// invalid elements get their errors in it; an empty array, invalid JSON or an oversized batch
+/// get one error object; a batch of notifications gets nothing.
+@Test func batchesAreAnsweredAsTheJSONRPCSpecificationSays() async throws {
+    try await withServer { env in
+        let (answers, afterNotifications) = try await offPool {
+            let client = try RawClient(path: env.path)
+            var answers: [JSON?] = []
+            let tooMany = "[" + Array(repeating: #"{"jsonrpc":"2.0","method":"echo"}"#, count: 101).joined(separator: ",") + "]"
+            for line in [
+                #"[{"jsonrpc":"2.0","method":"echo","params":{"a":1},"id":"1"},{"jsonrpc":"2.0","method""#,
+                "[1]", "[1,2,3]",
+                #"[{"jsonrpc":"2.0","method":"echo","params":{"x":1},"id":"1"},{"jsonrpc":"2.0","method":"echo","params":{"n":7}},"#
+                    + #"{"jsonrpc":"2.0","method":"add","params":{"a":1,"b":2},"id":"2"},{"foo":"boo"},"#
+                    + #"{"jsonrpc":"2.0","method":"no.such.method","params":{},"id":"5"}]"#,
+                tooMany,
+            ] {
+                client.send(line + "\n")
+                answers.append(client.readJSON())
+            }
+            client.send(#"[{"jsonrpc":"2.0","method":"echo","params":{"n":1}},{"jsonrpc":"2.0","method":"echo","params":{"n":2}}]"# + "\n")
+            client.request(9, "echo", ["after": true])
+            return (answers, client.readJSON())
+        }
+        #expect(answers[0]?.errorCode == -32700 && answers[0]?["id"] == .null, "invalid JSON: one error object")
+        let one = answers[1]?.arrayValue
+        #expect(one?.count == 1 && one?[0].errorCode == -32600 && one?[0]["id"] == .null)
+        let three = answers[2]?.arrayValue
+        #expect(three?.count == 3 && three?.allSatisfy { $0.errorCode == -32600 } == true)
+        let mixed = try #require(answers[3]?.arrayValue, "a mixed batch is answered by an array: \(String(describing: answers[3]))")
+        #expect(mixed.count == 4, "the notification gets no response: \(mixed)")
+        #expect(mixed.map { $0["id"] } == ["1", "2", .null, "5"])
+        #expect(mixed[0]["result"]?["params"] == ["x": 1])
+        #expect(mixed[1]["result"] == 3)
+        #expect(mixed[2].errorCode == -32600 && mixed[3].errorCode == -32601)
+        #expect(answers[4]?.errorCode == -32600 && answers[4]?.errorMessage?.contains("at most 100") == true, "one error object")
+        #expect(afterNotifications?["id"] == 9, "a batch of notifications is answered by nothing")
+        // Run in order, notifications too; nothing of the oversized batch ran.
+        #expect(env.handler.methods == ["echo", "echo", "add", "no.such.method", "echo", "echo", "echo"])
+    }
+}
+
+/// A batch's answers go out as one line: once they pass the output high-water mark the rest of
+/// the batch is not run (its requests answered -32010, its notifications dropped), so one line
+/// cannot make the daemon build more than a bounded answer.
+@Test func aBatchStopsRunningOnceItsAnswersPassTheOutputLimit() async throws {
+    var settings = APIServer.Settings()
+    settings.outputHighWater = 100
+    try await withServer(settings: settings) { env in
+        let answer = try await offPool {
+            let client = try RawClient(path: env.path)
+            let requests = (1...5).map { #"{"jsonrpc":"2.0","method":"echo","params":{"text":"0123456789"},"id":\#($0)}"# }
+            client.send("[" + (requests + [#"{"jsonrpc":"2.0","method":"echo"}"#]).joined(separator: ",") + "]\n")
+            return client.readJSON()
+        }
+        let answers = try #require(answer?.arrayValue, "\(String(describing: answer))")
+        #expect(answers.count == 5, "the notification is not answered")
+        let ran = answers.prefix { $0["result"] != nil }.count
+        #expect(ran >= 1 && ran < 5, "some ran, then the answers passed 100 bytes: \(answers)")
+        #expect(answers.dropFirst(ran).allSatisfy { $0.errorCode == -32010 }, "\(answers)")
+        #expect(answers.map { $0["id"] } == [1, 2, 3, 4, 5])
+        #expect(env.handler.methods.count == ran, "what was answered -32010 did not run, nor the notification")
     }
 }
 
