@@ -321,7 +321,6 @@ public final class PeerManager: @unchecked Sendable {
     // Common to their protocols: the links, the queue's timers, the wire.
     var isStopped: Bool { stopped }
     var links: [Connection] { Array(connections.values) }
-    var photoLinks: [Connection] { links }
 
     func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
         let delay = max(.zero, at - .now).components

@@ -38,7 +38,6 @@ import Testing
         var sent: [(link: UInt64, message: SyncMessage)] = []
         var overdue: [(link: UInt64, reason: String)] = []
 
-        var photoLinks: [FakeLink] { links }
         func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) { scheduled.append((work, at)) }
         func send(_ message: SyncMessage, on link: FakeLink) { sent.append((link.serial, message)) }
         func blobAnswerOverdue(_ link: FakeLink, reason: String) { overdue.append((link.serial, reason)) }

@@ -62,14 +62,10 @@ protocol ApplyLink: AnyObject, SendableMetatype {
 
 /// What the apply pipeline needs of the shell that owns the links (`PeerManager`), on the
 /// shell's queue. `SendableMetatype` as `ApplyLink`.
-protocol ApplyShell: AnyObject, SendableMetatype {
+protocol ApplyShell: ShellQueue, SendableMetatype {
     associatedtype Link: ApplyLink
-    /// The shell stopped: no outcome reaches a link any more, no timer is set.
-    var isStopped: Bool { get }
     /// The link the shell keeps under `key` now, closing or not (the pipeline checks the serial).
     func link(_ key: ObjectIdentifier) -> Link?
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
     /// Applying a batch of the link failed (a local error, no offence): end the link.
     func applyFailed(_ link: Link, reason: String)
     /// Bodies of a batch from the link that were already held (lazy push counts them, and may

@@ -5,11 +5,7 @@ import MentorNet
 
 /// What the dial scheduler needs of the shell that owns the links (`PeerManager`), on the
 /// shell's queue.
-protocol DialShell: AnyObject {
-    /// The shell stopped: nothing is dialled any more, no timer does anything.
-    var isStopped: Bool { get }
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
+protocol DialShell: ShellQueue {
     /// Connects to `peer` (the I/O): the link comes back as the shell adopts it for `slot`
     /// (`adopted`), a failure as `dialFailed`.
     func connect(_ peer: PeerManager.StaticPeer, slot: Int)

@@ -23,12 +23,8 @@ extension PeerManager.Settings {
 /// What a link's `LinkHost` needs of the shell that owns the link (`PeerManager`), on the
 /// shell's queue: its replica, its queue's timers, the wire and the pipelines it runs for all
 /// links (verify/apply, lazy push, photos, notifications, penalties).
-protocol LinkShell: AnyObject {
-    /// The shell stopped: nothing more is done for any link.
-    var isStopped: Bool { get }
+protocol LinkShell: ShellQueue {
     var replica: Replica { get }
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
     func send(_ message: SyncMessage, on connection: PeerConnection)
     /// What the peer said about the push tree (PROTOCOL.md §13.7).
     func pushSignal(_ signal: PushSignal, on connection: PeerConnection)

@@ -22,14 +22,10 @@ protocol NearbyLink: AnyObject, SendableMetatype {
 
 /// What "nearby now" needs of the shell that owns the links (`PeerManager`), on the shell's
 /// queue. `SendableMetatype` as `NearbyLink`.
-protocol NearbyShell: AnyObject, SendableMetatype {
+protocol NearbyShell: ShellQueue, SendableMetatype {
     associatedtype Link: NearbyLink
-    /// The shell stopped: no timer here does anything any more.
-    var isStopped: Bool { get }
     /// Every link the shell keeps now, closing or not, in any order.
     var links: [Link] { get }
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
     /// Sends an encoded message on `link` (in order, after what waits unsent).
     func send(_ bytes: [UInt8], on link: Link)
 }

@@ -18,14 +18,10 @@ protocol NoticeLink: AnyObject, SendableMetatype {
 
 /// What the notifications need of the shell that owns the links (`PeerManager`), on the shell's
 /// queue. `SendableMetatype` as `NoticeLink`.
-protocol NoticeShell: AnyObject, SendableMetatype {
+protocol NoticeShell: ShellQueue, SendableMetatype {
     associatedtype Link: NoticeLink
-    /// The shell stopped: no timer here does anything any more.
-    var isStopped: Bool { get }
     /// Every link the shell keeps now, closing or not, in any order.
     var links: [Link] { get }
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
     /// An `event.sync` said for the first time that a link's session caught up (photos may
     /// wait for links catching up).
     func announcedCaughtUp()

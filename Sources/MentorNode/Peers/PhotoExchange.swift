@@ -60,14 +60,10 @@ protocol PhotoLink: AnyObject, SendableMetatype {
 
 /// What the photo exchange needs of the shell that owns the links (`PeerManager`), on the
 /// shell's queue. `SendableMetatype` as `PhotoLink`.
-protocol PhotoShell: AnyObject, SendableMetatype {
+protocol PhotoShell: ShellQueue, SendableMetatype {
     associatedtype Link: PhotoLink
-    /// The shell stopped: no timer of the exchange does anything any more.
-    var isStopped: Bool { get }
     /// Every link the shell keeps now, closing or not, in any order.
-    var photoLinks: [Link] { get }
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
+    var links: [Link] { get }
     func send(_ message: SyncMessage, on link: Link)
     /// No part of the blob asked of `link` came for the answer timeout: end the link, no
     /// offence (its close comes back as `linkClosed`, and the photo is asked of another).
@@ -224,7 +220,7 @@ final class PhotoExchange<Shell: PhotoShell>: @unchecked Sendable {
     private func findMissingPhotos() {
         guard let shell else { return }
         let now = clock()
-        let catchingUp = shell.photoLinks.contains { !$0.closing && $0.sessionIsEstablished && !$0.sessionIsCaughtUp }
+        let catchingUp = shell.links.contains { !$0.closing && $0.sessionIsEstablished && !$0.sessionIsCaughtUp }
         if let until = fetcher.wait(catchingUp: catchingUp, now: now) {
             if waitTimer == nil {
                 let timer = DispatchWorkItem { [weak self] in
@@ -260,7 +256,7 @@ final class PhotoExchange<Shell: PhotoShell>: @unchecked Sendable {
     /// Gives every idle link a missing photo it has not said it lacks and no other link fetches.
     private func assignBlobs() {
         guard !fetcher.wanted.isEmpty, let shell else { return }
-        let idle = shell.photoLinks.sorted(by: { $0.serial < $1.serial })
+        let idle = shell.links.sorted(by: { $0.serial < $1.serial })
             .filter { !$0.closing && $0.linkUp && $0.blobIn == nil && $0.sessionIsEstablished }
         let bySerial = Dictionary(idle.map { ($0.serial, $0) }, uniquingKeysWith: { a, _ in a })
         let store = self.store

@@ -24,14 +24,10 @@ protocol PushLink: AnyObject, SendableMetatype {
 
 /// What the push relay needs of the shell that owns the links (`PeerManager`), on the shell's
 /// queue. `SendableMetatype` as `PushLink`.
-protocol PushShell: AnyObject, SendableMetatype {
+protocol PushShell: ShellQueue, SendableMetatype {
     associatedtype Link: PushLink
-    /// The shell stopped: nothing is pushed or grafted any more.
-    var isStopped: Bool { get }
     /// Every link the shell keeps now, closing or not, in any order.
     var links: [Link] { get }
-    /// Runs `work` on the shell's queue at `at` (whoever holds `work` may cancel it).
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant)
 }
 
 /// Push across a shell's links (PROTOCOL.md §13.3, §13.7): `PushLinks`' decisions carried out.
