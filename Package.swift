@@ -31,8 +31,15 @@ let package = Package(
         // SQLite wrapper, migrations, the replica.
         .target(name: "MentorStore", dependencies: ["CSQLite", "MentorCore", "MentorCrypto"],
                 path: "Sources/MentorStore"),
-        // JSON-RPC types and line framing shared by daemon and client.
+        // The API's wire: JSON-RPC types, the JSON codec, line framing, the socket path, and
+        // `RPCClient`. Shared by the daemon and the client; no command-line code.
         .target(name: "MentorAPI", dependencies: ["CPosix"], path: "Sources/MentorAPI"),
+        // A small command-line parser in the shape of swift-argument-parser: the lexer, options,
+        // help and usage errors. Both programs parse their flags with it.
+        .target(name: "MentorArguments", path: "Sources/MentorArguments"),
+        // The `mentormate` client: its commands, what each sends, and how answers are shown.
+        // Only the client links it (`mentormated` does not).
+        .target(name: "MentorCLI", dependencies: ["MentorAPI", "MentorArguments"], path: "Sources/MentorCLI"),
         // Sockets, the event loop and the API server.
         .target(name: "MentorNet", dependencies: ["CPosix", "CDNSSD", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.
@@ -41,13 +48,14 @@ let package = Package(
                 path: "Sources/MentorNode"),
 
         .executableTarget(name: "mentormated",
-                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorNet", "MentorNode"],
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorArguments",
+                                         "MentorNet", "MentorNode"],
                           path: "Daemon"),
-        .executableTarget(name: "mentormate", dependencies: ["MentorAPI"], path: "Client"),
+        .executableTarget(name: "mentormate", dependencies: ["MentorAPI", "MentorCLI"], path: "Client"),
 
         // Benchmarks and test helper programs.
         .executableTarget(name: "mentormate-bench",
-                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI"],
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorArguments"],
                           path: "Tests/Tools/mentormate-bench"),
         .executableTarget(name: "mentormate-hostile-peer",
                           dependencies: ["MentorCore", "MentorCrypto"],
@@ -75,6 +83,8 @@ let package = Package(
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
         .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),
+        .testTarget(name: "MentorCLITests", dependencies: ["MentorCLI", "MentorArguments", "MentorAPI"],
+                    path: "Tests/MentorCLITests"),
         .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorAPI", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorNodeTests"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MentorFuzzTargets"],

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import MentorAPI
+import MentorCLI
 
 /// The terminal in raw mode for `mentormate swipe` — the only termios code of the client apart
 /// from the passphrase prompt's echo switch (SystemHost.readSecret). Plain ANSI: keys are read

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import MentorAPI
+import MentorCLI
 
 /// The real surroundings of `mentormate`: stdout and stderr, the socket, files, the terminal
 /// and signals. Everything a command decides is in MentorAPI/CommandLine; this is only I/O.

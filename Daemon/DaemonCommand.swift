@@ -1,4 +1,5 @@
 import MentorAPI
+import MentorArguments
 import MentorCrypto
 import MentorNet
 import MentorNode

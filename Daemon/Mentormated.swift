@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import MentorAPI
+import MentorArguments
 import MentorCore
 import MentorCrypto
 import MentorNet

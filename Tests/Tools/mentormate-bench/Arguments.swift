@@ -1,6 +1,7 @@
 import MentorAPI
+import MentorArguments
 
-/// Command-line parsing for `mentormate-bench`: MentorAPI's lexer splits argv into tokens, and
+/// Command-line parsing for `mentormate-bench`: MentorArguments' lexer splits argv into tokens, and
 /// each command parses its options from the tokens, then validates them apart from running.
 
 /// A usage mistake: printed with a hint to `--help`, exit status 2.
@@ -9,7 +10,7 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// argv is split by the project's own lexer (MentorAPI), the same rules as `mentormate`.
+/// argv is split by the project's own lexer (MentorArguments), the same rules as `mentormate`.
 typealias Token = ArgumentToken
 
 /// Consumes tokens for one command.

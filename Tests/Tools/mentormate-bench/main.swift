@@ -1,5 +1,6 @@
 import Foundation
 import MentorAPI
+import MentorArguments
 
 // mentormate-bench: `mentormate-bench merge [--records N] [--authors M] [--batch B] [--seed S] [--breakdown]`.
 // Exit status: 0 measured (targets may still say MISS), 1 the run failed or its result was

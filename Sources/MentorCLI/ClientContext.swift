@@ -1,4 +1,6 @@
 import Foundation
+import MentorAPI
+import MentorArguments
 #if canImport(Glibc)
 import Glibc
 #endif

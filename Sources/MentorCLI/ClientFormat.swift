@@ -1,4 +1,6 @@
 import Foundation
+import MentorAPI
+import MentorArguments
 
 /// How `mentormate` prints the daemon's results for people: aligned tables and labelled blocks.
 /// Pure functions of the JSON (and a time zone), so tests pin the exact text.

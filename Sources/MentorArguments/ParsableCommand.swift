@@ -48,9 +48,9 @@ public struct OptionSpec: Equatable, Sendable {
     public var synopsis: String { valueName.map { "\(name) \($0)" } ?? name }
 
     /// The column on the left of the help line: `-h, --help` or `--name N`.
-    var helpLabel: String { (short.map { "\($0), " } ?? "") + synopsis }
+    public var helpLabel: String { (short.map { "\($0), " } ?? "") + synopsis }
 
-    func matches(_ token: String) -> Bool { token == name || (short != nil && token == short) }
+    public func matches(_ token: String) -> Bool { token == name || (short != nil && token == short) }
 }
 
 /// An option of command `Command`: what help shows, and how a value lands in the command.
@@ -408,9 +408,9 @@ public enum Suggestion {
     }
 }
 
-enum HelpFormatter {
+public enum HelpFormatter {
     /// Two columns: labels padded to one width, help text after them.
-    static func rows(_ rows: [(String, String)], labelWidth: Int? = nil) -> String {
+    public static func rows(_ rows: [(String, String)], labelWidth: Int? = nil) -> String {
         let width = labelWidth ?? min(max(rows.map(\.0.count).max() ?? 0, 8), 28)
         var out = ""
         for (label, help) in rows {
@@ -425,7 +425,7 @@ enum HelpFormatter {
 
     /// Breaks a usage line between words at `width` (the first line follows the 7 columns of
     /// "USAGE: "), continuing lines at `indent` columns; `[--name N]` stays in one piece.
-    static func wrap(_ text: String, indent: Int, width: Int) -> String {
+    public static func wrap(_ text: String, indent: Int, width: Int) -> String {
         var words: [String] = []
         var depth = 0
         var word = ""
@@ -458,11 +458,11 @@ enum HelpFormatter {
 }
 
 extension String {
-    var cliTrimmed: String {
+    public var cliTrimmed: String {
         String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
     }
 
-    func cliPadded(to width: Int) -> String {
+    public func cliPadded(to width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

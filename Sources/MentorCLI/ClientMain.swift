@@ -1,3 +1,5 @@
+import MentorAPI
+import MentorArguments
 /// The top of `mentormate`: global options, choosing the command, help, and turning failures
 /// into one stderr line, a hint and an exit status.
 

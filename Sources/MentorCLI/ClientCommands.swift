@@ -1,3 +1,5 @@
+import MentorAPI
+import MentorArguments
 /// The `mentormate` commands of SPEC §5, one struct each, nested in `MentormateCLI` the way
 /// swift-argument-parser nests subcommands. Each declares its options with their help, checks
 /// them in `validate()`, and in `run(_:)` calls the daemon's methods (docs/API.md) and prints.

@@ -1,4 +1,6 @@
 import Foundation
+import MentorAPI
+import MentorArguments
 
 /// `profile set --photo FILE`: the client checks the file before sending anything (the daemon
 /// checks again), then uploads it with `blob.put` in chunks.

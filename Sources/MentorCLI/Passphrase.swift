@@ -1,3 +1,5 @@
+import MentorAPI
+import MentorArguments
 /// Asking for a passphrase: twice at a terminal (the host turns echo off), once from a pipe.
 public enum PassphrasePrompt {
     public static func ask(_ host: any ClientHost, confirm: Bool) throws(ClientError) -> String {

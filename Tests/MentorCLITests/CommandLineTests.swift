@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-@testable import MentorAPI
+import MentorAPI
+import MentorArguments
+@testable import MentorCLI
 
 // `mentormate`'s lexer, command parsing, usage errors, photo checks and output, and whole runs
 // of commands against a fake daemon (the method calls and params they send).

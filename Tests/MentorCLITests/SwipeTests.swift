@@ -1,6 +1,8 @@
 import Foundation
 import Testing
-@testable import MentorAPI
+import MentorAPI
+import MentorArguments
+@testable import MentorCLI
 
 /// `mentormate swipe` against a fake daemon and a fake terminal: the fetch ahead, the 80×24
 /// layout, a match announced at once, undo, and the line prompt. (The real terminal, in a

@@ -5,6 +5,8 @@
 /// real terminal of the pseudo-terminal tests see the same thing.
 
 import Foundation
+import MentorAPI
+import MentorArguments
 
 /// A key or an event of the full-screen view.
 public enum TerminalInput: Equatable, Sendable {
