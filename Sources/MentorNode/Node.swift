@@ -48,27 +48,15 @@ public final class Node: @unchecked Sendable {
     private(set) var emailDomains: [String]
     public let replica: Replica
     public let nodeKeys: SigningKeyPair
-    /// Delivers a notification to one connection (set by the daemon).
-    public var deliver: @Sendable (_ connection: UInt64, _ notification: RPCNotification) -> Void = { _, _ in }
-    /// Daemon facts for status/doctor (set by the daemon).
-    public var runtimeInfo: @Sendable () -> RuntimeInfo = {
-        RuntimeInfo(socketPath: "", listen: nil, discovery: "off", peers: [], startedAt: 0)
-    }
-    /// Where the node logs (set by the daemon).
-    public var logger: any Logger = DiscardingLogger()
-    /// Records this node just applied (written here by `write`, or received by `applyRemote`),
-    /// outcome `.applied` only, in (author, seq) order; the peer manager pushes them to every
-    /// sync session. Called on whatever queue applied them: it must not block (hop queues).
-    /// Set by the daemon before `start()`.
-    public var onApplied: @Sendable ([AppliedRecord]) -> Void = { _ in }
-
-    /// The node's set of local accounts changed (a signup): the peer manager tells its peers.
-    /// Called on the node's queue: it must not block.
-    public var onAccountsChanged: @Sendable () -> Void = {}
-
-    /// Marks a connection as a subscriber (exempt from the API's idle timeout, limited per user);
-    /// false when the caller's user holds its limit of subscribed connections. Set by the daemon.
-    public var claimSubscription: @Sendable (_ connection: UInt64) -> Bool = { _ in true }
+    /// Where notifications go (the daemon's API connections).
+    let notifications: any NotificationSink
+    /// The daemon's facts for `status`, `peers` and `doctor`.
+    let runtime: any RuntimeFacts
+    /// Where the node logs.
+    let logger: any Logger
+    /// The records this node applies and its local accounts changing, published for the peer
+    /// manager (`NodeChanges`).
+    public let changes: NodeChanges
 
     /// At most `config.passphraseChecksAtOnce` Argon2id runs at a time, node-wide.
     public let passphraseGate: PassphraseGate
@@ -115,8 +103,16 @@ public final class Node: @unchecked Sendable {
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
 
-    public init(config: NodeConfig, replica: Replica, nodeKeys: SigningKeyPair) {
+    /// A node over `replica`, wired once: its notifications go to `notifications`, its changes
+    /// to `changes`' subscribers, `status`/`doctor` read `runtime`.
+    public init(config: NodeConfig, replica: Replica, nodeKeys: SigningKeyPair,
+                notifications: any NotificationSink = DroppingNotifications(), changes: NodeChanges = NodeChanges(),
+                runtime: any RuntimeFacts = NoRuntime(), logger: any Logger = DiscardingLogger()) {
         self.config = config
+        self.notifications = notifications
+        self.changes = changes
+        self.runtime = runtime
+        self.logger = logger
         emailDomains = config.emailDomains
         self.replica = replica
         self.nodeKeys = nodeKeys
@@ -289,7 +285,7 @@ public final class Node: @unchecked Sendable {
             AppliedRecord($0, origin: origins[$0.id])
         }
         if !applied.isEmpty {
-            onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
+            changes.publish(.applied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) }))
         }
         var split: [[ApplyOutcome]] = []
         var start = 0
@@ -308,8 +304,8 @@ public final class Node: @unchecked Sendable {
         let stored = report.stored
         guard !stored.isEmpty else { return 0 }
         queue.sync { afterApply(stored.map(\.record), pairs: report.pairs) }
-        onApplied(stored.map { AppliedRecord($0) }
-            .sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
+        changes.publish(.applied(stored.map { AppliedRecord($0) }
+            .sorted { ($0.author, $0.seq) < ($1.author, $1.seq) }))
         return stored.count
     }
 
@@ -553,7 +549,7 @@ public final class Node: @unchecked Sendable {
         }
         writers[uid] = writer
         afterApply([record.record], pairs: report.pairs)
-        onApplied([AppliedRecord(record)])
+        changes.publish(.applied([AppliedRecord(record)]))
         return record
     }
 
@@ -606,14 +602,14 @@ public final class Node: @unchecked Sendable {
     public func broadcast(_ event: String, _ notification: RPCNotification) {
         queue.async { [self] in
             for (connection, sub) in subscriptions where sub.events.contains(event) {
-                deliver(connection, notification)
+                notifications.deliver(notification, to: connection)
             }
         }
     }
 
     func publish(_ uid: UInt32, _ event: String, _ notification: RPCNotification) {
         for (connection, sub) in subscriptions where sub.uid == uid && sub.events.contains(event) {
-            deliver(connection, notification)
+            notifications.deliver(notification, to: connection)
         }
     }
 

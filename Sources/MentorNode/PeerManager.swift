@@ -35,7 +35,7 @@ import MentorStore
 ///   `BudgetGate` (`StorageBudget`: past the node-wide one strangers' records are declined, no
 ///   offence), batches waiting applied together (`ApplyBacklog`).
 /// - Push (PROTOCOL.md §13.7): `PushRelay` (`PushShell`/`PushLink`, over `PushLinks`) sends
-///   what is applied here (`Node.onApplied`) to every link but the one it came over — bodies on
+///   what is applied here (`Node.changes`) to every link but the one it came over — bodies on
 ///   the links the push tree keeps eager, `ihave` on the others — grafts an announced ID whose
 ///   body does not come within `graftTimeout`, and prunes a link its duplicates came over.
 /// - Nearby now: `NearbyAccounts` (`NearbyShell`/`NearbyLink`) sends `here` after hello and
@@ -53,7 +53,7 @@ import MentorStore
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
 /// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`; the node
-/// never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
+/// never waits on `queue` (its `NodeChanges` subscription hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
 /// confined to `queue` — the pieces' too — except what `status` reads (`StatusBoard`, behind
 /// its lock), the storage budgets, which `BudgetGate` confines (to `applyQueue`, or behind its
@@ -137,13 +137,12 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
     public func start() {
-        node.onApplied = { [weak self] records in
+        node.changes.subscribe { [weak self] change in
             guard let self else { return }
-            self.queue.async { self.localRecordsAdded(records) }
-        }
-        node.onAccountsChanged = { [weak self] in
-            guard let self else { return }
-            self.queue.async { self.nearby.accountsChanged() }
+            switch change {
+            case .applied(let records): self.queue.async { self.localRecordsAdded(records) }
+            case .accountsChanged: self.queue.async { self.nearby.accountsChanged() }
+            }
         }
         listener.start()
         queue.async { [self] in
