@@ -67,10 +67,9 @@ public final class PeerManager: @unchecked Sendable {
     private let myKey: SigningPublicKey
     let queue = DispatchQueue(label: "MentorNode.PeerManager")
     private var listener: PeerListener!
-    typealias Connection = PeerConnection   // one link and its session's state, confined to `queue`
 
     // Confined to queue:
-    var connections: [ObjectIdentifier: Connection] = [:]
+    var connections: [ObjectIdentifier: PeerConnection] = [:]
     private var serials: UInt64 = 0
     var stopped = false
     /// Who is at fault when a link ends, and the refusals of their addresses.
@@ -221,7 +220,7 @@ public final class PeerManager: @unchecked Sendable {
     func adopt(_ link: PeerLink, via: LinkOrigin, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
         serials += 1
-        let connection = Connection(link: link, via: via, staticIndex: staticIndex,
+        let connection = PeerConnection(link: link, via: via, staticIndex: staticIndex,
                                     pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
                                     serial: serials, here: HereGate(burst: settings.hereBurst, period: settings.herePeriod))
         connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
@@ -239,7 +238,7 @@ public final class PeerManager: @unchecked Sendable {
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
     }
 
-    private func established(_ connection: Connection, _ key: SigningPublicKey) {
+    private func established(_ connection: PeerConnection, _ key: SigningPublicKey) {
         guard !stopped else { return }
         connection.peerKey = key
         // Two links to one node: keep the one whose initiator has the smaller key (both ends
@@ -291,7 +290,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     /// Ends a session: logs why, once, with the peer's address, and closes its link.
-    func end(_ connection: Connection, _ reason: String) {
+    func end(_ connection: PeerConnection, _ reason: String) {
         guard !connection.closing else { return }
         connection.closing = true
         logger.info("sync with a peer ended", ["peer.address": "\(connection.link.remote)",
@@ -301,7 +300,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     /// Refuses the peer's address for a while (`PeerDefence`) and says so.
-    func punish(_ connection: Connection, _ reason: String) {
+    func punish(_ connection: PeerConnection, _ reason: String) {
         let punishment = defence.punish(connection.link.remote.host, reason: reason, now: .now)
         PeerDefence.log(punishment, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
     }

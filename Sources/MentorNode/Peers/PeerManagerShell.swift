@@ -12,7 +12,7 @@ import MentorStore
 extension PeerManager {
     // Common to their protocols: the links, the queue's timers, the wire.
     var isStopped: Bool { stopped }
-    var links: [Connection] { Array(connections.values) }
+    var links: [PeerConnection] { Array(connections.values) }
 
     func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
         let delay = max(.zero, at - .now).components
@@ -20,8 +20,8 @@ extension PeerManager {
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
     }
 
-    func send(_ message: SyncMessage, on connection: Connection) { connection.send(message.encoded) }
-    func send(_ bytes: [UInt8], on connection: Connection) { connection.send(bytes) }
+    func send(_ message: SyncMessage, on connection: PeerConnection) { connection.send(message.encoded) }
+    func send(_ bytes: [UInt8], on connection: PeerConnection) { connection.send(bytes) }
 
     // `DialShell`: connecting, and what a redial waits for.
     func connect(_ peer: StaticPeer, slot: Int) {
@@ -45,40 +45,40 @@ extension PeerManager {
 
     // `LinkShell`: what each link's driver asks through its `LinkHost`.
     var replica: Replica { node.replica }
-    func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
-    func announceSync(_ connection: Connection) { notifier.sync(connection) }
+    func pushSignal(_ signal: PushSignal, on connection: PeerConnection) { relay.signal(signal, from: connection) }
+    func announceSync(_ connection: PeerConnection) { notifier.sync(connection) }
     func publishNearby() { nearby.publish() }
-    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
+    func answerBlobRequest(_ hash: [UInt8], on connection: PeerConnection) { photos.answer(hash, on: connection) }
 
-    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
+    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: PeerConnection) -> String? {
         photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
     }
 
     /// A link's batch goes to the apply pipeline, counted for `status`; the accounts linked
     /// nodes named are kept past the node-wide budget.
-    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
+    func verifyAndApply(_ batch: [[UInt8]], from connection: PeerConnection) {
         board.received(batch.count)
         pipeline.submit(batch, from: connection) { author in
             connections.values.contains(where: { $0.accounts.contains(author) })
         }
     }
 
-    func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
+    func sessionFinished(_ connection: PeerConnection, reason: String, blame: Bool) {
         end(connection, reason)
         if blame { punish(connection, reason) }
     }
 
     /// Photos waited for links catching up: this one may just have (after a hello with
     /// nothing to exchange, or its last batch).
-    func sessionRan(_ connection: Connection) {
+    func sessionRan(_ connection: PeerConnection) {
         if !stopped, connection.session.isCaughtUp { photos.linkCaughtUp() }
     }
 
     // `ApplyShell`, `PhotoShell`, `NoticeShell`.
-    func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
-    func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
-    func duplicatesApplied(_ count: Int, from connection: Connection) { relay.duplicates(count, from: connection) }
-    func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
+    func link(_ key: ObjectIdentifier) -> PeerConnection? { connections[key] }
+    func applyFailed(_ connection: PeerConnection, reason: String) { end(connection, reason) }
+    func duplicatesApplied(_ count: Int, from connection: PeerConnection) { relay.duplicates(count, from: connection) }
+    func blobAnswerOverdue(_ connection: PeerConnection, reason: String) { end(connection, reason) }
     func announcedCaughtUp() { photos.linkCaughtUp() }
 
     /// A fork variant was applied: the links we dialled start a round now (the variant's
