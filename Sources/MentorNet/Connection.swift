@@ -1,6 +1,7 @@
 import Dispatch
 import MentorAPI
 import Synchronization
+import MentorSystem
 
 /// The process on the other end of an API connection, read once with `SO_PEERCRED` when the
 /// connection is accepted. The kernel vouches for it: it cannot be forged by the client.
@@ -201,7 +202,7 @@ final class Connection: @unchecked Sendable {
 
     private func sourceCancelled() {
         liveSources -= 1
-        if liveSources == 0 { descriptor.close() }
+        if liveSources == 0 { try? descriptor.close() }
     }
 }
 

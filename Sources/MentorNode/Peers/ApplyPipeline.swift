@@ -4,6 +4,7 @@ import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// What the apply pipeline needs of the node and its replica, as functions (so a test can
 /// stand in for them): verifying a batch, applying batches together in one transaction, and

@@ -3,6 +3,7 @@ import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// What the photo exchange needs of the node and its replica, as functions (so a test can
 /// stand in for them): the photos current cards name and the replica lacks, the bytes photos
