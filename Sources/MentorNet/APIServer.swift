@@ -342,8 +342,7 @@ public final class APIServer: @unchecked Sendable {
     private func admit(_ fd: FileDescriptor) {
         let caller: Caller
         do throws(SystemError) {
-            let credentials = try Syscall.peerCredentials(fd)
-            caller = Caller(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+            caller = try Syscall.peerCredentials(fd)
         } catch {
             logger.info("API connection without peer credentials closed", ["error": "\(error)"])
             try? fd.close()

@@ -3,22 +3,6 @@ import MentorAPI
 import Synchronization
 import MentorSystem
 
-/// The process on the other end of an API connection, read once with `SO_PEERCRED` when the
-/// connection is accepted. The kernel vouches for it: it cannot be forged by the client.
-public struct Caller: Sendable, Hashable, CustomStringConvertible {
-    public let pid: Int32
-    public let uid: UInt32
-    public let gid: UInt32
-
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-
-    public var description: String { "pid \(pid), uid \(uid), gid \(gid)" }
-}
-
 /// What the daemon plugs into `APIServer`.
 public protocol APIHandler: Sendable {
     /// Answers one request (the server has already checked the JSON-RPC envelope; unknown

@@ -268,10 +268,10 @@ public enum Syscall {
     }
 
     /// The process at the other end of a connected Unix socket (`SO_PEERCRED`).
-    public static func peerCredentials(_ fd: FileDescriptor) throws(SystemError) -> (pid: pid_t, uid: uid_t, gid: gid_t) {
+    public static func peerCredentials(_ fd: FileDescriptor) throws(SystemError) -> Caller {
         var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
         try blocking("getsockopt(SO_PEERCRED)") { cposix_peer_cred(fd.raw, &pid, &uid, &gid) }
-        return (pid, uid, gid)
+        return Caller(pid: pid, uid: uid, gid: gid)
     }
 
     /// Whether `fd` is a socket in the listening state (`SO_ACCEPTCONN`).
