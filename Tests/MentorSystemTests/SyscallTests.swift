@@ -156,8 +156,8 @@ import Testing
     private func interruptedRead(signals: Int, then data: [UInt8],
                                  _ read: @escaping @Sendable (Int32) -> [UInt8]?) throws -> [UInt8]? {
         let (readEnd, writeEnd) = try makePipe()
-        Interruptions.install()
-        defer { Interruptions.uninstall() }
+        let previous = Interruptions.install()
+        defer { Interruptions.restore(previous) }
         let shared = ReaderThread()
         let fd = readEnd.raw
         let thread = Thread {
@@ -198,18 +198,19 @@ final class ReaderThread: Sendable {
 enum Interruptions {
     static let delivered = Atomic<Int>(0)
 
-    static func install() {
+    /// Installs the handler; returns the action it replaced, for `restore`.
+    static func install() -> sigaction {
         var action = sigaction()
         action.__sigaction_handler.sa_handler = { _ in Interruptions.delivered.add(1, ordering: .relaxed) }
-        action.sa_flags = 0
+        action.sa_flags = 0  // no SA_RESTART
         sigemptyset(&action.sa_mask)
-        sigaction(SIGUSR1, &action, nil)
+        var previous = sigaction()
+        sigaction(SIGUSR1, &action, &previous)
+        return previous
     }
 
-    static func uninstall() {
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = SIG_IGN
-        sigemptyset(&action.sa_mask)
-        sigaction(SIGUSR1, &action, nil)
+    static func restore(_ previous: sigaction) {
+        var previous = previous
+        sigaction(SIGUSR1, &previous, nil)
     }
 }
