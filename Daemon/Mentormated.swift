@@ -136,9 +136,12 @@ struct Mentormated {
         var nodeConfig = NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
                                     now: wallMillis)
         nodeConfig.passphraseChecksAtOnce = settings.passphraseChecksAtOnce
-        let node = Node(config: nodeConfig, replica: replica, nodeKeys: nodeKeys)
-        node.logger = logger
         var socketPath = settings.socketPath
+        let connections = ConnectionRegistry()
+        let facts = DaemonFacts(socketPath: socketPath, started: started, networkKeyFile: settings.networkKeyFile,
+                                systemMode: systemMode)
+        let node = Node(config: nodeConfig, replica: replica, nodeKeys: nodeKeys,
+                        notifications: connections, runtime: facts, logger: logger)
         var peerSettings = PeerManager.Settings()
         peerSettings.link = linkSettings
         peerSettings.now = wallMillis
@@ -157,20 +160,7 @@ struct Mentormated {
         let discovery = settings.mdns
             ? DiscoveryController(peers: peerManager, port: listenAddress.port, nodeKey: nodeKeys.publicKey, logger: logger)
             : nil
-        let runtimeSocket = Mutex(socketPath)
-        node.runtimeInfo = { [weak peerManager] in
-            var info = RuntimeInfo(socketPath: runtimeSocket.withLock { $0 }, listen: listenAddress, discovery: discovery?.status ?? "off",
-                                   peers: peerManager?.peers ?? [], startedAt: started,
-                                   discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
-                                   networkKeyFile: settings.networkKeyFile, systemMode: systemMode)
-            info.recordsReceived = peerManager?.recordsReceived ?? 0
-            info.storage = peerManager?.storage
-            if let push = peerManager?.pushCounters {
-                info.duplicateBodies = push.duplicates
-                info.idsAnnounced = push.announced
-            }
-            return info
-        }
+        facts.attach(peerManager: peerManager, discovery: discovery)
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
         peerManager.start()
         discovery?.start()
@@ -196,8 +186,8 @@ struct Mentormated {
                  hint: error.code == .socketInUse ? "another mentormated may be running; `mentormate status` tells" : nil)
         }
 
-        runtimeSocket.withLock { $0 = socketPath }
-        let handler = NodeAPIHandler(node: node)
+        facts.serving(at: socketPath)
+        let handler = NodeAPIHandler(node: node, connections: connections)
         var apiSettings = APIServer.Settings()
         apiSettings.maxConnectionsPerUser = settings.apiConnectionsPerUser
         apiSettings.maxSubscriptionsPerUser = settings.apiSubscriptionsPerUser

@@ -9,14 +9,12 @@ import MentorSystem
 /// Unix user; notifications go back to the connections that subscribed.
 final class NodeAPIHandler: APIHandler {
     let node: Node
-    /// Open connections by ID, so the node can push to them.
-    private let registry = ConnectionRegistry()
+    /// Open connections by ID, so the node can push to them (the node's `NotificationSink`).
+    private let registry: ConnectionRegistry
 
-    init(node: Node) {
+    init(node: Node, connections: ConnectionRegistry) {
         self.node = node
-        let registry = self.registry
-        node.deliver = { id, notification in _ = registry.connection(id)?.send(notification) }
-        node.claimSubscription = { id in registry.connection(id)?.claimSubscription() ?? false }
+        registry = connections
     }
 
     /// The node runs the request on threads of its own, not on Swift's few cooperative ones (a
@@ -33,10 +31,19 @@ final class NodeAPIHandler: APIHandler {
     }
 }
 
-/// Open connections by ID (a class, so the node's delivery closure can share it).
-final class ConnectionRegistry: Sendable {
+/// Open connections by ID: where the node's notifications go. Made before the node and given
+/// to it (`NotificationSink`) and to the API handler, which adds and removes connections.
+final class ConnectionRegistry: NotificationSink {
     private let connections = Mutex<[UInt64: ConnectionHandle]>([:])
     func add(_ c: ConnectionHandle) { connections.withLock { $0[c.id] = c } }
     func remove(_ id: UInt64) { _ = connections.withLock { $0.removeValue(forKey: id) } }
     func connection(_ id: UInt64) -> ConnectionHandle? { connections.withLock { $0[id] } }
+
+    func deliver(_ notification: RPCNotification, to connection: UInt64) {
+        _ = self.connection(connection)?.send(notification)
+    }
+
+    func claimSubscription(_ connection: UInt64) -> Bool {
+        self.connection(connection)?.claimSubscription() ?? false
+    }
 }

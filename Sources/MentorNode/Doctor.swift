@@ -28,7 +28,7 @@ extension Node {
     /// The checks, for `caller`: an ordinary user sees their own account only (never which other
     /// uids have one); root sees every account's key.
     func doctor(_ caller: Requester) throws -> JSON {
-        let info = runtimeInfo()
+        let info = runtime.runtimeInfo()
         var checks: [Check] = []
         checks.append(modeCheck("state directory", config.stateDirectory, maxMode: 0o700, directory: true))
         for name in Self.stateFiles {

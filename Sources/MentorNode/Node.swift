@@ -49,27 +49,15 @@ public final class Node: @unchecked Sendable {
     private(set) var emailDomains: [String]
     public let replica: Replica
     public let nodeKeys: SigningKeyPair
-    /// Delivers a notification to one connection (set by the daemon).
-    public var deliver: @Sendable (_ connection: UInt64, _ notification: RPCNotification) -> Void = { _, _ in }
-    /// Daemon facts for status/doctor (set by the daemon).
-    public var runtimeInfo: @Sendable () -> RuntimeInfo = {
-        RuntimeInfo(socketPath: "", listen: nil, discovery: "off", peers: [], startedAt: 0)
-    }
-    /// Where the node logs (set by the daemon).
-    public var logger: any Logger = DiscardingLogger()
-    /// Records this node just applied (written here by `write`, or received by `applyRemote`),
-    /// outcome `.applied` only, in (author, seq) order; the peer manager pushes them to every
-    /// sync session. Called on whatever queue applied them: it must not block (hop queues).
-    /// Set by the daemon before `start()`.
-    public var onApplied: @Sendable ([AppliedRecord]) -> Void = { _ in }
-
-    /// The node's set of local accounts changed (a signup): the peer manager tells its peers.
-    /// Called on the node's queue: it must not block.
-    public var onAccountsChanged: @Sendable () -> Void = {}
-
-    /// Marks a connection as a subscriber (exempt from the API's idle timeout, limited per user);
-    /// false when the caller's user holds its limit of subscribed connections. Set by the daemon.
-    public var claimSubscription: @Sendable (_ connection: UInt64) -> Bool = { _ in true }
+    /// Where notifications go (the daemon's API connections).
+    let notifications: any NotificationSink
+    /// The daemon's facts for `status`, `peers` and `doctor`.
+    let runtime: any RuntimeFacts
+    /// Where the node logs.
+    let logger: any Logger
+    /// The records this node applies and its local accounts changing, published for the peer
+    /// manager (`NodeChanges`).
+    public let changes: NodeChanges
 
     /// At most `config.passphraseChecksAtOnce` Argon2id runs at a time, node-wide.
     public let passphraseGate: PassphraseGate
@@ -115,11 +103,17 @@ public final class Node: @unchecked Sendable {
     var passphraseChecksInFlight: Set<UInt32> = []
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
-    /// Last pair summaries seen per local account, to turn replica changes into events.
-    var pairSnapshots: [PublicKey: [PublicKey: PairSummary]] = [:]
 
-    public init(config: NodeConfig, replica: Replica, nodeKeys: SigningKeyPair) {
+    /// A node over `replica`, wired once: its notifications go to `notifications`, its changes
+    /// to `changes`' subscribers, `status`/`doctor` read `runtime`.
+    public init(config: NodeConfig, replica: Replica, nodeKeys: SigningKeyPair,
+                notifications: any NotificationSink = DroppingNotifications(), changes: NodeChanges = NodeChanges(),
+                runtime: any RuntimeFacts = NoRuntime(), logger: any Logger = DiscardingLogger()) {
         self.config = config
+        self.notifications = notifications
+        self.changes = changes
+        self.runtime = runtime
+        self.logger = logger
         emailDomains = config.emailDomains
         self.replica = replica
         self.nodeKeys = nodeKeys
@@ -278,8 +272,9 @@ public final class Node: @unchecked Sendable {
     public func applyRemote(batches: [(verified: [Result<VerifiedRecord, RecordError>], origin: UInt64?)])
         throws(StoreError) -> [[ApplyOutcome]] {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
-        let (outcomes, stored) = try replica.applyReporting(verified: batches.flatMap(\.verified))
-        queue.sync { afterApply(stored.map(\.record)) }
+        let report = try replica.applyReporting(verified: batches.flatMap(\.verified))
+        let (outcomes, stored) = (report.outcomes, report.stored)
+        queue.sync { afterApply(stored.map(\.record), pairs: report.pairs) }
         var origins: [[UInt8]: UInt64] = [:]
         for batch in batches {
             guard let origin = batch.origin else { continue }
@@ -291,7 +286,7 @@ public final class Node: @unchecked Sendable {
             AppliedRecord($0, origin: origins[$0.id])
         }
         if !applied.isEmpty {
-            onApplied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
+            changes.publish(.applied(applied.sorted { ($0.author, $0.seq) < ($1.author, $1.seq) }))
         }
         var split: [[ApplyOutcome]] = []
         var start = 0
@@ -306,11 +301,12 @@ public final class Node: @unchecked Sendable {
     /// and pushes them like records received from a peer. Returns how many were stored.
     @discardableResult
     public func releaseDueRecords() throws(StoreError) -> Int {
-        let stored = try replica.releaseDue()
+        let report = try replica.releaseDueReporting()
+        let stored = report.stored
         guard !stored.isEmpty else { return 0 }
-        queue.sync { afterApply(stored.map(\.record)) }
-        onApplied(stored.map { AppliedRecord($0) }
-            .sorted { ($0.author, $0.seq) < ($1.author, $1.seq) })
+        queue.sync { afterApply(stored.map(\.record), pairs: report.pairs) }
+        changes.publish(.applied(stored.map { AppliedRecord($0) }
+            .sorted { ($0.author, $0.seq) < ($1.author, $1.seq) }))
         return stored.count
     }
 
@@ -469,7 +465,6 @@ public final class Node: @unchecked Sendable {
         try replica.unlock(keys)
         let last = try replica.contiguousSeq(of: keys.publicKey.key)
         writers[uid] = RecordWriter(keys: keys, lastSeq: last)
-        pairSnapshots[keys.publicKey.key] = Dictionary(uniqueKeysWithValues: try replica.pairSummaries(of: keys.publicKey.key).map { ($0.other, $0) })
     }
 
     func rebuildCardIndex() throws {
@@ -548,45 +543,45 @@ public final class Node: @unchecked Sendable {
         if let refusal = AccountWork.refusal(of: record.record, requirement: replica.settings.accountWork) {
             throw RPCError(.internalError, "the new record was not applied (\(refusal)); nothing was changed")
         }
-        let outcome = try replica.apply(verified: [.success(record)])[0]
+        let report = try replica.applyReporting(verified: [.success(record)])
+        let outcome = report.outcomes[0]
         guard outcome == .applied else {
             throw RPCError(.internalError, "the new record was not applied (\(outcome)); nothing was changed")
         }
         writers[uid] = writer
-        afterApply([record.record])
-        onApplied([AppliedRecord(record)])
+        afterApply([record.record], pairs: report.pairs)
+        changes.publish(.applied([AppliedRecord(record)]))
         return record
     }
 
-    /// Updates the card index and publishes match/message/unmatch events after records applied.
-    func afterApply(_ records: [Record]) {
+    /// Updates the card index and publishes the match/message/unmatch events of the pairs the
+    /// write changed. Whether a pair matched, unmatched or has new messages was decided once, by
+    /// the apply that wrote its `pairs` row (`PairChange`); nothing is compared again here.
+    /// Accounts that are locked get no events (their subscribers see the state on unlock).
+    func afterApply(_ records: [Record], pairs: [PairChange]) {
         // The cards the batch touched are read again when the feed is next asked for.
         let touched = records.filter { $0.type == .profile }.map(\.author)
         if !touched.isEmpty {
             staleCards.formUnion(touched)
             collectPhotos()
         }
-        guard records.contains(where: { $0.type != .profile }) else { return }
-        for (uid, writer) in writers {
-            let me = writer.author
-            guard let now = try? replica.pairSummaries(of: me) else { continue }
-            let before = pairSnapshots[me] ?? [:]
-            for s in now {
-                let old = before[s.other]
-                if s.matched && old?.matched != true {
-                    publish(uid, "match", RPCNotification(method: "event.match", params: ["id": .string(s.other.id), "name": names[s.other].map(JSON.string) ?? .null]))
-                }
-                if let by = s.unmatchedBy, old?.unmatchedBy == nil {
-                    publish(uid, "unmatch", RPCNotification(method: "event.unmatch", params: ["id": .string(s.other.id), "by": .string(by.id)]))
-                }
-                if s.messages > (old?.messages ?? 0), let view = try? replica.pairView(account: me, other: s.other) {
-                    for m in view.messages.suffix(s.messages - (old?.messages ?? 0)) {
-                        publish(uid, "message", RPCNotification(method: "event.message",
-                                                                params: ["with": .string(s.other.id), "message": messageJSON(m, me: me)]))
-                    }
+        guard !pairs.isEmpty else { return }
+        let uids = Dictionary(writers.map { ($0.value.author, $0.key) }, uniquingKeysWith: { first, _ in first })
+        for change in pairs.sorted(by: { ($0.account, $0.after.other) < ($1.account, $1.after.other) }) {
+            guard let uid = uids[change.account] else { continue }
+            let other = change.after.other
+            if change.becameMatched {
+                publish(uid, "match", RPCNotification(method: "event.match", params: ["id": .string(other.id), "name": names[other].map(JSON.string) ?? .null]))
+            }
+            if let by = change.unmatchedBy {
+                publish(uid, "unmatch", RPCNotification(method: "event.unmatch", params: ["id": .string(other.id), "by": .string(by.id)]))
+            }
+            if change.newMessages > 0, let view = try? replica.pairView(account: change.account, other: other) {
+                for m in view.messages.suffix(change.newMessages) {
+                    publish(uid, "message", RPCNotification(method: "event.message",
+                                                            params: ["with": .string(other.id), "message": messageJSON(m, me: change.account)]))
                 }
             }
-            pairSnapshots[me] = Dictionary(uniqueKeysWithValues: now.map { ($0.other, $0) })
         }
     }
 
@@ -608,14 +603,14 @@ public final class Node: @unchecked Sendable {
     public func broadcast(_ event: String, _ notification: RPCNotification) {
         queue.async { [self] in
             for (connection, sub) in subscriptions where sub.events.contains(event) {
-                deliver(connection, notification)
+                notifications.deliver(notification, to: connection)
             }
         }
     }
 
     func publish(_ uid: UInt32, _ event: String, _ notification: RPCNotification) {
         for (connection, sub) in subscriptions where sub.uid == uid && sub.events.contains(event) {
-            deliver(connection, notification)
+            notifications.deliver(notification, to: connection)
         }
     }
 

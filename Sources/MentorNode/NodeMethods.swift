@@ -98,7 +98,7 @@ extension Node {
             throw error
         }
         logger.info("account created", ["uid": "\(caller.uid)", "account": keys.publicKey.key.shortID])
-        onAccountsChanged()
+        changes.publish(.accountsChanged)
         return try accountInfo(caller.uid)
     }
 
@@ -443,7 +443,7 @@ extension Node {
             throw RPCError(.invalidParams, "unknown event \"\(bad)\"; events are \(known.sorted().joined(separator: ", "))")
         }
         _ = try me(caller)
-        guard claimSubscription(caller.connection) else {
+        guard notifications.claimSubscription(caller.connection) else {
             throw RPCError(.limitReached, "your user already holds the most subscribed connections allowed (api_subscriptions_per_user); close one (such as another `mentormate chat --follow`) and retry")
         }
         subscriptions[caller.connection] = (caller.uid, Set(events))
@@ -453,7 +453,7 @@ extension Node {
     // MARK: Node
 
     func peers() -> JSON {
-        ["peers": .array(runtimeInfo().peers.map(peerJSON))]
+        ["peers": .array(runtime.runtimeInfo().peers.map(peerJSON))]
     }
 
     /// The public digest of the replica (equal on nodes holding the same records) and how many
@@ -465,7 +465,7 @@ extension Node {
     }
 
     func status() throws -> JSON {
-        let info = runtimeInfo()
+        let info = runtime.runtimeInfo()
         let counts = try replica.counts()
         let accounts = try replica.nodeAccounts().count
         var problems: [String] = []

@@ -36,7 +36,7 @@ import MentorSystem
 ///   `BudgetGate` (`StorageBudget`: past the node-wide one strangers' records are declined, no
 ///   offence), batches waiting applied together (`ApplyBacklog`).
 /// - Push (PROTOCOL.md §13.7): `PushRelay` (`PushShell`/`PushLink`, over `PushLinks`) sends
-///   what is applied here (`Node.onApplied`) to every link but the one it came over — bodies on
+///   what is applied here (`Node.changes`) to every link but the one it came over — bodies on
 ///   the links the push tree keeps eager, `ihave` on the others — grafts an announced ID whose
 ///   body does not come within `graftTimeout`, and prunes a link its duplicates came over.
 /// - Nearby now: `NearbyAccounts` (`NearbyShell`/`NearbyLink`) sends `here` after hello and
@@ -54,7 +54,7 @@ import MentorSystem
 /// Threading: the listener, the links, the dialers and all session state live on `queue` (its
 /// own, never the node's). Replica reads run synchronously on `queue`; `Node.applyRemote` runs
 /// on the pipeline's `applyQueue` (serial) and its outcome comes back to `queue`; the node
-/// never waits on `queue` (its `onApplied` hops here with `async`, and `peers` reads a
+/// never waits on `queue` (its `NodeChanges` subscription hops here with `async`, and `peers` reads a
 /// lock-protected snapshot), so there is no cycle. `@unchecked Sendable`: mutable state is
 /// confined to `queue` — the pieces' too — except what `status` reads (`StatusBoard`, behind
 /// its lock), the storage budgets, which `BudgetGate` confines (to `applyQueue`, or behind its
@@ -63,31 +63,30 @@ public final class PeerManager: @unchecked Sendable {
     public let settings: Settings
     /// Where peers reach us (the bound port when `--listen` said 0).
     public let listenAddress: PeerAddress
-    private let node: Node
-    private let logger: any Logger
+    let node: Node
+    let logger: any Logger
     private let myKey: SigningPublicKey
-    private let queue = DispatchQueue(label: "MentorNode.PeerManager")
+    let queue = DispatchQueue(label: "MentorNode.PeerManager")
     private var listener: PeerListener!
-    typealias Connection = PeerConnection   // one link and its session's state, confined to `queue`
 
     // Confined to queue:
-    private var connections: [ObjectIdentifier: Connection] = [:]
+    var connections: [ObjectIdentifier: PeerConnection] = [:]
     private var serials: UInt64 = 0
-    private var stopped = false
+    var stopped = false
     /// Who is at fault when a link ends, and the refusals of their addresses.
-    private var defence: PeerDefence
+    var defence: PeerDefence
 
     // The pieces (each one's shell is this manager, set in `init`; see above):
-    private let dials: DialScheduler
-    private let pipeline: ApplyPipeline<PeerManager>
-    private let photos: PhotoExchange<PeerManager>
-    private let relay: PushRelay<PeerManager>
-    private let nearby: NearbyAccounts<PeerManager>
-    private let notifier: PeerNotifier<PeerManager>
+    let dials: DialScheduler
+    let pipeline: ApplyPipeline<PeerManager>
+    let photos: PhotoExchange<PeerManager>
+    let relay: PushRelay<PeerManager>
+    let nearby: NearbyAccounts<PeerManager>
+    let notifier: PeerNotifier<PeerManager>
     /// The storage budgets (on `applyQueue` or `queue` as each method says; behind its own lock).
     private let budgetGate: BudgetGate
     /// What `peers`, `recordsReceived` and `pushCounters` read without waiting on `queue`.
-    private let board = StatusBoard()
+    let board = StatusBoard()
 
     /// Binds `listener` (accepting starts with `start()`).
     public init(node: Node, listener tcp: TCPListener, staticPeers: [StaticPeer], settings: Settings = Settings(),
@@ -138,13 +137,12 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Starts accepting and dialling; hooks the node's applied records to the sessions.
     public func start() {
-        node.onApplied = { [weak self] records in
+        node.changes.subscribe { [weak self] change in
             guard let self else { return }
-            self.queue.async { self.localRecordsAdded(records) }
-        }
-        node.onAccountsChanged = { [weak self] in
-            guard let self else { return }
-            self.queue.async { self.nearby.accountsChanged() }
+            switch change {
+            case .applied(let records): self.queue.async { self.localRecordsAdded(records) }
+            case .accountsChanged: self.queue.async { self.nearby.accountsChanged() }
+            }
         }
         listener.start()
         queue.async { [self] in
@@ -220,10 +218,10 @@ public final class PeerManager: @unchecked Sendable {
 
     // MARK: Links (on queue)
 
-    private func adopt(_ link: PeerLink, via: LinkOrigin, staticIndex: Int?) {
+    func adopt(_ link: PeerLink, via: LinkOrigin, staticIndex: Int?) {
         guard !stopped else { link.close(); return }
         serials += 1
-        let connection = Connection(link: link, via: via, staticIndex: staticIndex,
+        let connection = PeerConnection(link: link, via: via, staticIndex: staticIndex,
                                     pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
                                     serial: serials, here: HereGate(burst: settings.hereBurst, period: settings.herePeriod))
         connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
@@ -241,7 +239,7 @@ public final class PeerManager: @unchecked Sendable {
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
     }
 
-    private func established(_ connection: Connection, _ key: SigningPublicKey) {
+    private func established(_ connection: PeerConnection, _ key: SigningPublicKey) {
         guard !stopped else { return }
         connection.peerKey = key
         // Two links to one node: keep the one whose initiator has the smaller key (both ends
@@ -293,7 +291,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     /// Ends a session: logs why, once, with the peer's address, and closes its link.
-    private func end(_ connection: Connection, _ reason: String) {
+    func end(_ connection: PeerConnection, _ reason: String) {
         guard !connection.closing else { return }
         connection.closing = true
         logger.info("sync with a peer ended", ["peer.address": "\(connection.link.remote)",
@@ -303,7 +301,7 @@ public final class PeerManager: @unchecked Sendable {
     }
 
     /// Refuses the peer's address for a while (`PeerDefence`) and says so.
-    private func punish(_ connection: Connection, _ reason: String) {
+    func punish(_ connection: PeerConnection, _ reason: String) {
         let punishment = defence.punish(connection.link.remote.host, reason: reason, now: .now)
         PeerDefence.log(punishment, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
     }
@@ -315,86 +313,5 @@ public final class PeerManager: @unchecked Sendable {
         if !records.isEmpty { photos.recordsApplied() }
         relay.applied(records)
         if records.contains(where: { PhotoSync.setsAPhoto($0.bytes) }) { photos.lookSoon() }
-    }
-
-    // MARK: What the pieces ask of the shell (on queue)
-
-    // Common to their protocols: the links, the queue's timers, the wire.
-    var isStopped: Bool { stopped }
-    var links: [Connection] { Array(connections.values) }
-
-    func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
-        let delay = max(.zero, at - .now).components
-        let nanoseconds = delay.seconds * 1_000_000_000 + delay.attoseconds / 1_000_000_000
-        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
-    }
-
-    func send(_ message: SyncMessage, on connection: Connection) { connection.send(message.encoded) }
-    func send(_ bytes: [UInt8], on connection: Connection) { connection.send(bytes) }
-
-    // `DialShell`: connecting, and what a redial waits for.
-    func connect(_ peer: StaticPeer, slot: Int) {
-        TCPDialer.connect(host: peer.host, port: peer.port, source: listenAddress.host, timeout: settings.dialTimeout, queue: queue) { [weak self] result in
-            guard let self else { return }
-            switch result {
-            case .failure(let error):
-                if !self.stopped { self.dials.dialFailed(slot, peer: peer, error: error) }
-            case .success(let stream):
-                guard !self.stopped else { stream.close(); return }
-                let link = PeerLink(stream: stream, role: .initiator, identity: self.node.nodeKeys, queue: self.queue,
-                                    settings: self.settings.link, logger: self.logger)
-                self.adopt(link, via: self.dials.via(slot), staticIndex: slot)
-                link.start()
-            }
-        }
-    }
-
-    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: .now) }
-    func isLinked(_ key: SigningPublicKey) -> Bool { connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 } }
-
-    // `LinkShell`: what each link's driver asks through its `LinkHost`.
-    var replica: Replica { node.replica }
-    func pushSignal(_ signal: PushSignal, on connection: Connection) { relay.signal(signal, from: connection) }
-    func announceSync(_ connection: Connection) { notifier.sync(connection) }
-    func publishNearby() { nearby.publish() }
-    func answerBlobRequest(_ hash: [UInt8], on connection: Connection) { photos.answer(hash, on: connection) }
-
-    func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: Connection) -> String? {
-        photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
-    }
-
-    /// A link's batch goes to the apply pipeline, counted for `status`; the accounts linked
-    /// nodes named are kept past the node-wide budget.
-    func verifyAndApply(_ batch: [[UInt8]], from connection: Connection) {
-        board.received(batch.count)
-        pipeline.submit(batch, from: connection) { author in
-            connections.values.contains(where: { $0.accounts.contains(author) })
-        }
-    }
-
-    func sessionFinished(_ connection: Connection, reason: String, blame: Bool) {
-        end(connection, reason)
-        if blame { punish(connection, reason) }
-    }
-
-    /// Photos waited for links catching up: this one may just have (after a hello with
-    /// nothing to exchange, or its last batch).
-    func sessionRan(_ connection: Connection) {
-        if !stopped, connection.session.isCaughtUp { photos.linkCaughtUp() }
-    }
-
-    // `ApplyShell`, `PhotoShell`, `NoticeShell`.
-    func link(_ key: ObjectIdentifier) -> Connection? { connections[key] }
-    func applyFailed(_ connection: Connection, reason: String) { end(connection, reason) }
-    func duplicatesApplied(_ count: Int, from connection: Connection) { relay.duplicates(count, from: connection) }
-    func blobAnswerOverdue(_ connection: Connection, reason: String) { end(connection, reason) }
-    func announcedCaughtUp() { photos.linkCaughtUp() }
-
-    /// A fork variant was applied: the links we dialled start a round now (the variant's
-    /// siblings elsewhere are found without waiting for the minute).
-    func forkApplied() {
-        for connection in connections.values where !connection.closing && connection.since != 0 && connection.session.role == .initiator {
-            connection.driver.startRound()
-        }
     }
 }

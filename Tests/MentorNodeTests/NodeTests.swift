@@ -11,6 +11,8 @@ final class TestNode {
     let dir: String
     let node: Node
     let events = EventLog()
+    /// What `status`, `peers` and `doctor` read as the daemon's facts; a test may change them.
+    let runtime = SettableRuntime()
 
     init(domains: [String] = [], workBits: Int = 0) throws {
         dir = NSTemporaryDirectory() + "mm-node-" + UUID().uuidString
@@ -21,9 +23,8 @@ final class TestNode {
         settings.accountWork = AccountWork.Requirement(bits: workBits, network: .default)
         let replica = try Replica(path: dir + "/replica.db", settings: settings)
         let config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
-        node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate())
-        let log = events
-        node.deliver = { connection, n in log.append(connection, n) }
+        node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(),
+                    notifications: events, runtime: runtime)
         try node.start()
     }
 
@@ -64,11 +65,25 @@ final class ResultLog: @unchecked Sendable {
     var mostAtOnce: Int { lock.lock(); defer { lock.unlock() }; return most }
 }
 
-final class EventLog: @unchecked Sendable {
+/// The node's notifications, by connection (its `NotificationSink`; every subscription granted).
+final class EventLog: NotificationSink, @unchecked Sendable {
     private let lock = NSLock()
     private var items: [(UInt64, RPCNotification)] = []
     func append(_ c: UInt64, _ n: RPCNotification) { lock.lock(); items.append((c, n)); lock.unlock() }
     var all: [(UInt64, RPCNotification)] { lock.lock(); defer { lock.unlock() }; return items }
+    func deliver(_ notification: RPCNotification, to connection: UInt64) { append(connection, notification) }
+    func claimSubscription(_ connection: UInt64) -> Bool { true }
+}
+
+/// Daemon facts a test sets (`RuntimeFacts`).
+final class SettableRuntime: RuntimeFacts, @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = NoRuntime().runtimeInfo()
+    var info: RuntimeInfo {
+        get { lock.withLock { current } }
+        set { lock.withLock { current = newValue } }
+    }
+    func runtimeInfo() -> RuntimeInfo { info }
 }
 
 @Suite struct NodeTests {
@@ -361,7 +376,7 @@ final class EventLog: @unchecked Sendable {
     @Test func doctorsDiscoveryCheckGivesTheFixThatFitsItsState() throws {
         let t = try TestNode()
         func check(_ discovery: String) throws -> JSON? {
-            t.node.runtimeInfo = { RuntimeInfo(socketPath: "", listen: nil, discovery: discovery, peers: [], startedAt: 0) }
+            t.runtime.info = RuntimeInfo(socketPath: "", listen: nil, discovery: discovery, peers: [], startedAt: 0)
             return try t.call(0, "doctor")["checks"]?.arrayValue?.first { $0["name"]?.stringValue == "mDNS discovery" }
         }
         let starting = try #require(try check("starting"))

@@ -38,7 +38,7 @@ import MentorStore
         }
     }
 
-    /// What `Node.onApplied` was given, collected across threads.
+    /// The records `Node.changes` published, collected across threads.
     final class AppliedLog: @unchecked Sendable {   // `records` only under `lock`
         private let lock = NSLock()
         private var records: [AppliedRecord] = []
@@ -52,7 +52,7 @@ import MentorStore
     @Test func batchesAppliedTogetherKeepTheirOwnOutcomesAndOrigins() throws {
         let n = try TestNode()
         let log = AppliedLog()
-        n.node.onApplied = { log.append($0) }
+        n.node.changes.subscribe { if case .applied(let records) = $0 { log.append(records) } }
         let r = try Self.cards(authors: 2)   // [a1, a2, b1, b2]
         let first = n.node.replica.verify([r[0], r[1], [0xFF, 0x00]])
         let second = n.node.replica.verify([r[2], r[0]])

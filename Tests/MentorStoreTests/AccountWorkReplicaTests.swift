@@ -55,7 +55,7 @@ import MentorCrypto
         guard case .refused(let e) = try r.applyOne(workless) else { Issue.record("a workless first card was taken"); return }
         #expect(e.code == .insufficientWork)
         #expect(try r.counts().pending == 1, "the held record stays held")
-        let (outcomes, stored) = try r.applyReporting(batch: [first.encoded])
+        let report = try r.applyReporting(batch: [first.encoded]); let (outcomes, stored) = (report.outcomes, report.stored)
         #expect(outcomes == [.applied] && stored.count == 2, "the valid first record releases the held one")
         #expect(try r.card(of: key.publicKey.key)?.card.bio == "second")
     }

@@ -194,6 +194,33 @@ import MentorCrypto
         }
     }
 
+    /// The apply that writes a pair's row reports what changed in it — the one decision the
+    /// node's `event.match`/`event.unmatch`/`event.message` are read from.
+    @Test func eachApplyReportsThePairsItChangedOnceAsTheRowChanged() throws {
+        var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
+        let anaNode = try memoryReplica(unlocking: [ana])
+        let cards = try anaNode.applyReporting(batch: [try a.profile(ProfileCard(name: "Ana", role: .student), at: 1),
+                                                       try b.profile(ProfileCard(name: "Ben", role: .tutor), at: 1)].map(\.encoded))
+        #expect(cards.pairs.isEmpty)
+        let anaLike = try a.like(b.author, at: 2)
+        let liked = try anaNode.applyReporting(batch: [anaLike.encoded])
+        #expect(liked.pairs.count == 1 && liked.pairs[0].before == nil && liked.pairs[0].after.iLike)
+        #expect(!liked.pairs[0].becameMatched)
+        let benLike = try b.like(a.author, at: 3)
+        let matched = try anaNode.applyReporting(batch: [benLike.encoded])
+        #expect(matched.pairs.map(\.account) == [a.author] && matched.pairs[0].becameMatched)
+        #expect(matched.pairs[0].after.other == b.author && matched.pairs[0].newMessages == 0)
+        // The same record again changes nothing, so nothing is reported.
+        #expect(try anaNode.applyReporting(batch: [benLike.encoded]).pairs.isEmpty)
+        let chat = try anaNode.applyReporting(batch: [try b.chat(to: a.author, peerSeq: 2, answers: anaLike.id, text: "noon?", at: 4).encoded])
+        #expect(chat.pairs.count == 1 && chat.pairs[0].newMessages == 1 && !chat.pairs[0].becameMatched)
+        let unmatch = try anaNode.applyReporting(batch: [try b.unmatch(a.author, peerSeq: 2, at: 5).encoded])
+        #expect(unmatch.pairs.count == 1 && unmatch.pairs[0].unmatchedBy == b.author && !unmatch.pairs[0].after.matched)
+        // A node with no local account in the pair decides nothing about it.
+        let relay = try memoryReplica()
+        #expect(try relay.applyReporting(batch: [anaLike.encoded, benLike.encoded]).pairs.isEmpty)
+    }
+
     @Test func unlockingLaterMaterializesRecordsAlreadyHeld() throws {
         var a = RecordWriter(keys: ana), b = RecordWriter(keys: ben)
         let node = try memoryReplica()

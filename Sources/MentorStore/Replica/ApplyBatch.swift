@@ -28,6 +28,8 @@ struct ApplyBatch {
     private let statements = StatementsByLiteral()
     /// Pairs whose view must be recomputed at the end of the batch.
     private var dirtyPairs: Set<PairKey> = []
+    /// The pairs of local accounts whose summary this batch changed (`finish`), in no order.
+    private(set) var pairChanges: [PairChange] = []
     /// The entries of each card register this batch has read or written, exactly as a SELECT
     /// of `card_entries` would return them now, so a register written again in the same batch
     /// is not read back and its clocks not decoded again. Emptied when card entries change
@@ -588,6 +590,16 @@ struct ApplyBatch {
         }
         for pair in dirtyPairs {
             let view = try PairQueries.view(db, account: pair.account, other: pair.other)
+            let before = try db.cachedStatement("""
+                SELECT i_like, they_like, matched, unmatched_by, messages FROM pairs WHERE account = ? AND other = ?
+                """).queryOne([.blob(pair.account.bytes), .blob(pair.other.bytes)]).map { row in
+                    PairSummary(other: pair.other, iLike: row.int64(0) == 1, theyLike: row.int64(1) == 1,
+                                matched: row.int64(2) == 1, unmatchedBy: row.blob(3).flatMap(PublicKey.init(bytes:)),
+                                messages: row.int(4) ?? 0)
+                }
+            let after = PairSummary(other: pair.other, iLike: view.iLike, theyLike: view.theyLike, matched: view.matched,
+                                    unmatchedBy: view.unmatchedBy, messages: view.messages.count)
+            if after != before { pairChanges.append(PairChange(account: pair.account, before: before, after: after)) }
             try db.cachedStatement("""
                 INSERT OR REPLACE INTO pairs(account, other, i_like, they_like, matched, unmatched_by, messages)
                 VALUES (?, ?, ?, ?, ?, ?, ?)

@@ -267,6 +267,30 @@ public struct PairSummary: Sendable, Equatable {
     public var messages: Int
 }
 
+/// One pair of a local account whose summary a write changed: the `pairs` row before and after
+/// the transaction. A match, an unmatch or new messages are decided here, once (`ApplyBatch.finish`
+/// writes the row); the node's events are read off these changes.
+public struct PairChange: Sendable, Equatable {
+    public var account: PublicKey
+    /// The row before (nil: the pair had no private records yet).
+    public var before: PairSummary?
+    public var after: PairSummary
+
+    public var becameMatched: Bool { after.matched && before?.matched != true }
+    /// Who unmatched, when this change is the unmatch.
+    public var unmatchedBy: PublicKey? { before?.unmatchedBy == nil ? after.unmatchedBy : nil }
+    /// How many messages the change added (the newest ones of the pair).
+    public var newMessages: Int { max(0, after.messages - (before?.messages ?? 0)) }
+}
+
+/// What one write transaction did: each record's outcome, the records it stored (held ones it
+/// released included, in the order stored), and the pairs of local accounts it changed.
+public struct ApplyReport: Sendable {
+    public var outcomes: [ApplyOutcome]
+    public var stored: [VerifiedRecord]
+    public var pairs: [PairChange]
+}
+
 public struct BlobError: Error, Sendable, CustomStringConvertible {
     public var message: String
     public var storage: StoreError?

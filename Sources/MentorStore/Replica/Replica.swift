@@ -209,12 +209,11 @@ public final class Replica: @unchecked Sendable {
     /// Verifies and applies a batch, and also returns every record that became part of the
     /// replica — including held records that this batch released — in the order stored. This is
     /// what the node indexes and pushes on to its peers.
-    public func applyReporting(batch: [[UInt8]]) throws(StoreError) -> (outcomes: [ApplyOutcome], stored: [VerifiedRecord]) {
+    public func applyReporting(batch: [[UInt8]]) throws(StoreError) -> ApplyReport {
         try applyReporting(verified: verify(batch))
     }
 
-    public func applyReporting(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError)
-        -> (outcomes: [ApplyOutcome], stored: [VerifiedRecord]) {
+    public func applyReporting(verified: [Result<VerifiedRecord, RecordError>]) throws(StoreError) -> ApplyReport {
         let now = settings.now()
         return try write { db throws(StoreError) in
             var batch = ApplyBatch(db: db, settings: settings, openers: openers, now: now)
@@ -235,7 +234,7 @@ public final class Replica: @unchecked Sendable {
             try batch.finish(recon: &reconInTransaction)
             openers = batch.openers
             countChanges = batch.countChanges
-            return (outcomes, batch.stored)
+            return ApplyReport(outcomes: outcomes, stored: batch.stored, pairs: batch.pairChanges)
         }
     }
 
@@ -243,6 +242,11 @@ public final class Replica: @unchecked Sendable {
     /// `futureTolerance` ahead of `now`), in (author, seq) order, in one transaction; returns
     /// every record that became part of the replica (with held records they released).
     public func releaseDue() throws(StoreError) -> [VerifiedRecord] {
+        try releaseDueReporting().stored
+    }
+
+    /// `releaseDue`, with the pairs of local accounts the released records changed.
+    public func releaseDueReporting() throws(StoreError) -> ApplyReport {
         let now = settings.now()
         return try write { db throws(StoreError) in
             var batch = ApplyBatch(db: db, settings: settings, openers: openers, now: now)
@@ -251,7 +255,7 @@ public final class Replica: @unchecked Sendable {
             try batch.finish(recon: &reconInTransaction)
             openers = batch.openers
             countChanges = batch.countChanges
-            return batch.stored
+            return ApplyReport(outcomes: [], stored: batch.stored, pairs: batch.pairChanges)
         }
     }
 
