@@ -24,16 +24,21 @@ let package = Package(
         // Linux calls Swift's Glibc module does not show (SO_PEERCRED's struct ucred, flock, ...).
         .target(name: "CPosix", path: "Sources/CPosix"),
 
+        // System calls: the one `Syscall` namespace (EINTR retried, EAGAIN as a value), the one
+        // `FileDescriptor`, `SystemError`, socket addresses, `StandardStream`, `Logger`. Glibc and
+        // CPosix only; everything that calls the C library for I/O goes through it.
+        .target(name: "MentorSystem", dependencies: ["CPosix"], path: "Sources/MentorSystem"),
+
         // Pure core: records, clocks, merge rules. Foundation only, no I/O.
         .target(name: "MentorCore", path: "Sources/MentorCore"),
         // Keys, signing, sealing, key files over libsodium.
-        .target(name: "MentorCrypto", dependencies: ["CSodium", "MentorCore"], path: "Sources/MentorCrypto"),
+        .target(name: "MentorCrypto", dependencies: ["CSodium", "MentorCore", "MentorSystem"], path: "Sources/MentorCrypto"),
         // SQLite wrapper, migrations, the replica.
         .target(name: "MentorStore", dependencies: ["CSQLite", "MentorCore", "MentorCrypto"],
                 path: "Sources/MentorStore"),
         // The API's wire: JSON-RPC types, the JSON codec, line framing, the socket path, and
         // `RPCClient`. Shared by the daemon and the client; no command-line code.
-        .target(name: "MentorAPI", dependencies: ["CPosix"], path: "Sources/MentorAPI"),
+        .target(name: "MentorAPI", dependencies: ["MentorSystem"], path: "Sources/MentorAPI"),
         // A small command-line parser in the shape of swift-argument-parser: the lexer, options,
         // help and usage errors. Both programs parse their flags with it.
         .target(name: "MentorArguments", path: "Sources/MentorArguments"),
@@ -41,17 +46,17 @@ let package = Package(
         // Only the client links it (`mentormated` does not).
         .target(name: "MentorCLI", dependencies: ["MentorAPI", "MentorArguments"], path: "Sources/MentorCLI"),
         // Sockets, the event loop and the API server.
-        .target(name: "MentorNet", dependencies: ["CPosix", "CDNSSD", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
+        .target(name: "MentorNet", dependencies: ["CDNSSD", "MentorSystem", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.
         .target(name: "MentorNode",
-                dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorNet"],
+                dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorSystem", "MentorAPI", "MentorNet"],
                 path: "Sources/MentorNode"),
 
         .executableTarget(name: "mentormated",
-                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorAPI", "MentorArguments",
-                                         "MentorNet", "MentorNode"],
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorSystem", "MentorAPI",
+                                         "MentorArguments", "MentorNet", "MentorNode"],
                           path: "Daemon"),
-        .executableTarget(name: "mentormate", dependencies: ["MentorAPI", "MentorCLI"], path: "Client"),
+        .executableTarget(name: "mentormate", dependencies: ["MentorSystem", "MentorAPI", "MentorCLI"], path: "Client"),
 
         // Benchmarks and test helper programs.
         .executableTarget(name: "mentormate-bench",
@@ -60,12 +65,12 @@ let package = Package(
         .executableTarget(name: "mentormate-hostile-peer",
                           dependencies: ["MentorCore", "MentorCrypto"],
                           path: "Tests/Tools/mentormate-hostile-peer"),
-        .executableTarget(name: "mentormate-api-hog", dependencies: ["MentorAPI"],
+        .executableTarget(name: "mentormate-api-hog", dependencies: ["MentorSystem", "MentorAPI"],
                           path: "Tests/Tools/mentormate-api-hog"),
         .executableTarget(name: "mentormate-crashchild",
                           dependencies: ["MentorCore", "MentorCrypto", "MentorStore"],
                           path: "Tests/Tools/mentormate-crashchild"),
-        .executableTarget(name: "mentormate-dnssd-probe", dependencies: ["MentorNet"],
+        .executableTarget(name: "mentormate-dnssd-probe", dependencies: ["MentorSystem", "MentorNet"],
                           path: "Tests/Tools/mentormate-dnssd-probe"),
 
         // What the fuzzers run (Fuzz/) and the regression tests replay (Tests/FuzzRegressions/).
@@ -82,14 +87,15 @@ let package = Package(
                     swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
-        .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),
+        .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorSystem", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),
         .testTarget(name: "MentorCLITests", dependencies: ["MentorCLI", "MentorArguments", "MentorAPI"],
                     path: "Tests/MentorCLITests"),
-        .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorAPI", "MentorCrypto", "MentorCore"],
+        .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorSystem", "MentorAPI", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorNodeTests"),
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MentorFuzzTargets"],
                     path: "Tests/FuzzRegressionTests"),
-        .testTarget(name: "EndToEndTests", dependencies: ["MentorAPI"], path: "Tests/EndToEndTests"),
+        .testTarget(name: "EndToEndTests", dependencies: ["MentorSystem", "MentorAPI"], path: "Tests/EndToEndTests"),
+        .testTarget(name: "MentorSystemTests", dependencies: ["MentorSystem"], path: "Tests/MentorSystemTests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),
     ],

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import MentorAPI
 import MentorCLI
+import MentorSystem
 
 /// The terminal in raw mode for `mentormate swipe` — the only termios code of the client apart
 /// from the passphrase prompt's echo switch (SystemHost.readSecret). Plain ANSI: keys are read
@@ -36,14 +37,7 @@ final class RawTerminal: InteractiveTerminal {
     }
 
     func write(_ text: String) {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(1, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
+        StandardStream.write(text, to: 1)
     }
 
     func next() -> TerminalInput {
@@ -54,16 +48,21 @@ final class RawTerminal: InteractiveTerminal {
             }
             if let input = parse() { return input }
             // An ESC alone waits a moment for the rest of an arrow key's sequence.
-            var fd = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&fd, 1, pending.isEmpty ? 200 : 50)
-            if ready < 0 { if errno == EINTR { continue }; return .end }
-            if ready == 0 {
+            switch try? Syscall.poll(0, events: Int16(POLLIN), timeoutMilliseconds: pending.isEmpty ? 200 : 50) {
+            case .ready?: break
+            case .interrupted?: continue  // SIGWINCH, seen at the top of the loop
+            case .timedOut?:
                 if !pending.isEmpty { pending.removeAll(); continue }  // a lone ESC: ignored
                 continue
+            case nil: return .end
             }
             var buffer = [UInt8](repeating: 0, count: 64)
-            let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-            if n < 0 { if errno == EINTR || errno == EAGAIN { continue }; return .end }
+            let n: Int
+            switch try? Syscall.read(0, into: &buffer) {
+            case .done(let count)?: n = count
+            case .wouldBlock?: continue
+            case nil: return .end
+            }
             if n == 0 { return .end }
             pending += buffer[..<n]
         }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import MentorAPI
 import MentorCLI
+import MentorSystem
 
 /// The real surroundings of `mentormate`: stdout and stderr, the socket, files, the terminal
 /// and signals. Everything a command decides is in MentorAPI/CommandLine; this is only I/O.
@@ -47,11 +48,16 @@ final class SystemHost: ClientHost {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EISDIR { throw .isDirectory }
-                throw .other(String(cString: strerror(errno)))
+            let n: Int
+            do throws(SystemError) {
+                // A regular file never blocks: `.wouldBlock` is not expected, and refused like an error.
+                guard case .done(let count) = try Syscall.read(fd, into: &chunk) else {
+                    throw SystemError(.system, errno: EAGAIN, "read \(path)")
+                }
+                n = count
+            } catch {
+                if error.errno == EISDIR { throw .isDirectory }
+                throw .other(String(cString: strerror(error.errno)))
             }
             if n == 0 { return bytes }
             bytes.append(contentsOf: chunk[..<n])
@@ -93,9 +99,9 @@ final class SystemHost: ClientHost {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while true {
-            let n = read(0, &byte, 1)
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+            guard case .done(1)? = try? Syscall.read(0, into: &byte) else {
+                return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+            }
             if byte == 0x0A { return String(decoding: bytes, as: UTF8.self) }
             if bytes.count < 4096 { bytes.append(byte) }
         }
@@ -118,10 +124,14 @@ final class SystemHost: ClientHost {
         defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
         var byte: UInt8 = 0
         while true {
-            let n = read(fd, &byte, 1)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ClientError("cannot read the passphrase: \(String(cString: strerror(errno)))")
+            let n: Int
+            do throws(SystemError) {
+                switch try Syscall.read(fd, into: &byte) {
+                case .done(let count): n = count
+                case .wouldBlock: throw SystemError(.system, errno: EAGAIN, "read")
+                }
+            } catch {
+                throw ClientError("cannot read the passphrase: \(String(cString: strerror(error.errno)))")
             }
             if n == 0 {
                 if bytes.isEmpty { return nil }
@@ -142,14 +152,7 @@ final class SystemHost: ClientHost {
 
     /// Writes to stderr without the newline `StandardStream` adds (for a prompt).
     static func writeRaw(_ text: String) {
-        let bytes = Array(text.utf8)
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { write(2, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            if n <= 0 { return }
-            offset += n
-        }
+        StandardStream.write(text, to: 2)
     }
 }
 

@@ -3,6 +3,7 @@ import MentorArguments
 import MentorCrypto
 import MentorNet
 import MentorNode
+import MentorSystem
 
 /// `mentormated`'s flags (SPEC §5). Flags win over the config file.
 struct DaemonCommand: ParsableCommand {

@@ -4,6 +4,7 @@ import Glibc
 #endif
 import MentorNet
 import Synchronization
+import MentorSystem
 
 /// One line per event on standard error: `LEVEL message key=value…`. When standard error is
 /// the journal (`JOURNAL_STREAM` names it), each line starts with its syslog priority (`<6>`),

@@ -11,6 +11,7 @@ import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 // mentormated: parse flags, load settings, take the state directory, open the replica, serve
 // the API socket until SIGTERM/SIGINT. Everything else lives in the library modules.

@@ -3,6 +3,7 @@ import MentorAPI
 import MentorNet
 import MentorNode
 import Synchronization
+import MentorSystem
 
 /// Bridges the API server to the node: each request runs on the node's queue as the caller's
 /// Unix user; notifications go back to the connections that subscribed.

@@ -2,16 +2,17 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 /// The sd_notify protocol (systemd's `Type=notify`), without libsystemd: each message is one
 /// datagram of `KEY=value` lines sent to the Unix socket named by `NOTIFY_SOCKET` (a path, or an
 /// abstract address when it starts with `@`). Sending never blocks and never fails the daemon:
 /// a lost message is logged by the caller at most.
 ///
-/// `@unchecked Sendable`: every member is immutable after `init`; `sendto` on one datagram
-/// socket is safe from several threads.
+/// `@unchecked Sendable`: every member is immutable after `init` (the descriptor is closed only
+/// when the notifier goes); `sendto` on one datagram socket is safe from several threads.
 final class ServiceNotifier: @unchecked Sendable {
-    private let fd: Int32
+    private let socket: FileDescriptor
     private var address = sockaddr_un()
     private let length: socklen_t
     let socketName: String
@@ -31,12 +32,11 @@ final class ServiceNotifier: @unchecked Sendable {
         }
         let offset = MemoryLayout<sockaddr_un>.offset(of: \sockaddr_un.sun_path) ?? 2
         length = socklen_t(offset + path.count + (abstract ? 0 : 1))
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return nil }
+        socket = FileDescriptor(fd)
         socketName = name
     }
-
-    deinit { close(fd) }
 
     /// Sends one message (`READY=1`, `STATUS=…`, `WATCHDOG=1` …, several joined by newlines).
     /// Returns the errno on failure.
@@ -47,7 +47,7 @@ final class ServiceNotifier: @unchecked Sendable {
         let sent = bytes.withUnsafeMutableBytes { buffer in
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length)
+                    sendto(socket.raw, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL), $0, length)
                 }
             }
         }

@@ -2,6 +2,7 @@ import MentorAPI
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 /// The private files of the daemon: the state directory and the network key file.
 ///
@@ -34,12 +35,13 @@ enum PrivateFiles {
                               hint: "choose a writable directory with --state-dir")
         }
         // Exactly 0700 whatever the umask, set on the directory we just made (O_NOFOLLOW).
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw DaemonError("cannot open the new state directory \(path): \(String(cString: strerror(errno)))")
+        let directory: FileDescriptor
+        do throws(SystemError) {
+            directory = try Syscall.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        } catch {
+            throw DaemonError("cannot open the new state directory \(path): \(String(cString: strerror(error.errno)))")
         }
-        defer { close(fd) }
-        guard fstat(fd, &st) == 0, st.st_uid == geteuid(), fchmod(fd, 0o700) == 0 else {
+        guard fstat(directory.raw, &st) == 0, st.st_uid == geteuid(), fchmod(directory.raw, 0o700) == 0 else {
             throw DaemonError("cannot make the new state directory \(path) private: \(String(cString: strerror(errno)))",
                               hint: "choose another directory with --state-dir")
         }
@@ -78,16 +80,17 @@ enum PrivateFiles {
     /// The 32 bytes of the network key file, refused unless only its owner may read it.
     static func readNetworkKey(_ path: String) throws(DaemonError) -> [UInt8] {
         let createHint = "create one with: (umask 077; head -c 32 /dev/urandom > \(path)), readable by the user running mentormated"
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else {
-            let code = errno
+        let file: FileDescriptor
+        do throws(SystemError) {
+            file = try Syscall.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+        } catch {
+            let code = error.errno
             throw DaemonError("cannot open the network key file \(path): \(String(cString: strerror(code)))",
                               hint: code == ENOENT ? createHint
                                   : "let the user running mentormated read it: chown \(SocketPath.userName(geteuid()) ?? "\(geteuid())") \(path) && chmod 600 \(path)")
         }
-        defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
+        guard fstat(file.raw, &st) == 0, st.st_mode & S_IFMT == S_IFREG else {
             throw DaemonError("the network key file \(path) is not a regular file", hint: createHint)
         }
         let mode = st.st_mode & 0o7777
@@ -97,8 +100,7 @@ enum PrivateFiles {
         }
         var bytes = [UInt8](repeating: 0, count: 33)
         defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } } }
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count == 32 else {
+        guard case .done(32)? = try? Syscall.read(file, into: &bytes) else {
             throw DaemonError("the network key file \(path) must hold exactly 32 bytes", hint: createHint)
         }
         return Array(bytes[..<32])

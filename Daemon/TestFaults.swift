@@ -4,6 +4,7 @@ import MentorNode
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 /// A fault switch for the watchdog tests, and nothing else: with `MENTORMATE_TEST_WEDGE=node`
 /// (or `=api`) in the daemon's environment when it starts, SIGUSR1 blocks the node's serial

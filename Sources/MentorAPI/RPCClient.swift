@@ -1,7 +1,7 @@
-import CPosix
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 /// A blocking JSON-RPC client for the daemon's Unix socket (docs/API.md), for `mentormate`.
 ///
@@ -19,7 +19,7 @@ public final class RPCClient {
     /// How long `call` waits for its response (and `connect`/`send` for the socket); nil waits
     /// for ever.
     public var timeout: Duration?
-    private var fd: Int32
+    private let socket: FileDescriptor
     private var framer = LineFramer(maxLine: RPCClient.maxResponseLine)
     private var lines: [[UInt8]] = []
     private var notifications: [RPCNotification] = []
@@ -47,26 +47,27 @@ public final class RPCClient {
             throw .connection(RPCConnectionError(
                 .connectFailed, "socket path \(path) is empty or longer than \(UnixSocketAddress.maxPathBytes) bytes; use a shorter --socket"))
         }
-        let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        fd = socket(AF_UNIX, type, 0)
-        guard fd >= 0 else {
-            throw .connection(RPCConnectionError(.connectFailed, "cannot create a socket", errno: errno))
+        do throws(SystemError) {
+            socket = try Syscall.unixSocket(nonBlocking: false)
+        } catch {
+            throw .connection(RPCConnectionError(.connectFailed, "cannot create a socket", errno: error.errno))
         }
-        if let timeout { Self.setSendTimeout(fd, timeout) }  // also bounds connect() on a Unix socket
-        var result: Int32
-        repeat {
-            result = address.withSockaddr { Glibc.connect(fd, $0, $1) }
-        } while result != 0 && errno == EINTR
-        guard result == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            fd = -1
-            throw .connection(Self.connectError(path: path, errno: code))
+        if let timeout { Self.setSendTimeout(socket, timeout) }  // also bounds connect() on a Unix socket
+        let connected: IOResult<Void>
+        do throws(SystemError) {
+            connected = try Syscall.connect(socket, address)
+        } catch {
+            try? socket.close()
+            throw .connection(Self.connectError(path: path, errno: error.errno))
+        }
+        // `.wouldBlock`: the send timeout passed while the listener's backlog was full.
+        guard case .done = connected else {
+            try? socket.close()
+            throw .connection(Self.connectError(path: path, errno: EAGAIN))
         }
         let allowed = trusted ?? SocketPath.trustedServers(for: path, environment: Self.pathEnvironment())
-        if let refusal = Self.checkServer(fd, path: path, trusted: allowed) {
-            Glibc.close(fd)
-            fd = -1
+        if let refusal = Self.checkServer(socket, path: path, trusted: allowed) {
+            try? socket.close()
             throw .connection(refusal)
         }
     }
@@ -82,12 +83,14 @@ public final class RPCClient {
 
     /// Nil when the process that listens on `fd`'s peer runs as one of `trusted`; otherwise the
     /// error, naming the path, the uid found and the fix.
-    static func checkServer(_ fd: Int32, path: String, trusted: SocketPath.TrustedServers) -> RPCConnectionError? {
-        var pid: pid_t = 0, uid: uid_t = 0, gid: gid_t = 0
-        guard cposix_peer_cred(fd, &pid, &uid, &gid) == 0 else {
+    static func checkServer(_ fd: FileDescriptor, path: String, trusted: SocketPath.TrustedServers) -> RPCConnectionError? {
+        let uid: uid_t
+        do throws(SystemError) {
+            uid = try Syscall.peerCredentials(fd).uid
+        } catch {
             return RPCConnectionError(.untrustedServer,
                 "cannot tell who serves \(path) (SO_PEERCRED failed), so nothing was sent to it; use a mentormated socket (--socket PATH)",
-                errno: errno)
+                errno: error.errno)
         }
         guard !trusted.uids.contains(uid) else { return nil }
         let owner = SocketPath.userName(uid).map { "uid \(uid) (\($0))" } ?? "uid \(uid)"
@@ -101,9 +104,7 @@ public final class RPCClient {
 
     /// Closes the connection. Later calls fail with `.closed`.
     public func close() {
-        guard fd >= 0 else { return }
-        Glibc.close(fd)
-        fd = -1
+        try? socket.close()
     }
 
     /// Calls `method` and returns its result. Notifications that arrive meanwhile are kept for
@@ -177,20 +178,22 @@ public final class RPCClient {
     }
 
     private func send(_ bytes: [UInt8]) throws(RPCClientError) {
-        guard fd >= 0 else { throw .connection(Self.closedError()) }
+        guard socket.isOpen else { throw .connection(Self.closedError()) }
         var offset = 0
         while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
-            if n >= 0 {
-                offset += n
-                continue
+            let sent: IOResult<Int>
+            do throws(SystemError) {
+                sent = try Syscall.send(socket, bytes, from: offset)
+            } catch {
+                switch error.errno {
+                case EPIPE, ECONNRESET: throw .connection(Self.closedError())
+                case let code: throw .connection(RPCConnectionError(.io, "writing to \(path) failed", errno: code))
+                }
             }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK:
+            switch sent {
+            case .done(let count): offset += count
+            case .wouldBlock:  // the send timeout passed
                 throw .connection(RPCConnectionError(.timedOut, "mentormated is not reading its socket (\(path)); it may be stuck"))
-            case EPIPE, ECONNRESET: throw .connection(Self.closedError())
-            case let code: throw .connection(RPCConnectionError(.io, "writing to \(path) failed", errno: code))
             }
         }
     }
@@ -198,17 +201,20 @@ public final class RPCClient {
     /// The next line, or nil when `deadline` passes first.
     private func readLine(until deadline: ContinuousClock.Instant?) throws(RPCClientError) -> [UInt8]? {
         while lines.isEmpty {
-            guard fd >= 0 else { throw .connection(Self.closedError()) }
+            guard socket.isOpen else { throw .connection(Self.closedError()) }
             if let deadline {
                 guard try waitReadable(until: deadline) else { return nil }
             }
             var chunk = [UInt8](repeating: 0, count: 1 << 16)
-            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                if code == ECONNRESET { throw .connection(Self.closedError()) }
-                throw .connection(RPCConnectionError(.io, "reading from \(path) failed", errno: code))
+            let read: IOResult<Int>
+            do throws(SystemError) {
+                read = try Syscall.read(socket, into: &chunk)
+            } catch {
+                if error.errno == ECONNRESET { throw .connection(Self.closedError()) }
+                throw .connection(RPCConnectionError(.io, "reading from \(path) failed", errno: error.errno))
+            }
+            guard case .done(let n) = read else {
+                throw .connection(RPCConnectionError(.io, "reading from \(path) failed", errno: EAGAIN))
             }
             if n == 0 { throw .connection(Self.closedError()) }
             do throws(LineFramer.Failure) {
@@ -226,20 +232,20 @@ public final class RPCClient {
             guard left > .zero else { return false }
             let (seconds, attoseconds) = left.components
             let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let r = poll(&p, 1, milliseconds)
-            if r > 0 { return true }
-            if r < 0 && errno != EINTR {
-                throw .connection(RPCConnectionError(.io, "waiting for \(path) failed", errno: errno))
+            do throws(SystemError) {
+                // Timed out or interrupted: the loop looks at the time left again.
+                if try Syscall.poll(socket.raw, events: Int16(POLLIN), timeoutMilliseconds: milliseconds) == .ready { return true }
+            } catch {
+                throw .connection(RPCConnectionError(.io, "waiting for \(path) failed", errno: error.errno))
             }
         }
     }
 
-    private static func setSendTimeout(_ fd: Int32, _ timeout: Duration) {
+    private static func setSendTimeout(_ fd: FileDescriptor, _ timeout: Duration) {
         let (seconds, attoseconds) = timeout.components
         var tv = timeval(tv_sec: Int(seconds), tv_usec: Int(attoseconds / 1_000_000_000_000))
         if tv.tv_sec == 0 && tv.tv_usec == 0 { tv.tv_usec = 1 }  // zero would mean "no timeout"
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd.raw, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
     }
 
     private static func closedError() -> RPCConnectionError {
@@ -325,38 +331,5 @@ public struct RPCConnectionError: Error, Sendable, Equatable, CustomStringConver
         /// The socket is served by a user the client does not trust with its requests
         /// (`SO_PEERCRED`); nothing was sent.
         public static let untrustedServer = Code(rawValue: 9)
-    }
-}
-
-/// A Unix socket address (`sockaddr_un`) for a path. Shared by this client and the daemon's
-/// listener (MentorNet), so the path rules live in one place.
-public struct UnixSocketAddress: Sendable {
-    /// `sun_path` holds 108 bytes including the terminating NUL.
-    public static let maxPathBytes = 107
-
-    public let path: String
-    private let pathBytes: [UInt8]
-
-    /// Nil when `path` is empty, contains a NUL byte, or is longer than `maxPathBytes`.
-    public init?(path: String) {
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count <= Self.maxPathBytes, !bytes.contains(0) else { return nil }
-        self.path = path
-        self.pathBytes = bytes
-    }
-
-    /// Calls `body` with the address and its length, for `bind` and `connect`.
-    public func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: pathBytes)
-            raw[pathBytes.count] = 0
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                body($0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import MentorSystem
 
 /// Key files: an Ed25519 identity key on disk, readable only by its owner (mode 0600).
 ///
@@ -236,15 +237,17 @@ public enum KeyFile {
     /// actually read even if the path is swapped meanwhile.
     static func readOwnerOnlyFile(_ path: String) throws(CryptoError) -> [UInt8] {
         // O_NONBLOCK: opening a FIFO planted at the path must not hang; no effect on regular files.
-        let file = try FileDescriptor.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) { error in
-            error.number == ENOENT
+        let file: FileDescriptor
+        do throws(SystemError) {
+            file = try Syscall.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        } catch {
+            throw error.errno == ENOENT
                 ? CryptoError(.keyFileMissing, "no key file at \(path); check the path, or generate a new identity key there")
-                : CryptoError(.keyFileIO, "cannot open key file \(path): \(error)")
+                : CryptoError(.keyFileIO, "cannot open key file \(path): \(error.errnoDescription)")
         }
-        let fd = file.raw
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            throw CryptoError(.keyFileIO, "cannot stat key file \(path): \(SystemError.current)")
+        let info: stat
+        do throws(SystemError) { info = try Syscall.status(file) } catch {
+            throw CryptoError(.keyFileIO, "cannot stat key file \(path): \(error.errnoDescription)")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
             throw CryptoError(.malformedKeyFile, "\(path) is not a regular file; point to the key file itself")
@@ -262,10 +265,16 @@ public enum KeyFile {
         defer { zeroize(&buffer) }
         var filled = 0
         while filled < buffer.count {
-            let count = buffer.withUnsafeMutableBytes { raw in
-                readSome(fd, raw.baseAddress! + filled, raw.count - filled)
+            let result: IOResult<Int>
+            do throws(SystemError) {
+                result = try Syscall.read(file, into: &buffer, from: filled)
+            } catch {
+                throw CryptoError(.keyFileIO, "cannot read key file \(path): \(error.errnoDescription)")
             }
-            if count < 0 { throw CryptoError(.keyFileIO, "cannot read key file \(path): \(SystemError.current)") }
+            // A regular file never blocks (O_NONBLOCK only keeps a FIFO from hanging the open).
+            guard case .done(let count) = result else {
+                throw CryptoError(.keyFileIO, "cannot read key file \(path): \(SystemError(.system, errno: EAGAIN, "read").errnoDescription)")
+            }
             if count == 0 { break }
             filled += count
         }
@@ -285,35 +294,34 @@ public enum KeyFile {
         let suffix = SecureRandom.bytes(8).map { String($0, radix: 16) }.joined()
         let temporaryPath = "\(directory)/.\(name).\(suffix).tmp"
         func failure(_ step: String, _ error: SystemError) -> CryptoError {
-            CryptoError(.keyFileIO, "cannot write key file \(path): \(step) failed: \(error); check that \(directory) exists and is writable")
+            CryptoError(.keyFileIO, "cannot write key file \(path): \(step) failed: \(error.errnoDescription); check that \(directory) exists and is writable")
         }
 
-        let file = try FileDescriptor.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                           mode: 0o600) { error in failure("creating \(temporaryPath)", error) }
-        let fd = file.raw
+        let file: FileDescriptor
+        do throws(SystemError) {
+            file = try Syscall.open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: 0o600)
+        } catch {
+            throw failure("creating \(temporaryPath)", error)
+        }
         var renamed = false
-        defer { if !renamed { _ = unlink(temporaryPath) } }
+        defer { if !renamed { try? Syscall.unlink(temporaryPath) } }
 
-        // The umask can only narrow the 0600 given to open; set it exactly anyway.
-        guard fchmod(fd, 0o600) == 0 else { throw failure("chmod", .current) }
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { raw in
-                writeSome(fd, raw.baseAddress! + written, raw.count - written)
-            }
-            guard count > 0 else { throw failure("write", .current) }
-            written += count
+        do throws(SystemError) {
+            // The umask can only narrow the 0600 given to open; set it exactly anyway.
+            try Syscall.blocking("chmod") { fchmod(file.raw, 0o600) }
+            try Syscall.writeAll(file.raw, bytes, what: "write")
+            try Syscall.blocking("fsync") { fsync(file.raw) }
+            try file.close()
+            try Syscall.blocking("rename to \(path)") { rename(temporaryPath, path) }
+        } catch {
+            throw failure(error.what, error)
         }
-        guard fsync(fd) == 0 else { throw failure("fsync", .current) }
-        do throws(SystemError) { try file.close() } catch { throw failure("close", error) }
-
-        guard rename(temporaryPath, path) == 0 else { throw failure("rename to \(path)", .current) }
         renamed = true
 
         // Make the rename itself durable.
         do throws(SystemError) {
-            let directoryFile = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard fsync(directoryFile.raw) == 0 else { throw SystemError.current }
+            let directoryFile = try Syscall.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            try Syscall.blocking("fsync") { fsync(directoryFile.raw) }
             try directoryFile.close()
         } catch {
             throw failure("fsync of directory \(directory)", error)
@@ -326,72 +334,4 @@ public enum KeyFile {
         let directory = String(path[..<slash])
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
-}
-
-// MARK: - System calls
-
-/// An errno value from a failed system call.
-struct SystemError: Error, CustomStringConvertible {
-    let number: Int32
-    static var current: SystemError { SystemError(number: errno) }
-    var description: String { "\(String(cString: strerror(number))) (errno \(number))" }
-}
-
-/// Runs a system call again while it fails with EINTR.
-func retryingEINTR<T: BinaryInteger>(_ call: () -> T) -> T {
-    while true {
-        let result = call()
-        if result == -1 && errno == EINTR { continue }
-        return result
-    }
-}
-
-// File-scope wrappers, so the names resolve to the C functions and not to members called
-// `read`, `write`, `open` or `close`.
-
-/// `read(2)`, retried on EINTR: bytes read, 0 at end of file, -1 with errno set.
-func readSome(_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int) -> Int {
-    retryingEINTR { read(fd, buffer, count) }
-}
-
-/// `write(2)`, retried on EINTR: bytes written, or -1 with errno set.
-func writeSome(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
-    retryingEINTR { write(fd, buffer, count) }
-}
-
-private func openFile(_ path: String, _ flags: Int32, _ mode: mode_t) -> Int32 {
-    retryingEINTR { open(path, flags, mode) }
-}
-
-private func closeFile(_ fd: Int32) -> Int32 {
-    close(fd)
-}
-
-/// The single owner of an open file descriptor: closed explicitly with `close()` (to see the
-/// error) on the success path, and closed by `deinit` on every other path.
-struct FileDescriptor: ~Copyable {
-    let raw: Int32
-
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0) throws(SystemError) -> FileDescriptor {
-        let raw = openFile(path, flags, mode)
-        guard raw >= 0 else { throw .current }
-        return FileDescriptor(raw: raw)
-    }
-
-    /// `open`, with a failure turned into the caller's error.
-    static func open<E: Error>(_ path: String, _ flags: Int32, mode: mode_t = 0,
-                               orThrow makeError: (SystemError) -> E) throws(E) -> FileDescriptor {
-        let raw = openFile(path, flags, mode)
-        guard raw >= 0 else { throw makeError(.current) }
-        return FileDescriptor(raw: raw)
-    }
-
-    /// Closes the descriptor. Not retried on EINTR: on Linux the descriptor is gone either way.
-    consuming func close() throws(SystemError) {
-        let raw = self.raw
-        discard self
-        guard closeFile(raw) == 0 else { throw .current }
-    }
-
-    deinit { _ = closeFile(raw) }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import MentorAPI
 import Synchronization
+import MentorSystem
 
 /// The daemon's JSON-RPC server on a Unix socket (docs/API.md): one JSON object per line,
 /// requests of a connection answered in order, notifications pushed with
@@ -147,10 +148,10 @@ public final class APIServer: @unchecked Sendable {
     /// the calling task starts the same shutdown, but running handlers are cancelled at once
     /// (their responses are still written if the client reads them within `shutdownGrace`).
     ///
-    /// Returns at once if `shutdown()` came first; throws `NetError.alreadyRunning` if called
+    /// Returns at once if `shutdown()` came first; throws `SystemError` `.alreadyRunning` if called
     /// while running.
     public func run() async throws {
-        let started = try queue.sync { () throws(NetError) -> Bool in
+        let started = try queue.sync { () throws(SystemError) -> Bool in
             switch phase {
             case .idle:
                 phase = .running
@@ -162,7 +163,7 @@ public final class APIServer: @unchecked Sendable {
             case .stopped:
                 return false
             case .running, .stopping:
-                throw NetError(.alreadyRunning, "the API server is already running")
+                throw SystemError(.alreadyRunning, "the API server is already running")
             }
         }
         guard started else { return }
@@ -295,7 +296,7 @@ public final class APIServer: @unchecked Sendable {
     private func acceptPending() {
         for _ in 0..<64 {
             guard phase == .running, let listener else { return }
-            do throws(NetError) {
+            do throws(SystemError) {
                 switch try listener.accept() {
                 case .wouldBlock: return
                 case .done(let fd):
@@ -340,11 +341,11 @@ public final class APIServer: @unchecked Sendable {
 
     private func admit(_ fd: FileDescriptor) {
         let caller: Caller
-        do throws(NetError) {
+        do throws(SystemError) {
             caller = try Syscall.peerCredentials(fd)
         } catch {
             logger.info("API connection without peer credentials closed", ["error": "\(error)"])
-            fd.close()
+            try? fd.close()
             return
         }
         let reserved = settings.reservedUsers.contains(caller.uid)
@@ -354,7 +355,7 @@ public final class APIServer: @unchecked Sendable {
                 logger.info("refusing API connections: limit reached", ["limit": "\(settings.maxConnections)"])
             }
             _ = tooManyLine.withUnsafeBytes { try? Syscall.send(fd, $0) }
-            fd.close()
+            try? fd.close()
             return
         }
         guard perUser.take(caller.uid) else {
@@ -368,7 +369,7 @@ public final class APIServer: @unchecked Sendable {
                 "mentormated already serves \(settings.maxConnectionsPerUser) connections of your user (uid \(caller.uid)), the limit per user (api_connections_per_user); close some of your clients (such as `mentormate chat --follow`) and retry"
             ))).line
             _ = line.withUnsafeBytes { try? Syscall.send(fd, $0) }
-            fd.close()
+            try? fd.close()
             return
         }
         if !reserved { unreservedCount += 1 }
@@ -402,7 +403,7 @@ public final class APIServer: @unchecked Sendable {
         for _ in 0..<16 {
             guard !connection.closed, !connection.inputClosed, connection.reading else { return }
             let count: Int
-            do throws(NetError) {
+            do throws(SystemError) {
                 switch try Syscall.read(connection.descriptor, into: readBuffer) {
                 case .wouldBlock: return
                 case .done(let n): count = n
@@ -514,7 +515,7 @@ public final class APIServer: @unchecked Sendable {
         while true {
             while !connection.output.isEmpty {
                 let sent = connection.output.withPending { bytes in
-                    Result { () throws(NetError) in try Syscall.send(connection.descriptor, bytes) }
+                    Result { () throws(SystemError) in try Syscall.send(connection.descriptor, bytes) }
                 }
                 switch sent {
                 case .failure(let error):

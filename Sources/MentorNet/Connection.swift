@@ -1,22 +1,7 @@
 import Dispatch
 import MentorAPI
 import Synchronization
-
-/// The process on the other end of an API connection, read once with `SO_PEERCRED` when the
-/// connection is accepted. The kernel vouches for it: it cannot be forged by the client.
-public struct Caller: Sendable, Hashable, CustomStringConvertible {
-    public let pid: Int32
-    public let uid: UInt32
-    public let gid: UInt32
-
-    public init(pid: Int32, uid: UInt32, gid: UInt32) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-    }
-
-    public var description: String { "pid \(pid), uid \(uid), gid \(gid)" }
-}
+import MentorSystem
 
 /// What the daemon plugs into `APIServer`.
 public protocol APIHandler: Sendable {
@@ -201,7 +186,7 @@ final class Connection: @unchecked Sendable {
 
     private func sourceCancelled() {
         liveSources -= 1
-        if liveSources == 0 { descriptor.close() }
+        if liveSources == 0 { try? descriptor.close() }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import MentorAPI
 import MentorCrypto
 import MentorNet
+import MentorSystem
 
 /// The daemon's settings: defaults, then the config file, then the command-line flags (flags
 /// win). Documented key by key in docs/OPERATIONS.md.

@@ -3,6 +3,7 @@ import Foundation
 import MentorCore
 import MentorCrypto
 import MentorNet
+import MentorSystem
 
 /// Runs mDNS/DNS-SD discovery for the daemon: advertises our peer port as `_mentormate._tcp`
 /// (TXT `v=1`, nothing about people or accounts; the instance name is derived one-way from the

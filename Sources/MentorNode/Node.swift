@@ -5,6 +5,7 @@ import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// Who is calling: the Unix user (from SO_PEERCRED) and the connection (for uploads and
 /// subscriptions, which end with it).

@@ -5,6 +5,7 @@ import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// Connects the node to its peers: accepts on the peer listener (responders), dials the static
 /// peers and the mDNS instances found (initiators), and runs one `SyncSession` per established

@@ -5,6 +5,7 @@ import Foundation
 import MentorAPI
 import MentorNet
 import Testing
+import MentorSystem
 
 /// The error `body` throws, if it is an `RPCClientError`.
 func clientError(_ body: () throws -> Void) -> RPCClientError? {

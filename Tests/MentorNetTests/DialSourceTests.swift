@@ -6,6 +6,7 @@ import Foundation
 @testable import MentorNet
 import Synchronization
 import Testing
+import MentorSystem
 
 /// The dialler binds its socket to the node's listen address when that is one specific
 /// address, so a listener sees the link come from there (daemons on 127.0.0.N of one machine,
@@ -31,7 +32,7 @@ import Testing
             }
             usleep(5_000)
         }
-        throw NetError(.system, errno: ETIMEDOUT, "no connection accepted")
+        throw SystemError(.system, errno: ETIMEDOUT, "no connection accepted")
     }
 
     @Test func aSpecificListenAddressIsTheSourceOfDials() async throws {

@@ -6,6 +6,7 @@ import MentorAPI
 import MentorNet
 import Synchronization
 import Testing
+import MentorSystem
 
 // MARK: Requests and errors
 
@@ -482,7 +483,7 @@ import Testing
 @Test func runTwiceIsRefused() async throws {
     try await withServer { env in
         _ = try await offPool { try RPCClient(path: env.path, timeout: .seconds(5)).call("echo") }  // it runs
-        let error = await #expect(throws: NetError.self) { try await env.server.run() }
+        let error = await #expect(throws: SystemError.self) { try await env.server.run() }
         #expect(error?.code == .alreadyRunning)
     }
 }
@@ -501,7 +502,7 @@ import Testing
 
 @Test func aLiveSocketIsNotTakenOver() async throws {
     try await withServer { env in
-        let error = #expect(throws: NetError.self) { try UnixListener(path: env.path) }
+        let error = #expect(throws: SystemError.self) { try UnixListener(path: env.path) }
         #expect(error?.code == .socketInUse)
         #expect(error?.description.contains("another mentormated is serving \(env.path)") == true)
         // The running server was not disturbed.
@@ -532,19 +533,19 @@ import Testing
     try await withTemporaryDirectory { directory in
         let path = directory + "/api.sock"
         try Data("precious".utf8).write(to: URL(fileURLWithPath: path))
-        let error = #expect(throws: NetError.self) { try UnixListener(path: path) }
+        let error = #expect(throws: SystemError.self) { try UnixListener(path: path) }
         #expect(error?.code == .notASocket)
         #expect(error?.description.contains(path) == true)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "precious")
 
-        let notDirectory = #expect(throws: NetError.self) { try UnixListener(path: path + "/inner.sock") }
+        let notDirectory = #expect(throws: SystemError.self) { try UnixListener(path: path + "/inner.sock") }
         #expect(notDirectory?.code == .notADirectory)
     }
 }
 
 @Test func aPathTooLongForSockaddrIsRefusedClearly() throws {
     let path = "/tmp/" + String(repeating: "x", count: 120) + "/api.sock"
-    let error = #expect(throws: NetError.self) { try UnixListener(path: path) }
+    let error = #expect(throws: SystemError.self) { try UnixListener(path: path) }
     #expect(error?.code == .pathTooLong)
     #expect(!FileManager.default.fileExists(atPath: "/tmp/" + String(repeating: "x", count: 120)))
 }
@@ -569,7 +570,7 @@ import Testing
 @Test func adoptingADescriptorThatIsNotListeningIsRefused() throws {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
-    let error = #expect(throws: NetError.self) { try UnixListener(adopting: fd) }
+    let error = #expect(throws: SystemError.self) { try UnixListener(adopting: fd) }
     #expect(error?.code == .notListening)
     #expect(fcntl(fd, F_GETFD) >= 0)  // still open: it was not ours to close
 }

@@ -7,6 +7,7 @@ import MentorAPI
 import MentorNet
 import Synchronization
 import Testing
+import MentorSystem
 
 // MARK: Directories and waiting
 

@@ -6,6 +6,7 @@ import MentorNet
 import MentorStore
 import Testing
 @testable import MentorNode
+import MentorSystem
 
 /// The received batches' way into the replica (`ApplyPipeline`), over a fake shell, fake links
 /// and a stand-in store (no sockets, a manual clock): batches waiting are applied together up

@@ -5,6 +5,7 @@ import MentorCrypto
 import MentorNet
 import MentorStore
 @testable import MentorNode
+import MentorSystem
 
 /// The storage budgets carried out over a replica (`BudgetGate`): an author's budget of bytes,
 /// the node-wide count of foreign accounts across batches applied together, and this node's

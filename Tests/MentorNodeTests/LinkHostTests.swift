@@ -5,6 +5,7 @@ import MentorNet
 import MentorStore
 import Testing
 @testable import MentorNode
+import MentorSystem
 
 /// A link's `SyncHost` over a fake shell: what the driver asks reaches the shell for this
 /// link, the link's timers replace each other and stop with the link, a peer that asks for
@@ -36,7 +37,7 @@ import Testing
     }
 
     final class Dialled: @unchecked Sendable {
-        var result: Result<TCPStream, NetError>?
+        var result: Result<TCPStream, SystemError>?
         let done = DispatchSemaphore(value: 0)
     }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import MentorNet
 import Testing
+import MentorSystem
 
 // Test doubles the peer pieces' tests share: a clock moved by hand, a logger that keeps its
 // lines, and the timers a fake shell was asked to schedule, run by the test.

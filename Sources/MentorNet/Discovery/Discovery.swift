@@ -1,4 +1,5 @@
 import Dispatch
+import MentorSystem
 
 /// Finds the other instances of our service type on the local network, and (unless it only
 /// browses) advertises ours: register, browse, and for each instance found a resolve and an

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import MentorCrypto
+import MentorSystem
 
 /// One TCP connection to a peer: the handshake (Handshake.swift), then encrypted frames
 /// (Frames.swift), driven by a read and a write source on one serial queue.
@@ -170,7 +171,7 @@ public final class PeerLink: @unchecked Sendable {
             // Both sources hold the descriptor; it closes when the last is cancelled.
             let release: @Sendable () -> Void = { [self] in
                 self.liveSources -= 1
-                if self.liveSources == 0 { self.descriptor.close() }
+                if self.liveSources == 0 { try? self.descriptor.close() }
             }
             self.readSource.setCancelHandler(handler: release)
             self.writeSource.setCancelHandler(handler: release)
@@ -259,7 +260,7 @@ public final class PeerLink: @unchecked Sendable {
             if case .handshaking = phase { limit = handshakeNeed - handshakeBytes.count } else { limit = readBuffer.count }
             guard limit > 0 else { return }
             let count: Int
-            do throws(NetError) {
+            do throws(SystemError) {
                 switch try Syscall.read(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: readBuffer[..<limit])) {
                 case .wouldBlock: return
                 case .done(let n): count = n
@@ -343,7 +344,7 @@ public final class PeerLink: @unchecked Sendable {
         if case .closed = phase { return }
         while let chunk = output.first {
             let result = chunk.withUnsafeBytes { raw in
-                Result { () throws(NetError) in
+                Result { () throws(SystemError) in
                     try Syscall.send(descriptor, UnsafeRawBufferPointer(rebasing: raw[outputHead...]))
                 }
             }
@@ -423,7 +424,7 @@ public final class PeerLink: @unchecked Sendable {
         switch phase {
         case .idle:
             phase = .closed
-            descriptor.close()   // no sources exist yet
+            try? descriptor.close()   // no sources exist yet
             onClosed(reason)
             closeHook()
             return

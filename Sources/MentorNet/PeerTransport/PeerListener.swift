@@ -3,6 +3,7 @@ import MentorCrypto
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 /// The accepting side of the peer transport: accepts on a read source, applies the connection
 /// limits, and runs each admitted connection as a responder `PeerLink`.
@@ -103,7 +104,7 @@ public final class PeerListener: @unchecked Sendable {
         for _ in 0..<64 {
             guard let listener else { return }
             let stream: TCPStream
-            do throws(NetError) {
+            do throws(SystemError) {
                 switch try listener.accept() {
                 case .wouldBlock: return
                 case .done(let s): stream = s

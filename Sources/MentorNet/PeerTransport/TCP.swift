@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import MentorSystem
 
 /// A numeric host and a port, as a peer's address is logged and counted.
 public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
@@ -32,7 +33,7 @@ public final class TCPStream: @unchecked Sendable {
     }
 
     /// Closes the socket without any goodbye (a refused or abandoned connection).
-    public func close() { descriptor.close() }
+    public func close() { try? descriptor.close() }
 }
 
 /// A listening TCP socket, IPv4 or IPv6 (whatever `getaddrinfo` gives first for `host`),
@@ -45,11 +46,11 @@ public final class TCPListener {
     public let boundPort: UInt16
     let descriptor: FileDescriptor
 
-    public init(host: String, port: UInt16, backlog: Int32 = 128) throws(NetError) {
+    public init(host: String, port: UInt16, backlog: Int32 = 128) throws(SystemError) {
         let addresses = try Syscall.resolve(host: host, port: port, passive: true)
-        var lastError = NetError(.system, errno: EADDRNOTAVAIL, "listen on \(host):\(port): no address")
+        var lastError = SystemError(.system, errno: EADDRNOTAVAIL, "listen on \(host):\(port): no address")
         for address in addresses {
-            do throws(NetError) {
+            do throws(SystemError) {
                 let fd = try Syscall.tcpSocket(family: address.family)
                 try Syscall.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
                 try Syscall.bind(fd, address, what: "\(host):\(port)")
@@ -69,10 +70,10 @@ public final class TCPListener {
     public var address: PeerAddress { PeerAddress(host: host, port: boundPort) }
 
     /// Stops listening. Idempotent.
-    public func close() { descriptor.close() }
+    public func close() { try? descriptor.close() }
 
     /// Accepts one pending connection.
-    func accept() throws(NetError) -> IOResult<TCPStream> {
+    func accept() throws(SystemError) -> IOResult<TCPStream> {
         switch try Syscall.accept(descriptor) {
         case .wouldBlock: return .wouldBlock
         case .done(let fd):
@@ -86,7 +87,7 @@ public final class TCPListener {
 }
 
 /// Connects to a peer without blocking any thread: each address of the host is tried in turn,
-/// on a write source, until one connects or `timeout` has passed (then `NetError` `ETIMEDOUT`).
+/// on a write source, until one connects or `timeout` has passed (then `SystemError` `ETIMEDOUT`).
 ///
 /// `source`: the host the node listens on. When it is a specific address (not 0.0.0.0, ::
 /// or empty), the socket is bound to it (port 0) before connecting, so the link comes from the
@@ -105,24 +106,24 @@ public final class TCPDialer: @unchecked Sendable {
     private let host: String
     private let port: UInt16
     private let queue: DispatchQueue
-    private var completion: ((Result<TCPStream, NetError>) -> Void)?
+    private var completion: ((Result<TCPStream, SystemError>) -> Void)?
     private var addresses: [ResolvedAddress] = []
     private var pending: FileDescriptor?
     private var source: DispatchSourceWrite?
     private var timer: DispatchWorkItem?
-    private var lastError: NetError?
+    private var lastError: SystemError?
     private let sourceHost: String?
     private var sources: [ResolvedAddress] = []
 
     /// Starts connecting; `completion` runs once, on `queue`.
     public static func connect(host: String, port: UInt16, source: String? = nil, timeout: Duration, queue: DispatchQueue,
-                               completion: @escaping @Sendable (Result<TCPStream, NetError>) -> Void) {
+                               completion: @escaping @Sendable (Result<TCPStream, SystemError>) -> Void) {
         let dialer = TCPDialer(host: host, port: port, source: source, queue: queue, completion: completion)
         queue.async { dialer.start(timeout: timeout) }
     }
 
     private init(host: String, port: UInt16, source: String?, queue: DispatchQueue,
-                 completion: @escaping (Result<TCPStream, NetError>) -> Void) {
+                 completion: @escaping (Result<TCPStream, SystemError>) -> Void) {
         self.host = host
         self.port = port
         self.queue = queue
@@ -139,13 +140,13 @@ public final class TCPDialer: @unchecked Sendable {
 
     private func start(timeout: Duration) {
         let timer = DispatchWorkItem { [self] in
-            finish(.failure(NetError(.system, errno: ETIMEDOUT, "connect to \(what)",
+            finish(.failure(SystemError(.system, errno: ETIMEDOUT, "connect to \(what)",
                                      fix: "check that the peer is running and reachable")))
         }
         self.timer = timer
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(timeout.nanoseconds)), execute: timer)
         DispatchQueue.global().async { [self] in
-            let result = Result { () throws(NetError) in try Syscall.resolve(host: host, port: port, passive: false) }
+            let result = Result { () throws(SystemError) in try Syscall.resolve(host: host, port: port, passive: false) }
             // A source that does not resolve is not bound (the dial goes on from any address).
             let sources = sourceHost.flatMap { try? Syscall.resolve(host: $0, port: 0, passive: false) } ?? []
             queue.async { [self] in
@@ -163,11 +164,11 @@ public final class TCPDialer: @unchecked Sendable {
     private func tryNext() {
         guard completion != nil else { return }
         guard !addresses.isEmpty else {
-            finish(.failure(lastError ?? NetError(.system, errno: EADDRNOTAVAIL, "connect to \(what): no address")))
+            finish(.failure(lastError ?? SystemError(.system, errno: EADDRNOTAVAIL, "connect to \(what): no address")))
             return
         }
         let address = addresses.removeFirst()
-        do throws(NetError) {
+        do throws(SystemError) {
             let fd = try Syscall.tcpSocket(family: address.family)
             if let from = sources.first(where: { $0.family == address.family && (!$0.isLoopback || address.isLoopback) }) {
                 try Syscall.bind(fd, from, what: "the dial's source address \(sourceHost ?? "")")
@@ -180,9 +181,9 @@ public final class TCPDialer: @unchecked Sendable {
                 source.setEventHandler { [self] in
                     guard let fd = pending else { return cancelSource() }
                     pending = nil
-                    do throws(NetError) {
+                    do throws(SystemError) {
                         let code = try Syscall.pendingError(fd)
-                        guard code == 0 else { throw NetError(.system, errno: code, "connect to \(what)") }
+                        guard code == 0 else { throw SystemError(.system, errno: code, "connect to \(what)") }
                         // The stream is handed over only once this source is gone: its owner may
                         // close the descriptor at once, and a number closed under a source still
                         // being cancelled can leave the next socket given that number deaf to
@@ -219,7 +220,7 @@ public final class TCPDialer: @unchecked Sendable {
         source = nil
     }
 
-    private func finish(_ result: Result<TCPStream, NetError>) {
+    private func finish(_ result: Result<TCPStream, SystemError>) {
         guard let completion else {
             if case .success(let stream) = result { stream.close() }
             return

@@ -4,6 +4,7 @@ import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// The received batches' way into the replica, for every link of a shell: each batch is
 /// verified on `verifyQueue` and applied on `applyQueue` (serial: batches of one link in order,

@@ -3,6 +3,7 @@ import Foundation
 import MentorCore
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// The storage budgets of received records, carried out over the replica: each author's budget
 /// of bytes (`authorBudget`: records plus photos; accounts of this node are exempt) and the

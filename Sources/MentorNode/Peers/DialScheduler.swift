@@ -2,6 +2,7 @@ import Dispatch
 import MentorCore
 import MentorCrypto
 import MentorNet
+import MentorSystem
 
 /// What the dial scheduler needs of the shell that owns the links (`PeerManager`), on the
 /// shell's queue.

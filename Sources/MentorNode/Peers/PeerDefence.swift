@@ -1,4 +1,5 @@
 import MentorNet
+import MentorSystem
 
 /// Whose fault a link's end is, and what a fault costs the peer's address (PROTOCOL.md §13.4):
 /// a failed or timed-out handshake, a rejected frame or a refusal by a connection limit is an

@@ -3,6 +3,7 @@ import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorStore
+import MentorSystem
 
 /// The photo exchange of every link of a shell (PROTOCOL.md §13.3 "Photos", §13.4, §13.6):
 /// which photos the replica lacks, when to list them (`PhotoSync`), which link is asked for

@@ -3,6 +3,7 @@ import MentorAPI
 #if canImport(Glibc)
 import Glibc
 #endif
+import MentorSystem
 
 /// A plain Unix stream connection to the API socket from the test process (so as root), for
 /// what the client never sends: garbage, endless lines, half requests, never reading.

@@ -16,6 +16,7 @@
 import Glibc
 #endif
 import MentorAPI
+import MentorSystem
 
 func fail(_ message: String, status: Int32 = 1) -> Never {
     let line = Array("mentormate-api-hog: \(message)\n".utf8)

@@ -25,6 +25,7 @@ import Glibc
 import Dispatch
 import Foundation
 import MentorNet
+import MentorSystem
 
 let started = ContinuousClock.now
 
@@ -52,7 +53,7 @@ func emit(_ fields: [String: Any]) {
     }
 }
 
-struct StderrLogger: MentorNet.Logger {
+struct StderrLogger: MentorSystem.Logger {
     func log(_ level: LogLevel, _ message: String, _ metadata: [String: String]) {
         let fields = metadata.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
         let bytes = Array("probe [\(level)] \(message) \(fields)\n".utf8)

@@ -1,4 +1,4 @@
-/// How much a log line matters. Library code (this module) logs at `info` or below.
+/// How much a log line matters. Library code (MentorNet, MentorNode) logs at `info` or below.
 public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
     case trace, debug, info, notice, warning, error
 
