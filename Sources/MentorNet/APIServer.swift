@@ -64,6 +64,12 @@ public final class APIServer: @unchecked Sendable {
         public var outputHighWater = 4 << 20
         /// How long `shutdown()` lets running requests finish and their responses drain.
         public var shutdownGrace: Duration = .seconds(10)
+        /// Who is at the other end of an accepted connection: `SO_PEERCRED`, always, in the
+        /// daemon. Internal so that unit tests can give connections of one process distinct
+        /// users (the per-user limits); one test keeps the real lookup with other users.
+        var identify: @Sendable (FileDescriptor) throws(NetError) -> Caller = { fd throws(NetError) in
+            try Syscall.peerCredentials(fd)
+        }
 
         public init() {}
     }
@@ -341,7 +347,7 @@ public final class APIServer: @unchecked Sendable {
     private func admit(_ fd: FileDescriptor) {
         let caller: Caller
         do throws(NetError) {
-            caller = try Syscall.peerCredentials(fd)
+            caller = try settings.identify(fd)
         } catch {
             logger.info("API connection without peer credentials closed", ["error": "\(error)"])
             fd.close()

@@ -35,15 +35,17 @@ final class AcceptorFixture: @unchecked Sendable {
     let listener: PeerListener
     let links = LinkList()
 
-    init(settings: PeerListener.Settings = PeerListener.Settings(),
-         onEstablished: @escaping @Sendable (PeerLink) -> Void = { _ in }) throws {
+    init(settings: PeerListener.Settings = PeerListener.Settings(), logger: some Logger = DiscardingLogger(),
+         onEstablished: @escaping @Sendable (PeerLink) -> Void = { _ in },
+         refusal: @escaping (String) -> String? = { _ in nil }) throws {
         let tcp = try TCPListener(host: "127.0.0.1", port: 0)
         let links = self.links
-        listener = PeerListener(listener: tcp, identity: identity, queue: queue, settings: settings) { link in
+        listener = PeerListener(listener: tcp, identity: identity, queue: queue, settings: settings, logger: logger) { link in
             let events = LinkEvents()
             events.attach(link, onEstablished: onEstablished)
             links.withLock { $0.append((link, events)) }
         }
+        listener.refusal = refusal
         listener.start()
     }
 
