@@ -10,11 +10,15 @@ import Testing
 @Suite(.serialized) struct PeerListenerRefusalTests {
     /// A host under a refusal (the penalty box's answer, as `PeerManager` wires it) is closed at
     /// accept: its message 1 gets no message 2, no link is made, and the refusal is counted and
-    /// logged with its reason. Once the refusal ends, the same host completes a handshake.
+    /// logged with its reason — again only after a second (the links' clock, moved by hand), with
+    /// the count left out. Once the refusal ends, the same host completes a handshake.
     @Test func aRefusedHostIsClosedBeforeAnyHandshakeByteAndServedOnceItsRefusalEnds() async throws {
         let reason = Mutex<String?>("forged record")
         let logger = CaptureLogger()
-        let acceptor = try AcceptorFixture(logger: logger, refusal: { host in
+        let clock = ManualClock()
+        var settings = PeerListener.Settings()
+        settings.link.now = { clock.now }
+        let acceptor = try AcceptorFixture(settings: settings, logger: logger, refusal: { host in
             host == "127.0.0.1" ? reason.withLock { $0 } : nil
         })
         let port = acceptor.port
@@ -27,9 +31,18 @@ import Testing
         #expect(eof && bytes.isEmpty, "a refused host reads an end of stream and not one byte (read \(bytes.count))")
         #expect(acceptor.listener.refusedCount == 1)
         #expect(acceptor.listener.openLinks == 0 && acceptor.links.withLock { $0.isEmpty }, "no link was made")
-        let logged = logger.lines.withLock { $0.filter { $0.1 == "peer connection refused" }.map(\.2) }
-        #expect(logged.count == 1 && logged.first?["reason"] == "forged record"
-                    && logged.first?["peer.address"]?.hasPrefix("127.0.0.1") == true, "\(logged)")
+        func refusals() -> [[String: String]] { logger.lines.withLock { $0.filter { $0.1 == "peer connection refused" }.map(\.2) } }
+        #expect(refusals().count == 1 && refusals().first?["reason"] == "forged record"
+                    && refusals().first?["peer.address"]?.hasPrefix("127.0.0.1") == true, "\(refusals())")
+
+        // Refused again at once: counted, not logged; a second later: logged, with the one left out.
+        let refusedAgain = try await offPool { try RawPeer(port: port).readToEnd() }
+        #expect(refusedAgain.eof && refusedAgain.bytes.isEmpty && acceptor.listener.refusedCount == 2)
+        #expect(refusals().count == 1)
+        clock.advance(.seconds(1))
+        _ = try await offPool { try RawPeer(port: port).readToEnd() }
+        #expect(acceptor.listener.refusedCount == 3)
+        #expect(refusals().count == 2 && refusals().last?["suppressed"] == "1", "\(refusals())")
 
         // The refusal ends: the same host is served.
         reason.withLock { $0 = nil }
@@ -40,7 +53,7 @@ import Testing
             return UncheckedBox(raw)
         }
         #expect(await eventually { acceptor.firstEvents?.established.withLock { $0 } == identity.publicKey })
-        #expect(acceptor.listener.refusedCount == 1 && acceptor.listener.openLinks == 1)
+        #expect(acceptor.listener.refusedCount == 3 && acceptor.listener.openLinks == 1)
         _ = raw.value
         acceptor.listener.close()
     }
