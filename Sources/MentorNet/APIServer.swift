@@ -65,6 +65,15 @@ public final class APIServer: @unchecked Sendable {
         public var outputHighWater = 4 << 20
         /// How long `shutdown()` lets running requests finish and their responses drain.
         public var shutdownGrace: Duration = .seconds(10)
+        /// The clock idleness and the accept-failure log rate are measured by (tests hold a
+        /// manual one; the idle sweep still runs on Dispatch's clock).
+        public var now: @Sendable () -> ContinuousClock.Instant = { .now }
+        /// Who is at the other end of an accepted connection: `SO_PEERCRED`, always, in the
+        /// daemon. Internal so that unit tests can give connections of one process distinct
+        /// users (the per-user limits); one test keeps the real lookup with other users.
+        var identify: @Sendable (FileDescriptor) throws(SystemError) -> Caller = { fd throws(SystemError) in
+            try Syscall.peerCredentials(fd)
+        }
 
         public init() {}
     }
@@ -310,13 +319,13 @@ public final class APIServer: @unchecked Sendable {
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // The listener stays readable; wait a little instead of spinning on it.
                     // Retried every 100 ms: logged once, then at a slowing rate.
-                    if let missed = acceptFailure.failed(now: .now) {
+                    if let missed = acceptFailure.failed(now: settings.now()) {
                         logger.info("cannot accept API connections for now", ["error": "\(error)", "unreported": "\(missed)"])
                     }
                     pauseAccepting()
                     return
                 default:
-                    if let missed = acceptFailure.failed(now: .now) {
+                    if let missed = acceptFailure.failed(now: settings.now()) {
                         logger.info("accepting an API connection failed", ["error": "\(error)", "unreported": "\(missed)"])
                     }
                     pauseAccepting()
@@ -342,7 +351,7 @@ public final class APIServer: @unchecked Sendable {
     private func admit(_ fd: FileDescriptor) {
         let caller: Caller
         do throws(SystemError) {
-            caller = try Syscall.peerCredentials(fd)
+            caller = try settings.identify(fd)
         } catch {
             logger.info("API connection without peer credentials closed", ["error": "\(error)"])
             try? fd.close()
@@ -387,7 +396,7 @@ public final class APIServer: @unchecked Sendable {
         }
         connections[id] = connection
         openConnections.withLock { $0 = connections.count }
-        connection.lastActivity = .now
+        connection.lastActivity = settings.now()
         connection.reading = true
         connection.readSource.resume()
         logger.debug("API client connected", ["conn.id": "\(id)", "peer.uid": "\(caller.uid)", "peer.pid": "\(caller.pid)"])
@@ -434,7 +443,7 @@ public final class APIServer: @unchecked Sendable {
                 connection.inbox.append(.line(line))
                 connection.inboxBytes += line.count
                 // Only whole requests count: bytes of an unfinished line never keep a connection open.
-                connection.lastActivity = .now
+                connection.lastActivity = settings.now()
             }
         } catch {
             logger.info("API request line over the limit; closing the connection",
@@ -488,7 +497,7 @@ public final class APIServer: @unchecked Sendable {
     private func requestFinished(_ id: UInt64, reply: [UInt8]?) {
         guard let connection = connections[id] else { return }  // the client left: discard
         connection.busy = false
-        connection.lastActivity = .now
+        connection.lastActivity = settings.now()
         if let reply {
             connection.output.append(reply, notification: false)
             if !connection.writing { flush(connection) }
@@ -530,7 +539,7 @@ public final class APIServer: @unchecked Sendable {
                     updateReading(connection)
                     return
                 case .success(.done(let n)):
-                    if n > 0 { connection.lastActivity = .now }
+                    if n > 0 { connection.lastActivity = settings.now() }
                     let notifications = connection.output.consume(n)
                     if notifications > 0 { connection.handle.notificationsWritten(notifications) }
                 }
@@ -644,12 +653,20 @@ public final class APIServer: @unchecked Sendable {
         timer.resume()
     }
 
+    /// The idle sweep, run now (tests that move the clock by hand call it after moving it).
+    func sweepIdleConnections() {
+        queue.sync {
+            guard let timeout = settings.idleTimeout, timeout > .zero else { return }
+            closeIdleConnections(after: timeout)
+        }
+    }
+
     /// Idle: no request with the handler or waiting, nothing read as a whole request line or
     /// written for `timeout`, and not a subscriber. A client that stopped reading its answers is
     /// idle too (its output does not move).
     private func closeIdleConnections(after timeout: Duration) {
         guard phase == .running else { return }
-        let now = ContinuousClock.now
+        let now = settings.now()
         for connection in Array(connections.values)
         where !connection.closed && !connection.busy && connection.inbox.isEmpty
             && now - connection.lastActivity >= timeout && !connection.handle.isSubscriber {

@@ -9,7 +9,7 @@ import Glibc
 /// `mentormate-dnssd-probe` (Tests/Tools) runs `Discovery` on them, printing its events as JSON
 /// lines. The lab needs root; without it, or when the lab cannot be built, these tests fail and
 /// say why — they never skip.
-@Suite(.serialized) struct DiscoveryLabTests {
+@Suite(.serialized, .tags(.multiProcess, .root)) struct DiscoveryLabTests {
     /// The probe, or a failure naming the build step that makes it.
     func probe() throws -> String { try Binaries.tool("mentormate-dnssd-probe") }
 

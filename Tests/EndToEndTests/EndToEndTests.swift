@@ -9,7 +9,7 @@ import Testing
 /// The tests run one at a time: several measure how promptly the daemon answers or how much
 /// memory it holds, which other daemons competing for two cores would blur. Set
 /// MENTORMATE_E2E_KEEP=1 to keep each test's directory (daemon logs, client output).
-@Suite(.serialized) struct EndToEndTests {
+@Suite(.serialized, .tags(.multiProcess, .root)) struct EndToEndTests {
     /// A 1×1 PNG (a real one: signature, IHDR, IDAT, IEND with their CRCs).
     static let onePixelPNG: [UInt8] = Array(Data(base64Encoded:
         "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")!)

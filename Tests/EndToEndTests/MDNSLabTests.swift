@@ -11,7 +11,7 @@ import Glibc
 /// builds its own lab under its own prefix and tears it down in a `defer`, also when it fails.
 /// Every wait is a poll with a generous timeout (the machine is shared and loaded); the figures
 /// seen are printed. Needs root; fails (never skips) without it or without network namespaces.
-@Suite(.serialized) struct MDNSLabTests {
+@Suite(.serialized, .tags(.multiProcess, .root)) struct MDNSLabTests {
     // MARK: Helpers
 
     struct Digest: Hashable, CustomStringConvertible {

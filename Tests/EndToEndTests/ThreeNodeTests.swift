@@ -70,37 +70,43 @@ extension EndToEndTests {
         func converged(_ ds: [Digest], records: Int64) -> Bool {
             ds.allSatisfy { $0 == ds[0] } && ds[0].records == records
         }
+        let expected1: Int64 = 3 * 2   // the signup card and its last bio edit, per account
 
-        // Phase 1: 2,000 records on each node while connected.
-        var started = ContinuousClock.now
-        try writeRecords(2000, on: sockets, tag: "connected")
-        let wrote = ContinuousClock.now - started
-        // Per account: the signup card and its last bio edit; the 1,999 edits before it are
-        // superseded and dropped (PROTOCOL.md §9.3). The digest still covers every card's value.
-        let expected1: Int64 = 3 * 2
-        let first = try poll(timeout: .seconds(30), { try digests(sockets) }, until: { converged($0, records: expected1) })
-        let converge1 = ContinuousClock.now - started
-        print("three-node convergence: wrote 3 × 2,000 records in \(wrote); all digests equal \(converge1) after the writes began (\(converge1 - wrote) after they ended)")
-        #expect(converged(first, records: expected1), "digests after 3 × 2,000 records: \(first)\n\(logs())")
-        guard converged(first, records: expected1) else { return }
+        let phase1 = try step("connected: 2,000 records on each node, all digests equal") {
+            let started = ContinuousClock.now
+            try writeRecords(2000, on: sockets, tag: "connected")
+            let wrote = ContinuousClock.now - started
+            // Per account: the signup card and its last bio edit; the 1,999 edits before it are
+            // superseded and dropped (PROTOCOL.md §9.3). The digest still covers every card's value.
+            let first = try poll(timeout: .seconds(30), { try digests(sockets) }, until: { converged($0, records: expected1) })
+            let converge1 = ContinuousClock.now - started
+            print("three-node convergence: wrote 3 × 2,000 records in \(wrote); all digests equal \(converge1) after the writes began (\(converge1 - wrote) after they ended)")
+            #expect(converged(first, records: expected1), "digests after 3 × 2,000 records: \(first)\n\(logs())")
+            return converged(first, records: expected1)
+        }
+        guard phase1 else { return }
 
-        // Phase 2: partition — stop B, write on A and C, restart B on the same state and port.
-        let stopped = b.terminate()
-        #expect(stopped != nil, "B did not stop on SIGTERM")
-        if stopped == nil { b.kill() }
-        try writeRecords(200, on: [socketA, socketC], tag: "partitioned")
-        let split = try digests([socketA, socketC])
-        #expect(split[0].records == expected1 && split[1].records == expected1 && split[0] != split[1],
-                "A and C should each hold only their own new records while B is down: \(split)")
-        started = ContinuousClock.now
-        b = try e2e.startDaemon(stateDir: stateB, socket: socketB, listen: "127.0.0.1:\(portB)",
-                                extra: ["--peer", "127.0.0.1:\(portA)"])
-        daemons.append(b)
-        #expect(try listenPort(e2e, socketB) == portB)
-        let expected2 = expected1   // still one card edit per account, now the partition's last
-        let second = try poll(timeout: .seconds(30), { try digests(sockets) }, until: { converged($0, records: expected2) })
-        let converge2 = ContinuousClock.now - started
-        print("three-node convergence: after the partition (200 records on A, 200 on C), all digests equal \(converge2) after B restarted")
-        #expect(converged(second, records: expected2), "digests after the partition healed: \(second)\n\(logs())")
+        try step("partition: B stopped, A and C write 200 records each and differ") {
+            let stopped = b.terminate()
+            #expect(stopped != nil, "B did not stop on SIGTERM")
+            if stopped == nil { b.kill() }
+            try writeRecords(200, on: [socketA, socketC], tag: "partitioned")
+            let split = try digests([socketA, socketC])
+            #expect(split[0].records == expected1 && split[1].records == expected1 && split[0] != split[1],
+                    "A and C should each hold only their own new records while B is down: \(split)")
+        }
+
+        try step("healed: B restarts on the same state and port, all three converge again") {
+            let started = ContinuousClock.now
+            b = try e2e.startDaemon(stateDir: stateB, socket: socketB, listen: "127.0.0.1:\(portB)",
+                                    extra: ["--peer", "127.0.0.1:\(portA)"])
+            daemons.append(b)
+            #expect(try listenPort(e2e, socketB) == portB)
+            let expected2 = expected1   // still one card edit per account, now the partition's last
+            let second = try poll(timeout: .seconds(30), { try digests(sockets) }, until: { converged($0, records: expected2) })
+            let converge2 = ContinuousClock.now - started
+            print("three-node convergence: after the partition (200 records on A, 200 on C), all digests equal \(converge2) after B restarted")
+            #expect(converged(second, records: expected2), "digests after the partition healed: \(second)\n\(logs())")
+        }
     }
 }

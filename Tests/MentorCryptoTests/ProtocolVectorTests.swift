@@ -139,7 +139,7 @@ import MentorCore
     /// Runs the Python snippets printed in docs/PROTOCOL.md, so they are known to work, and
     /// checks the vectors with an Ed25519, X25519, BLAKE2b and ChaCha20-Poly1305 outside Swift
     /// and libsodium (OpenSSL, through Python's `cryptography`).
-    @Test func independentPythonCheckAgrees() throws {
+    @Test(.tags(.multiProcess)) func independentPythonCheckAgrees() throws {
         guard ProtocolVectors.run(["python3", "-c", "import cryptography"]).status == 0 else {
             print("note: python3 with the `cryptography` package is not available; skipping the independent check of the vectors")
             return

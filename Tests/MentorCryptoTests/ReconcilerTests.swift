@@ -106,12 +106,12 @@ struct ReconPair {
         return pair
     }
 
-    @Test(arguments: [(10, 0), (10, 1), (10, 5), (1_000, 0), (1_000, 1), (1_000, 30), (1_000, 500)])
+    @Test(.tags(.slow), arguments: [(10, 0), (10, 1), (10, 5), (1_000, 0), (1_000, 1), (1_000, 30), (1_000, 500)])
     func randomSetsEndWithTheUnion(n: Int, d: Int) throws {
         for seed in 1...3 { _ = try Self.converge(n: n, d: d, seed: UInt64(n * 31 + d * 7 + seed)) }
     }
 
-    @Test func oneDifferenceEachWayInAHundredThousand() throws {
+    @Test(.tags(.slow)) func oneDifferenceEachWayInAHundredThousand() throws {
         for d in [0, 1, 10] {
             let pair = try Self.converge(n: 100_000, d: d, seed: 42 + UInt64(d))
             print("reconcile n=100000 d=\(d) each way: \(pair.reconMessages) recon messages (\(pair.roundTrips) round trips; " +

@@ -6,6 +6,7 @@ import Foundation
 import MentorCrypto
 @testable import MentorNet
 import Synchronization
+import MentorSystem
 import Testing
 
 /// Links torn down while traffic flows, from either side or both at once, or by a peer that

@@ -6,6 +6,7 @@ import Foundation
 import MentorCrypto
 @testable import MentorNet
 import Synchronization
+import MentorSystem
 import Testing
 
 // MARK: - Helpers
@@ -35,15 +36,17 @@ final class AcceptorFixture: @unchecked Sendable {
     let listener: PeerListener
     let links = LinkList()
 
-    init(settings: PeerListener.Settings = PeerListener.Settings(),
-         onEstablished: @escaping @Sendable (PeerLink) -> Void = { _ in }) throws {
+    init(settings: PeerListener.Settings = PeerListener.Settings(), logger: some Logger = DiscardingLogger(),
+         onEstablished: @escaping @Sendable (PeerLink) -> Void = { _ in },
+         refusal: @escaping (String) -> String? = { _ in nil }) throws {
         let tcp = try TCPListener(host: "127.0.0.1", port: 0)
         let links = self.links
-        listener = PeerListener(listener: tcp, identity: identity, queue: queue, settings: settings) { link in
+        listener = PeerListener(listener: tcp, identity: identity, queue: queue, settings: settings, logger: logger) { link in
             let events = LinkEvents()
             events.attach(link, onEstablished: onEstablished)
             links.withLock { $0.append((link, events)) }
         }
+        listener.refusal = refusal
         listener.start()
     }
 
@@ -175,20 +178,31 @@ final class RawPeer: @unchecked Sendable {
         acceptor.listener.close()
     }
 
+    /// With a manual clock: the test moves time and runs each link's keep-alive check itself
+    /// (`checkLiveness`, what the ticker does), so no test time is spent waiting.
     @Test func idleLinksStayUpOnKeepAlivesAndASilentPeerIsClosed() async throws {
-        var quick = PeerLink.Settings()
-        quick.keepaliveInterval = .milliseconds(100)
-        quick.silenceTimeout = .milliseconds(500)
+        let clock = ManualClock()
+        var links = PeerLink.Settings()   // keep-alive after 5 s, silent after 15 s
+        links.now = { clock.now }
         var listenerSettings = PeerListener.Settings()
-        listenerSettings.link = quick
+        listenerSettings.link = links
         let acceptor = try AcceptorFixture(settings: listenerSettings)
         // Two honest links, idle for four silence timeouts: keep-alives keep both up, and no
         // empty message reaches the callbacks.
         let events = LinkEvents()
-        let link = try await dialLink(port: acceptor.port, identity: SigningKeyPair.generate(), settings: quick,
+        let link = try await dialLink(port: acceptor.port, identity: SigningKeyPair.generate(), settings: links,
                                       events: events, queue: DispatchQueue(label: "test.keepalive"))
-        #expect(await eventually { events.established.withLock { $0 } != nil })
-        try await Task.sleep(for: .seconds(2))
+        #expect(await eventually { events.established.withLock { $0 } != nil && acceptor.firstEvents?.established.withLock { $0 } != nil })
+        let accepted = try #require(acceptor.firstLink)
+        for step in 1...12 {
+            clock.advance(links.keepaliveInterval)
+            link.checkLiveness()
+            accepted.checkLiveness()
+            // Each sent a keep-alive (nothing else was sent for 5 s) and the other received it.
+            let now = clock.now
+            #expect(await eventually { link.lastFrameReceived == now && accepted.lastFrameReceived == now },
+                    "step \(step): a keep-alive each way")
+        }
         #expect(events.closed.withLock { $0 } == nil && acceptor.firstEvents?.closed.withLock { $0 } == nil,
                 "an idle link closed: \(String(describing: events.closed.withLock { $0 }))")
         #expect(events.messages.withLock { $0 }.isEmpty && acceptor.firstEvents?.messages.withLock { $0 }.isEmpty == true)
@@ -196,16 +210,25 @@ final class RawPeer: @unchecked Sendable {
         #expect(await eventually { acceptor.listener.openLinks == 0 })
 
         // A peer that completes the handshake and then sends nothing: it gets keep-alives
-        // (empty frames: 4 + 16 bytes), and is closed as silent after the timeout.
+        // (empty frames: 4 + 16 bytes), and is closed as silent after the timeout — not before.
         let raw = try RawPeer(port: acceptor.port)
         let session = try raw.handshake(identity: SigningKeyPair.generate())
         var opener = FrameOpener(session: session)
-        let frame = raw.read(4 + 16)
+        #expect(await eventually { acceptor.links.withLock { $0.count } == 2 && acceptor.listener.openLinks == 1 })
+        let (silentLink, silentEvents) = try #require(acceptor.links.withLock { $0.last })
+        #expect(await eventually { silentEvents.established.withLock { $0 } != nil })
+        clock.advance(links.keepaliveInterval)
+        silentLink.checkLiveness()
+        let frame = try await offPool { raw.read(4 + 16) }
         #expect(frame.count == 20 && frame.prefix(4) == [0, 0, 0, 16], "a keep-alive frame: \(frame)")
         #expect(try opener.open(Array(frame.dropFirst(4))) == [])
-        #expect(await eventually(.seconds(3)) {
-            acceptor.links.withLock { $0.count } == 2 && acceptor.links.withLock { $0.last?.1 }?.closed.withLock { $0 } == .silent(.milliseconds(500))
-        })
+        clock.advance(links.silenceTimeout - links.keepaliveInterval - .milliseconds(1))
+        silentLink.checkLiveness()
+        #expect(silentLink.lastFrameReceived < clock.now && silentEvents.closed.withLock { $0 } == nil,
+                "not silent yet a millisecond before the timeout")
+        clock.advance(.milliseconds(1))
+        silentLink.checkLiveness()
+        #expect(await eventually { silentEvents.closed.withLock { $0 } == .silent(links.silenceTimeout) })
         acceptor.listener.close()
     }
 

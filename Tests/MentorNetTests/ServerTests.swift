@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import MentorAPI
-import MentorNet
+@testable import MentorNet
 import Synchronization
 import Testing
 import MentorSystem
@@ -639,34 +639,54 @@ private func listeningSocket(at path: String) throws -> Int32 {
     }
 }
 
+/// With a manual clock: the test moves time and runs the idle sweep itself
+/// (`sweepIdleConnections`, what the server's timer does). Before each move it sweeps once
+/// without moving: that also waits for the server's queue, so a write the client has already
+/// read has had its time stamped by then (the stamp follows the send).
 @Test func idleConnectionsAreClosedAfterTheTimeoutButSubscribersAndRunningRequestsStay() async throws {
+    let clock = ManualClock()
     var settings = APIServer.Settings()
-    settings.idleTimeout = .milliseconds(300)
+    settings.idleTimeout = .seconds(300)
     settings.maxSubscriptionsPerUser = 1
+    settings.now = { clock.now }
     try await withServer(settings: settings) { env in
-        let (idle, subscriber, extra, busy) = try await offPool {
+        // The subscriptions one after the other, so that the subscriber is the one that claims.
+        let (idle, subscriber, extra, busy, claims) = try await offPool {
             let idle = try RawClient(path: env.path), subscriber = try RawClient(path: env.path)
             let extra = try RawClient(path: env.path), busy = try RawClient(path: env.path)
             subscriber.request(1, "subscribe")
+            let first = subscriber.readJSON()?["result"]?["claimed"]
             extra.request(1, "subscribe")
-            busy.request(1, "sleep", ["ms": 900])
-            return (idle, subscriber, extra, busy)
+            let second = extra.readJSON()?["result"]?["claimed"]
+            busy.request(1, "sleep", ["ms": 1000])   // outlasts the sweeps below, even on a loaded machine
+            return (idle, subscriber, extra, busy, [first, second])
         }
-        let claims = try await offPool { [subscriber.readJSON()?["result"]?["claimed"], extra.readJSON()?["result"]?["claimed"]] }
         #expect(claims == [true, false], "one subscription per user here: \(claims)")
+        #expect(await eventually { env.handler.sleepsStarted == 1 })
+        // A millisecond before the timeout nothing closes; at the timeout the idle ones do.
+        env.server.sweepIdleConnections()
+        clock.advance(.seconds(300) - .milliseconds(1))
+        env.server.sweepIdleConnections()
+        #expect(env.server.connectionCount == 4, "nobody is idle for 300 s yet")
+        clock.advance(.milliseconds(1))
+        env.server.sweepIdleConnections()
+        #expect(env.server.connectionCount == 2, "the idle one and the refused subscriber close, the subscriber and the busy one stay")
         let notice = try await offPool { idle.readJSON(timeout: .seconds(2)) }
         #expect(notice?.errorCode == -32010 && notice?.errorMessage?.contains("idle") == true, "\(String(describing: notice))")
         #expect(try await offPool { idle.waitClosed(timeout: .seconds(1)) && extra.waitClosed(timeout: .seconds(2)) },
                 "idle connections close; a refused subscription does not exempt one")
-        // The sleeping request outlasts the timeout: its connection is not idle while it runs.
+        // The sleeping request outlasted the timeout: its connection is not idle while it runs.
         let slept = try await offPool { busy.readJSON(timeout: .seconds(3)) }
-        #expect(slept?["result"]?["slept"] == 900)
-        try await Task.sleep(for: .milliseconds(500))
+        #expect(slept?["result"]?["slept"] == 1000)
+        env.server.sweepIdleConnections()
+        clock.advance(.seconds(300))
+        env.server.sweepIdleConnections()
+        #expect(env.server.connectionCount == 1, "after its answer the busy one goes idle and is closed too")
         let stillThere = try await offPool { () -> JSON? in
             subscriber.request(2, "echo")
             return subscriber.readJSON()
         }
         #expect(stillThere?["id"] == 2, "a subscriber stays open however long it is idle")
-        #expect(try await offPool { busy.waitClosed(timeout: .seconds(2)) }, "after its answer the busy one goes idle and is closed too")
+        #expect(try await offPool { busy.waitClosed(timeout: .seconds(2)) }, "the busy one's connection ends")
     }
 }

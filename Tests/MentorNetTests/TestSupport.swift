@@ -122,15 +122,15 @@ struct TestServer: Sendable {
 }
 
 /// Runs a server on a socket in a fresh directory for the duration of `body`, then shuts it
-/// down and waits for `run()` to return.
-func withServer(settings: APIServer.Settings = .init(),
+/// down and waits for `run()` to return. `directoryMode` 0755 lets other users reach the socket.
+func withServer(settings: APIServer.Settings = .init(), directoryMode: mode_t = UnixListener.defaultDirectoryMode,
                 _ body: @Sendable (TestServer) async throws -> Void) async throws {
     try await withTemporaryDirectory { directory in
         let path = directory + "/run/api.sock"
         let handler = TestHandler()
         let logger = CaptureLogger()
-        let server = APIServer(listener: try UnixListener(path: path), handler: handler, logger: logger,
-                               settings: settings)
+        let server = APIServer(listener: try UnixListener(path: path, directoryMode: directoryMode), handler: handler,
+                               logger: logger, settings: settings)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await server.run() }
             do {

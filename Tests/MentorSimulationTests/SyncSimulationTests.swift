@@ -1392,7 +1392,7 @@ private final class Simulation {
         return results.withLock { ($0.0, $0.1.sorted { $0.0 < $1.0 }) }
     }
 
-    @Test func nodesUnderFaultsConvergeWithoutViolations() {
+    @Test(.tags(.slow)) func nodesUnderFaultsConvergeWithoutViolations() {
         let env = ProcessInfo.processInfo.environment
         if let seed = env["MM_SIM_SEED"].flatMap({ UInt64($0) }) {
             let (sim, failure) = Self.runOne(seed, tracing: true)

@@ -73,7 +73,7 @@ import MentorCrypto
         #expect(Self.pool.records.count >= 30)
     }
 
-    @Test func randomSchedulesOverFourReplicasConverge() throws {
+    @Test(.tags(.slow)) func randomSchedulesOverFourReplicasConverge() throws {
         var failures: [UInt64] = []
         var reference: [UInt8]?
         for seed in Self.schedules {

@@ -17,7 +17,7 @@ import Darwin
 /// After each kill the test opens the database and checks that every reported batch is there,
 /// that no batch is there in part, and that the file is sound; then it starts the next child on
 /// the same file, which must resume where the committed state is.
-@Suite struct CrashSafetyTests {
+@Suite(.tags(.multiProcess)) struct CrashSafetyTests {
     static let rounds = 60
     /// Records per batch in the child; the replica must always hold a multiple of it.
     static let batchSize: UInt64 = 50

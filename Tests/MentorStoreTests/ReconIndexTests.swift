@@ -61,7 +61,7 @@ import MentorCrypto
 
     // MARK: The tree follows every change the apply path makes
 
-    @Test(arguments: [UInt64(1), 2, 3, 4])
+    @Test(.tags(.slow), arguments: [UInt64(1), 2, 3, 4])
     func randomApplySequencesKeepTheTreeEqualToTheMemoryTreeOfTheHeldSet(seed: UInt64) throws {
         var rng = SeededRandom(seed: seed)
         let authors = (0..<5).map { keyPair(UInt8(40 + $0)) }
@@ -410,7 +410,7 @@ import MentorCrypto
     /// each the last edit of a few hundred authors the other lacks — `mentormate-bench reconcile`
     /// (b) in small — reconcile with the tree's changes waiting between reads: one round leaves
     /// both holding the union, with equal roots, and each tree equal to one built from scratch.
-    @Test func twoLargeReplicasReconcileToTheUnionWhileTreeChangesWait() throws {
+    @Test(.tags(.slow)) func twoLargeReplicasReconcileToTheUnionWhileTreeChangesWait() throws {
         let authors = 3000, differing = 600
         var common: [[UInt8]] = [], onlyA: [[UInt8]] = [], onlyB: [[UInt8]] = []
         for i in 0..<authors {

@@ -45,6 +45,9 @@ public final class PeerLink: @unchecked Sendable {
         /// whose host left or whose network went down is noticed without a FIN.
         public var keepaliveInterval: Duration = .seconds(5)
         public var silenceTimeout: Duration = .seconds(15)
+        /// The clock keep-alives and silence are measured by (tests hold a manual one; the
+        /// ticker still runs on Dispatch's clock, every `min(keepaliveInterval, silenceTimeout / 3)`).
+        public var now: @Sendable () -> ContinuousClock.Instant = { .now }
 
         public init() {}
     }
@@ -137,8 +140,8 @@ public final class PeerLink: @unchecked Sendable {
     private var liveSources = 2
     /// Keep-alive and silence checks of an established link.
     private var ticker: DispatchSourceTimer?
-    private var lastSent = ContinuousClock.now
-    private var lastReceived = ContinuousClock.now
+    private var lastSent: ContinuousClock.Instant
+    private var lastReceived: ContinuousClock.Instant
     /// The peer's node key once the handshake completed.
     private var peerKey: SigningPublicKey?
 
@@ -150,6 +153,8 @@ public final class PeerLink: @unchecked Sendable {
         self.queue = queue
         self.logger = logger
         self.descriptor = stream.descriptor
+        lastSent = settings.now()
+        lastReceived = lastSent
         switch role {
         case .initiator: initiator = HandshakeInitiator(networkKey: settings.networkKey, identity: identity)
         case .responder: responder = HandshakeResponder(networkKey: settings.networkKey, identity: identity)
@@ -321,7 +326,7 @@ public final class PeerLink: @unchecked Sendable {
         do throws(FrameError) {
             for body in try decoder.feed(bytes) {
                 let plaintext = try opener!.open(body)
-                lastReceived = .now
+                lastReceived = settings.now()
                 if plaintext.isEmpty { continue }   // a keep-alive
                 onMessage(plaintext)
                 guard case .established = phase else { return }   // closed by the callback
@@ -334,7 +339,7 @@ public final class PeerLink: @unchecked Sendable {
     // MARK: Writing (on queue)
 
     private func enqueue(_ bytes: [UInt8]) {
-        lastSent = .now
+        lastSent = settings.now()
         output.append(bytes)
         outputBytes += bytes.count
         if !writing { flush() }
@@ -395,9 +400,15 @@ public final class PeerLink: @unchecked Sendable {
         timer.resume()
     }
 
+    /// The ticker's check, run now (tests that move the clock by hand call it after moving it).
+    func checkLiveness() { perform { self.tick() } }
+
+    /// When a frame last arrived (by `settings.now`), for tests to wait on.
+    var lastFrameReceived: ContinuousClock.Instant { queue.sync { lastReceived } }
+
     private func tick() {
         guard case .established = phase else { return }
-        let now = ContinuousClock.now
+        let now = settings.now()
         if now - lastReceived >= settings.silenceTimeout {
             fail(.silent(settings.silenceTimeout))
             return

@@ -13,6 +13,7 @@ import MentorSystem
 /// `refusedCount` (logged per address at a slowing rate: 1 s, 2 s, 4 s … apart).
 ///
 /// A host under a refusal (`refusal` answers a reason) is closed at once too, logged the same way.
+/// The log's rate is measured by the links' clock, `settings.link.now`.
 ///
 /// `accepted` runs on `queue` for each admitted link, before `start()`: set its callbacks there.
 ///
@@ -113,7 +114,7 @@ public final class PeerListener: @unchecked Sendable {
                 if error.errno == ECONNABORTED || error.errno == EPROTO { continue }  // the peer gave up first
                 // Out of descriptors or memory: the listener stays readable, so pause instead of
                 // spinning on it; logged once, then at a slowing rate.
-                if let missed = acceptFailure.failed(now: .now) {
+                if let missed = acceptFailure.failed(now: settings.link.now()) {
                     logger.info("accepting a peer connection failed", ["error": "\(error)", "unreported": "\(missed)"])
                 }
                 pause()
@@ -143,7 +144,7 @@ public final class PeerListener: @unchecked Sendable {
         let host = stream.remote.host
         if let reason = refusal(host) {
             refused += 1
-            let (log, suppressed) = throttle.admit("refused " + host + "\u{0}" + reason, now: .now)
+            let (log, suppressed) = throttle.admit("refused " + host + "\u{0}" + reason, now: settings.link.now())
             if log {
                 logger.info("peer connection refused", ["peer.address": "\(stream.remote)", "reason": reason,
                                                         "suppressed": "\(suppressed)"])
@@ -154,7 +155,7 @@ public final class PeerListener: @unchecked Sendable {
         let count = perAddress[host, default: 0]
         guard count < settings.maxLinksPerAddress, total < settings.maxLinks else {
             refused += 1
-            let (log, suppressed) = throttle.admit("limit " + host, now: .now)
+            let (log, suppressed) = throttle.admit("limit " + host, now: settings.link.now())
             if log {
                 logger.info("peer connection refused: limit reached",
                             ["peer.address": "\(stream.remote)", "limit.address": "\(settings.maxLinksPerAddress)",
