@@ -116,9 +116,20 @@ public final class PeerLink: @unchecked Sendable {
     private enum Phase {
         case idle
         case handshaking
-        case established
+        /// With the frame keys the handshake made, both ways.
+        case established(FrameKeys)
         case closing(CloseReason)
         case closed
+    }
+
+    /// An established link's frame keys: the sealer's and opener's nonces advance in place.
+    private final class FrameKeys {
+        var sealer: FrameSealer
+        var opener: FrameOpener
+        init(_ session: Handshake.Session) {
+            sealer = FrameSealer(session: session)
+            opener = FrameOpener(session: session)
+        }
     }
 
     // Confined to queue:
@@ -128,8 +139,6 @@ public final class PeerLink: @unchecked Sendable {
     private var handshakeBytes: [UInt8] = []
     private var handshakeNeed = 0
     private var deadline: DispatchWorkItem?
-    private var sealer: FrameSealer?
-    private var opener: FrameOpener?
     private var decoder = FrameDecoder()
     private var output = FIFO<[UInt8]>()
     private var outputHead = 0
@@ -217,13 +226,13 @@ public final class PeerLink: @unchecked Sendable {
         precondition(plaintext.count <= Self.maximumMessageLength,
                      "PeerLink.send: \(plaintext.count) bytes is over the \(Self.maximumMessageLength)-byte message limit; split it")
         return onQueue {
-            guard case .established = self.phase, self.sealer != nil else { return false }
+            guard case .established(let keys) = self.phase else { return false }
             guard self.outputBytes <= self.settings.outputHighWater else {
                 self.refusedSend = true
                 return false
             }
             let frame: [UInt8]
-            do { frame = try self.sealer!.seal(plaintext) } catch { return false }
+            do { frame = try keys.sealer.seal(plaintext) } catch { return false }
             self.enqueue(frame)
             return true
         }
@@ -313,19 +322,18 @@ public final class PeerLink: @unchecked Sendable {
         responder = nil
         deadline?.cancel()
         deadline = nil
-        sealer = FrameSealer(session: session)
-        opener = FrameOpener(session: session)
         peerKey = session.peerNodeKey
-        phase = .established
+        phase = .established(FrameKeys(session))
         startTicker()
         logger.debug("peer link established", ["peer.address": "\(remote)", "peer.key": "\(session.peerNodeKey)"])
         onEstablished(session.peerNodeKey)
     }
 
     private func framesReceived(_ bytes: [UInt8]) {
+        guard case .established(let keys) = phase else { return }
         do throws(FrameError) {
             for body in try decoder.feed(bytes) {
-                let plaintext = try opener!.open(body)
+                let plaintext = try keys.opener.open(body)
                 lastReceived = settings.now()
                 if plaintext.isEmpty { continue }   // a keep-alive
                 onMessage(plaintext)
@@ -407,13 +415,13 @@ public final class PeerLink: @unchecked Sendable {
     var lastFrameReceived: ContinuousClock.Instant { queue.sync { lastReceived } }
 
     private func tick() {
-        guard case .established = phase else { return }
+        guard case .established(let keys) = phase else { return }
         let now = settings.now()
         if now - lastReceived >= settings.silenceTimeout {
             fail(.silent(settings.silenceTimeout))
             return
         }
-        if now - lastSent >= settings.keepaliveInterval, let frame = try? sealer?.seal([]) {
+        if now - lastSent >= settings.keepaliveInterval, let frame = try? keys.sealer.seal([]) {
             enqueue(frame)
         }
     }
