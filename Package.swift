@@ -90,6 +90,7 @@ let package = Package(
         .testTarget(name: "FuzzRegressionTests", dependencies: ["MentorFuzzTargets"],
                     path: "Tests/FuzzRegressionTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["MentorAPI"], path: "Tests/EndToEndTests"),
+        .testTarget(name: "MentorAPITests", dependencies: ["MentorAPI"], path: "Tests/MentorAPITests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),
     ],
