@@ -142,7 +142,7 @@ public struct SubscribeRequest: APIRequest, Equatable {
     public enum CodingKeys: String, CodingKey, CaseIterable { case events }
     public init(events: [String]? = nil) { self.events = events }
 
-    public static let allEvents: Set<String> = ["match", "message", "unmatch", "peer", "sync"]
+    public static let allEvents = Set(APIEvent.allCases.map(\.rawValue))
 }
 
 // MARK: - Results
@@ -502,4 +502,45 @@ public struct ReplicaDigest: APIObject, Equatable {
     public var digest: String
     public var records: Int64
     public init(digest: String, records: Int64) { (self.digest, self.records) = (digest, records) }
+}
+
+// MARK: - Notifications
+
+/// The events `subscribe` takes; each arrives as the notification `event.<name>`.
+public enum APIEvent: String, CaseIterable, Sendable {
+    case match, message, unmatch, peer, sync
+
+    /// The notification's method name.
+    public var method: String { "event.\(rawValue)" }
+}
+
+/// `event.match`: the caller's account matched `id`.
+public struct MatchEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case id, name }
+    public var id: String
+    public var name: String?
+    public init(id: String, name: String?) { (self.id, self.name) = (id, name) }
+}
+
+/// `event.message`: a message in the conversation with `with`.
+public struct MessageEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case with, message }
+    public var with: String
+    public var message: Message
+    public init(with: String, message: Message) { (self.with, self.message) = (with, message) }
+}
+
+/// `event.unmatch`: the match with `id` ended, by `by`.
+public struct UnmatchEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case id, by }
+    public var id: String
+    public var by: String
+    public init(id: String, by: String) { (self.id, self.by) = (id, by) }
+}
+
+extension RPCNotification {
+    /// An event's notification, its params encoded from their type.
+    public init(_ event: APIEvent, _ params: some APIObject) throws {
+        self.init(method: event.method, params: try JSONValueEncoder().encode(params))
+    }
 }

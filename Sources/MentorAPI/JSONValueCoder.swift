@@ -16,10 +16,7 @@ public struct JSONValueEncoder: Sendable {
     }
 
     public func encode<T: Encodable>(_ value: T) throws -> JSON {
-        if let json = value as? JSON { return json }
-        let encoder = ValueEncoder(codingPath: [], nilEncoding: nilEncoding)
-        try value.encode(to: encoder)
-        return encoder.storage.resolved
+        try ValueEncoder.box(value, codingPath: [], nilEncoding: nilEncoding)
     }
 }
 
@@ -40,26 +37,32 @@ public protocol DecodesExplicitNull: Decodable {}
 
 // MARK: - Encoding
 
-/// What an encoder or container has written so far; containers share it by reference.
+/// What an encoder or container has written so far; containers share it by reference. Finished
+/// values are kept as JSON, so an object of plain fields becomes its `JSON` without a copy; only
+/// containers still being written (`nestedContainer`, `superEncoder`) are kept apart until the end.
 final class EncodingStorage {
     enum Content {
         case empty
         case value(JSON)
-        case object([String: EncodingStorage])
-        case array([EncodingStorage])
+        case object([String: JSON], nested: [String: EncodingStorage])
+        /// `nested` fills the placeholders at its indices.
+        case array([JSON], nested: [Int: EncodingStorage])
     }
 
     var content: Content = .empty
 
     init() {}
-    init(_ value: JSON) { content = .value(value) }
 
     var resolved: JSON {
         switch content {
         case .empty: return .object([:])
         case .value(let v): return v
-        case .object(let o): return .object(o.mapValues(\.resolved))
-        case .array(let a): return .array(a.map(\.resolved))
+        case .object(var o, let nested):
+            for (key, storage) in nested { o[key] = storage.resolved }
+            return .object(o)
+        case .array(var a, let nested):
+            for (index, storage) in nested { a[index] = storage.resolved }
+            return .array(a)
         }
     }
 }
@@ -77,12 +80,12 @@ struct ValueEncoder: Encoder {
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
         // A second request for a keyed container adds to the same object (a flattened subtype).
-        if case .object = storage.content {} else { storage.content = .object([:]) }
+        if case .object = storage.content {} else { storage.content = .object([:], nested: [:]) }
         return KeyedEncodingContainer(KeyedEncoder<Key>(storage: storage, codingPath: codingPath, nilEncoding: nilEncoding))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        if case .array = storage.content {} else { storage.content = .array([]) }
+        if case .array = storage.content {} else { storage.content = .array([], nested: [:]) }
         return UnkeyedEncoder(storage: storage, codingPath: codingPath, nilEncoding: nilEncoding)
     }
 
@@ -90,12 +93,16 @@ struct ValueEncoder: Encoder {
         SingleValueEncoder(storage: storage, codingPath: codingPath, nilEncoding: nilEncoding)
     }
 
-    /// Encodes a nested value; values that are JSON already are taken as they are.
-    static func box<T: Encodable>(_ value: T, codingPath: [any CodingKey], nilEncoding: JSONValueEncoder.NilEncoding) throws -> EncodingStorage {
-        if let json = value as? JSON { return EncodingStorage(json) }
+    /// Encodes a nested value, which is finished when its `encode(to:)` returns. JSON values are
+    /// taken as they are, lists of strings (courses) and a card's conflicts directly: the feed's
+    /// hot path.
+    static func box<T: Encodable>(_ value: T, codingPath: [any CodingKey], nilEncoding: JSONValueEncoder.NilEncoding) throws -> JSON {
+        if T.self == JSON.self, let json = value as? JSON { return json }
+        if T.self == [String].self, let strings = value as? [String] { return .array(strings.map(JSON.string)) }
+        if T.self == [String: [JSON]].self, let lists = value as? [String: [JSON]] { return .object(lists.mapValues(JSON.array)) }
         let encoder = ValueEncoder(codingPath: codingPath, nilEncoding: nilEncoding)
         try value.encode(to: encoder)
-        return encoder.storage
+        return encoder.storage.resolved
     }
 }
 
@@ -104,16 +111,22 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
     var codingPath: [any CodingKey]
     let nilEncoding: JSONValueEncoder.NilEncoding
 
-    private func set(_ child: EncodingStorage, _ key: Key) { set(child, key.stringValue) }
-
-    private func set(_ child: EncodingStorage, _ key: String) {
-        guard case .object(var o) = storage.content else { return }
+    private func set(_ value: JSON, _ key: String) {
+        guard case .object(var o, let nested) = storage.content else { return }
         storage.content = .empty   // keeps `o` uniquely referenced while it changes
-        o[key] = child
-        storage.content = .object(o)
+        o[key] = value
+        storage.content = .object(o, nested: nested)
     }
 
-    private func set(_ value: JSON, _ key: Key) { set(EncodingStorage(value), key) }
+    private func set(_ child: EncodingStorage, _ key: String) {
+        guard case .object(let o, var nested) = storage.content else { return }
+        storage.content = .empty
+        nested[key] = child
+        storage.content = .object(o, nested: nested)
+    }
+
+    private func set(_ value: JSON, _ key: Key) { set(value, key.stringValue) }
+    private func set(_ child: EncodingStorage, _ key: Key) { set(child, key.stringValue) }
 
     mutating func encodeNil(forKey key: Key) throws { set(.null, key) }
     mutating func encode(_ value: Bool, forKey key: Key) throws { set(.bool(value), key) }
@@ -157,14 +170,14 @@ struct KeyedEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type, forKey key: Key) -> KeyedEncodingContainer<NestedKey> {
         let child = EncodingStorage()
-        child.content = .object([:])
+        child.content = .object([:], nested: [:])
         set(child, key)
         return KeyedEncodingContainer(KeyedEncoder<NestedKey>(storage: child, codingPath: codingPath + [key], nilEncoding: nilEncoding))
     }
 
     mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
         let child = EncodingStorage()
-        child.content = .array([])
+        child.content = .array([], nested: [:])
         set(child, key)
         return UnkeyedEncoder(storage: child, codingPath: codingPath + [key], nilEncoding: nilEncoding)
     }
@@ -196,18 +209,24 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
     let nilEncoding: JSONValueEncoder.NilEncoding
 
     var count: Int {
-        if case .array(let a) = storage.content { return a.count }
+        if case .array(let a, _) = storage.content { return a.count }
         return 0
     }
 
-    private func append(_ child: EncodingStorage) {
-        guard case .array(var a) = storage.content else { return }
-        storage.content = .empty
-        a.append(child)
-        storage.content = .array(a)
+    private func append(_ value: JSON) {
+        guard case .array(var a, let nested) = storage.content else { return }
+        storage.content = .empty   // keeps `a` uniquely referenced while it changes
+        a.append(value)
+        storage.content = .array(a, nested: nested)
     }
 
-    private func append(_ value: JSON) { append(EncodingStorage(value)) }
+    private func append(_ child: EncodingStorage) {
+        guard case .array(var a, var nested) = storage.content else { return }
+        storage.content = .empty
+        nested[a.count] = child
+        a.append(.null)
+        storage.content = .array(a, nested: nested)
+    }
 
     mutating func encodeNil() throws { append(.null) }
     mutating func encode(_ value: Bool) throws { append(.bool(value)) }
@@ -231,7 +250,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
 
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy keyType: NestedKey.Type) -> KeyedEncodingContainer<NestedKey> {
         let child = EncodingStorage()
-        child.content = .object([:])
+        child.content = .object([:], nested: [:])
         let path = codingPath + [IndexKey(count)]
         append(child)
         return KeyedEncodingContainer(KeyedEncoder<NestedKey>(storage: child, codingPath: path, nilEncoding: nilEncoding))
@@ -239,7 +258,7 @@ struct UnkeyedEncoder: UnkeyedEncodingContainer {
 
     mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
         let child = EncodingStorage()
-        child.content = .array([])
+        child.content = .array([], nested: [:])
         let path = codingPath + [IndexKey(count)]
         append(child)
         return UnkeyedEncoder(storage: child, codingPath: path, nilEncoding: nilEncoding)
@@ -276,7 +295,7 @@ struct SingleValueEncoder: SingleValueEncodingContainer {
     mutating func encode(_ value: UInt64) throws { set(.int(Int64(clamping: value))) }
 
     mutating func encode<T: Encodable>(_ value: T) throws {
-        storage.content = try ValueEncoder.box(value, codingPath: codingPath, nilEncoding: nilEncoding).content
+        storage.content = .value(try ValueEncoder.box(value, codingPath: codingPath, nilEncoding: nilEncoding))
     }
 }
 

@@ -480,7 +480,7 @@ public enum MentormateCLI {
             let other = card[.id]?.stringValue ?? id
             let name = ClientFormat.cell(card[.name]?.stringValue ?? ClientFormat.shortID(other), width: 24)
             context.host.interruptEndsCleanly()
-            _ = try context.call(API.subscribe, SubscribeRequest(events: ["message", "unmatch"]))
+            _ = try context.call(API.subscribe, SubscribeRequest(events: [APIEvent.message.rawValue, APIEvent.unmatch.rawValue]))
             let history = try context.call(API.chatHistory, ChatHistoryRequest(id: other))
             var seen = Swift.Set(history.objects(.messages, as: Message.self).compactMap { $0[.id]?.stringValue })
             if context.json {
@@ -496,19 +496,19 @@ public enum MentormateCLI {
                     throw ClientError.connectionLost(socket: context.socketPath, reason: "the daemon closed the connection")
                 }
                 switch event.method {
-                case "event.message" where event.params["with"]?.stringValue == other:
-                    guard let message = event.params["message"].map(Fields<Message>.init) else { continue }
+                case APIEvent.message.method where Fields<MessageEvent>(event.params)[.with]?.stringValue == other:
+                    guard let message = Fields<MessageEvent>(event.params).object(.message, as: Message.self) else { continue }
                     if let mid = message[.id]?.stringValue {
                         guard !seen.contains(mid) else { continue }
                         seen.insert(mid)
                     }
                     context.print(context.json ? JSON.object(["method": .string(event.method), "params": event.params]).description
                                   : ClientFormat.message(message.json, otherName: name, speakerWidth: width, in: zone))
-                case "event.unmatch" where event.params["id"]?.stringValue == other:
+                case APIEvent.unmatch.method where Fields<UnmatchEvent>(event.params)[.id]?.stringValue == other:
                     if context.json {
                         context.print(JSON.object(["method": .string(event.method), "params": event.params]).description)
                     } else {
-                        let byThem = event.params["by"]?.stringValue == other
+                        let byThem = Fields<UnmatchEvent>(event.params)[.by]?.stringValue == other
                         context.print(byThem ? "\(name) ended the match; the conversation is closed."
                                              : "You ended the match; the conversation is closed.")
                     }

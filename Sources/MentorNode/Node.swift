@@ -577,15 +577,14 @@ public final class Node: @unchecked Sendable {
             for s in now {
                 let old = before[s.other]
                 if s.matched && old?.matched != true {
-                    publish(uid, "match", RPCNotification(method: "event.match", params: ["id": .string(s.other.id), "name": names[s.other].map(JSON.string) ?? .null]))
+                    publish(uid, .match, MatchEvent(id: s.other.id, name: names[s.other]))
                 }
                 if let by = s.unmatchedBy, old?.unmatchedBy == nil {
-                    publish(uid, "unmatch", RPCNotification(method: "event.unmatch", params: ["id": .string(s.other.id), "by": .string(by.id)]))
+                    publish(uid, .unmatch, UnmatchEvent(id: s.other.id, by: by.id))
                 }
                 if s.messages > (old?.messages ?? 0), let view = try? replica.pairView(account: me, other: s.other) {
                     for m in view.messages.suffix(s.messages - (old?.messages ?? 0)) {
-                        publish(uid, "message", RPCNotification(method: "event.message",
-                                                                params: ["with": .string(s.other.id), "message": messageJSON(m, me: me)]))
+                        publish(uid, .message, MessageEvent(with: s.other.id, message: apiMessage(m, me: me)))
                     }
                 }
             }
@@ -616,10 +615,11 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    func publish(_ uid: UInt32, _ event: String, _ notification: RPCNotification) {
-        for (connection, sub) in subscriptions where sub.uid == uid && sub.events.contains(event) {
-            deliver(connection, notification)
-        }
+    /// Sends `event` to `uid`'s connections that subscribed to it (encoded only when there is one).
+    func publish(_ uid: UInt32, _ event: APIEvent, _ params: some APIObject) {
+        let targets = subscriptions.filter { $0.value.uid == uid && $0.value.events.contains(event.rawValue) }.keys
+        guard !targets.isEmpty, let notification = try? RPCNotification(event, params) else { return }
+        for connection in targets { deliver(connection, notification) }
     }
 
     func lockedError(_ uid: UInt32) throws -> RPCError {

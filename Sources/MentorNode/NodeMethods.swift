@@ -536,12 +536,7 @@ func apiPeer(_ p: PeerInfo) -> Peer {
     Peer(node: p.node, address: p.address, via: p.via, since: Int64(clamping: p.since))
 }
 
-/// A `Message` in a notification's params.
-func messageJSON(_ m: PairView.Message, me: PublicKey) -> JSON {
-    (try? JSONValueEncoder().encode(apiMessage(m, me: me))) ?? .null
-}
-
-/// A `Peer` in a notification's params.
+/// A `Peer` in a notification's params (`event.peer`).
 func peerJSON(_ p: PeerInfo) -> JSON {
     (try? JSONValueEncoder().encode(apiPeer(p))) ?? .null
 }

@@ -134,6 +134,18 @@ import MentorAPI
         #expect(ProfileSetRequest.parameterNames.sorted() == ["availability", "bio", "budget", "courses", "name", "photo", "wage"])
     }
 
+    /// The notifications the node sends for the caller's own account, with their names.
+    @Test func eventsRoundTripUnderTheirNames() throws {
+        #expect(APIEvent.allCases.map(\.method) == ["event.match", "event.message", "event.unmatch", "event.peer", "event.sync"])
+        #expect(SubscribeRequest.allEvents == ["match", "message", "unmatch", "peer", "sync"])
+        let message = try RPCNotification(.message, MessageEvent(with: Self.id, message: Self.message))
+        #expect(message.method == "event.message")
+        let parsed = try #require(JSON.parse(message.params.encoded))
+        #expect(try JSONValueDecoder().decode(MessageEvent.self, from: parsed) == MessageEvent(with: Self.id, message: Self.message))
+        #expect(try RPCNotification(.match, MatchEvent(id: "x", name: nil)).params == ["id": "x", "name": nil])
+        #expect(try RPCNotification(.unmatch, UnmatchEvent(id: "x", by: "y")).params == ["id": "x", "by": "y"])
+    }
+
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
         #expect(APIMethod.allCases.count == 21)
