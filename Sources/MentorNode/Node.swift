@@ -213,10 +213,11 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// The request itself, on the node's queue, with the key a passphrase check prepared.
+    /// The request itself, on the node's queue, with the key a passphrase check prepared; its
+    /// result is encoded after the queue is let go (a value, no node state).
     private func finish(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<JSON, RPCError> {
         defer { if let path = prepared?.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
-        return queue.sync {
+        let outcome = queue.sync { () -> Result<any APIObject, RPCError> in
             do {
                 if prepared != nil { passphraseChecksInFlight.remove(caller.uid) }
                 if prepared?.wrongPassphrase == true {
@@ -233,6 +234,14 @@ public final class Node: @unchecked Sendable {
             } catch let e as StoreError {
                 logger.log(.error, "storage error", ["method": method.rawValue, "error": "\(e)"])
                 return .failure(RPCError(.storage, "the replica could not be written (\(e.message)); nothing was stored — check free disk space and the state directory"))
+            } catch {
+                logger.log(.error, "internal error", ["method": method.rawValue, "error": "\(error)"])
+                return .failure(RPCError(.internalError, "internal error: \(error)"))
+            }
+        }
+        return outcome.flatMap { result in
+            do {
+                return .success(try JSONValueEncoder().encode(result))
             } catch {
                 logger.log(.error, "internal error", ["method": method.rawValue, "error": "\(error)"])
                 return .failure(RPCError(.internalError, "internal error: \(error)"))

@@ -10,9 +10,10 @@ import MentorStore
 
 extension Node {
     /// Step 2 of a request, on the node's queue: the params decoded as the method's request
-    /// type (a wrong one is -32602), the handler, its result encoded. `prepared` is what step 1
-    /// of a login or signup made off the queue (`admit`, then `prepareKey`); nil otherwise.
-    func dispatch(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) throws -> JSON {
+    /// type (a wrong one is -32602), then the handler; `finish` encodes its result off the queue.
+    /// `prepared` is what step 1 of a login or signup made off the queue (`admit`, then
+    /// `prepareKey`); nil otherwise.
+    func dispatch(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) throws -> any APIObject {
         switch method {
         case .accountSignup: return try run(API.accountSignup, params) { try signup($0, caller, prepared: prepared) }
         case .accountLogin: return try run(API.accountLogin, params) { try login($0, caller, prepared: prepared) }
@@ -39,8 +40,8 @@ extension Node {
     }
 
     private func run<Request, Result>(_ call: APICall<Request, Result>, _ params: [String: JSON],
-                                      _ handler: (Request) throws -> Result) throws -> JSON {
-        try call.json(handler(try call.request(from: params)))
+                                      _ handler: (Request) throws -> Result) throws -> Result {
+        try handler(try call.request(from: params))
     }
 
     // MARK: Account
