@@ -96,6 +96,7 @@ let package = Package(
                     path: "Tests/FuzzRegressionTests"),
         .testTarget(name: "EndToEndTests", dependencies: ["MentorSystem", "MentorAPI"], path: "Tests/EndToEndTests"),
         .testTarget(name: "MentorSystemTests", dependencies: ["MentorSystem"], path: "Tests/MentorSystemTests"),
+        .testTarget(name: "MentorAPITests", dependencies: ["MentorAPI"], path: "Tests/MentorAPITests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),
     ],

@@ -11,20 +11,32 @@ public struct Params: Sendable {
 
     /// Refuses parameters the method does not take (a typo must not pass silently).
     public func allow(_ names: Set<String>) throws(RPCError) {
+        try Self.allow(values, names, method: method)
+    }
+
+    // The -32602 errors, for `Params` and for `APICall`'s decoding alike.
+
+    static func allow(_ values: [String: JSON], _ names: Set<String>, method: String) throws(RPCError) {
         if let unknown = values.keys.sorted().first(where: { !names.contains($0) }) {
             let list = names.isEmpty ? "none" : names.sorted().joined(separator: ", ")
             throw RPCError(.invalidParams, "\(method) has no parameter \"\(unknown)\" (it takes: \(list))")
         }
     }
 
-    public func has(_ name: String) -> Bool { values[name] != nil }
+    static func missing(_ name: String, method: String) -> RPCError {
+        RPCError(.invalidParams, "\(method): missing parameter \"\(name)\"")
+    }
 
-    private func wrong(_ name: String, _ type: String) -> RPCError {
+    static func wrong(_ name: String, _ type: String, method: String) -> RPCError {
         RPCError(.invalidParams, "\(method): parameter \"\(name)\" must be \(type)")
     }
 
+    public func has(_ name: String) -> Bool { values[name] != nil }
+
+    private func wrong(_ name: String, _ type: String) -> RPCError { Self.wrong(name, type, method: method) }
+
     public func string(_ name: String) throws(RPCError) -> String {
-        guard let v = values[name] else { throw RPCError(.invalidParams, "\(method): missing parameter \"\(name)\"") }
+        guard let v = values[name] else { throw Self.missing(name, method: method) }
         guard let s = v.stringValue else { throw wrong(name, "a string") }
         return s
     }
@@ -36,7 +48,7 @@ public struct Params: Sendable {
     }
 
     public func int(_ name: String) throws(RPCError) -> Int64 {
-        guard let v = values[name] else { throw RPCError(.invalidParams, "\(method): missing parameter \"\(name)\"") }
+        guard let v = values[name] else { throw Self.missing(name, method: method) }
         guard let i = v.intValue else { throw wrong(name, "an integer") }
         return i
     }
@@ -48,7 +60,7 @@ public struct Params: Sendable {
     }
 
     public func bool(_ name: String) throws(RPCError) -> Bool {
-        guard let v = values[name] else { throw RPCError(.invalidParams, "\(method): missing parameter \"\(name)\"") }
+        guard let v = values[name] else { throw Self.missing(name, method: method) }
         guard let b = v.boolValue else { throw wrong(name, "true or false") }
         return b
     }

@@ -89,29 +89,29 @@ public enum MentormateCLI {
         }
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            var params: [String: JSON] = ["email": .string(email ?? ""), "name": .string(name ?? ""), "role": .string(role ?? "")]
+            var request = SignupRequest(email: email ?? "", name: name ?? "", role: role ?? "")
             if passphrase {
                 // Typing a passphrase twice for an account that exists already would be wasted.
-                let existing: JSON?
+                let existing: Fields<AccountInfo>?
                 do {
-                    existing = try context.call("account.whoami")
+                    existing = try context.call(API.accountWhoami)
                 } catch let e where e.rpcError?.code == RPCError.Code.noAccount.rawValue {
                     existing = nil
                 }
                 if let existing {
-                    throw ClientError("you already have an account on this node: \(ClientFormat.sanitize(existing["id"]?.stringValue ?? "?"))",
+                    throw ClientError("you already have an account on this node: \(ClientFormat.sanitize(existing[.id]?.stringValue ?? "?"))",
                                       hint: "`mentormate whoami` shows it; each user has one account per node")
                 }
-                params["passphrase"] = .string(try PassphrasePrompt.ask(context.host, confirm: true))
+                request.passphrase = try PassphrasePrompt.ask(context.host, confirm: true)
             }
             // At a real network's difficulty the daemon searches for the account's proof of work
             // for seconds (PROTOCOL.md §6.1): say so first, with the daemon's estimate.
-            if let millis = (try? context.call("status"))?["signupWorkMillis"]?.intValue, millis >= 500 {
+            if let millis = (try? context.call(API.status))?[.signupWorkMillis]?.intValue, millis >= 500 {
                 context.host.error("Making this account's proof of work (about \((millis + 999) / 1000) s on this computer)…")
             }
-            let info = try context.call("account.signup", params)
-            if context.json { return context.printJSON(info) }
-            context.print("Signed up.\n" + ClientFormat.account(info))
+            let info = try context.call(API.accountSignup, request)
+            if context.json { return context.printJSON(info.json) }
+            context.print("Signed up.\n" + ClientFormat.account(info.json))
             context.print("Next: mentormate profile set --courses \"CS 101,MATH 221\" --bio \"...\"; then mentormate feed")
         }
     }
@@ -130,28 +130,26 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let info: JSON
+            let info: Fields<AccountInfo>?
             do {
-                info = try context.call("account.whoami")
+                info = try context.call(API.accountWhoami)
             } catch let e where e.rpcError?.code == RPCError.Code.locked.rawValue {
                 // A daemon that refuses even whoami while locked: the key has a passphrase.
-                info = ["protected": true, "unlocked": false]
+                info = nil
             }
-            let result: JSON
+            let result: Fields<AccountInfo>
             var already = false
-            if info["protected"]?.boolValue == true {
-                if info["unlocked"]?.boolValue == true {
-                    result = info
-                    already = true
-                } else {
-                    let passphrase = try PassphrasePrompt.ask(context.host, confirm: false)
-                    result = try context.call("account.login", ["passphrase": .string(passphrase)])
-                }
+            if let info, info[.protected]?.boolValue != true {
+                result = try context.call(API.accountLogin, LoginRequest())
+            } else if let info, info[.unlocked]?.boolValue == true {
+                result = info
+                already = true
             } else {
-                result = try context.call("account.login")
+                let passphrase = try PassphrasePrompt.ask(context.host, confirm: false)
+                result = try context.call(API.accountLogin, LoginRequest(passphrase: passphrase))
             }
-            if context.json { return context.printJSON(result) }
-            context.print((already ? "Already logged in.\n" : "Logged in.\n") + ClientFormat.account(result))
+            if context.json { return context.printJSON(result.json) }
+            context.print((already ? "Already logged in.\n" : "Logged in.\n") + ClientFormat.account(result.json))
         }
     }
 
@@ -164,9 +162,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let info = try context.call("account.logout")
-            if context.json { return context.printJSON(info) }
-            context.print("Logged out; `mentormate login` unlocks your account again.\n" + ClientFormat.account(info))
+            let info = try context.call(API.accountLogout)
+            if context.json { return context.printJSON(info.json) }
+            context.print("Logged out; `mentormate login` unlocks your account again.\n" + ClientFormat.account(info.json))
         }
     }
 
@@ -179,9 +177,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let info = try context.call("account.whoami")
-            if context.json { return context.printJSON(info) }
-            context.print(ClientFormat.account(info))
+            let info = try context.call(API.accountWhoami)
+            if context.json { return context.printJSON(info.json) }
+            context.print(ClientFormat.account(info.json))
         }
     }
 
@@ -203,11 +201,9 @@ public enum MentormateCLI {
             public init() {}
 
             public func run(_ context: CommandContext) throws(ClientError) {
-                var params: [String: JSON] = [:]
-                if let id { params["id"] = .string(id) }
-                let card = try context.call("profile.show", params)
-                if context.json { return context.printJSON(card) }
-                context.print(ClientFormat.card(card, in: context.host.timeZone))
+                let card = try context.call(API.profileShow, ProfileShowRequest(id: id))
+                if context.json { return context.printJSON(card.json) }
+                context.print(ClientFormat.card(card.json, in: context.host.timeZone))
             }
         }
 
@@ -259,29 +255,25 @@ public enum MentormateCLI {
                 }
             }
 
-            /// The `profile.set` parameters apart from an uploaded photo.
-            public var params: [String: JSON] {
-                var p: [String: JSON] = [:]
-                if let name { p["name"] = .string(name) }
-                if let bio { p["bio"] = .string(bio) }
-                if let courses { p["courses"] = .array(courses.map { .string($0) }) }
-                if let wage { p["wage"] = .int(wage) }
-                if let budget { p["budget"] = .int(budget) }
-                if let availability { p["availability"] = .string(availability) }
-                if noPhoto { p["photo"] = .null }
-                return p
+            /// The `profile.set` request apart from an uploaded photo.
+            public var request: ProfileSetRequest {
+                ProfileSetRequest(name: name, bio: bio, courses: courses, wage: wage, budget: budget,
+                                  availability: availability, photo: noPhoto ? .remove : nil)
             }
 
+            /// The same as the params object it sends.
+            public var params: [String: JSON] { (try? API.profileSet.params(request)) ?? [:] }
+
             public func run(_ context: CommandContext) throws(ClientError) {
-                var params = self.params
+                var request = self.request
                 if let photo {
                     // Checked before the daemon is contacted: a wrong file fails fast.
                     let file = try PhotoUpload.load(photo, host: context.host)
-                    params["photo"] = .string(try PhotoUpload.upload(file.bytes, context: context))
+                    request.photo = .set(hash: try PhotoUpload.upload(file.bytes, context: context))
                 }
-                let card = try context.call("profile.set", params)
-                if context.json { return context.printJSON(card) }
-                context.print("Profile updated.\n" + ClientFormat.card(card, in: context.host.timeZone))
+                let card = try context.call(API.profileSet, request)
+                if context.json { return context.printJSON(card.json) }
+                context.print("Profile updated.\n" + ClientFormat.card(card.json, in: context.host.timeZone))
             }
         }
     }
@@ -313,12 +305,9 @@ public enum MentormateCLI {
         }
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            var params: [String: JSON] = [:]
-            if let course { params["course"] = .string(course) }
-            if let limit { params["limit"] = .int(limit) }
-            let result = try context.call("feed", params)
-            if context.json { return context.printJSON(result) }
-            context.print(ClientFormat.feed(result))
+            let result = try context.call(API.feed, FeedRequest(course: course, limit: limit))
+            if context.json { return context.printJSON(result.json) }
+            context.print(ClientFormat.feed(result.json))
         }
     }
 
@@ -334,10 +323,10 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("like", ["id": .string(id)])
-            if context.json { return context.printJSON(result) }
-            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
-            if result["matched"]?.boolValue == true {
+            let result = try context.call(API.like, AccountRequest(id: id))
+            if context.json { return context.printJSON(result.json) }
+            let who = ClientFormat.shortID(result[.id]?.stringValue ?? id)
+            if result[.matched]?.boolValue == true {
                 context.print("You liked \(who), and they like you: it's a match!\nSay hello: mentormate chat \(who) \"Hi!\"")
             } else {
                 context.print("You liked \(who). If they like you too, it's a match (`mentormate matches`).")
@@ -356,9 +345,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("pass", ["id": .string(id)])
-            if context.json { return context.printJSON(result) }
-            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
+            let result = try context.call(API.pass, AccountRequest(id: id))
+            if context.json { return context.printJSON(result.json) }
+            let who = ClientFormat.shortID(result[.id]?.stringValue ?? id)
             context.print("Passed on \(who). `mentormate undo \(who)` takes it back.")
         }
     }
@@ -375,10 +364,10 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("undo", ["id": .string(id)])
-            if context.json { return context.printJSON(result) }
-            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
-            let what = result["undone"]?.stringValue == "like" ? "like of" : "pass on"
+            let result = try context.call(API.undo, AccountRequest(id: id))
+            if context.json { return context.printJSON(result.json) }
+            let who = ClientFormat.shortID(result[.id]?.stringValue ?? id)
+            let what = result[.undone]?.stringValue == UndoResult.Undone.like.rawValue ? "like of" : "pass on"
             context.print("Took back your \(what) \(who).")
         }
     }
@@ -392,9 +381,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("matches")
-            if context.json { return context.printJSON(result) }
-            context.print(ClientFormat.matches(result, in: context.host.timeZone))
+            let result = try context.call(API.matches)
+            if context.json { return context.printJSON(result.json) }
+            context.print(ClientFormat.matches(result.json, in: context.host.timeZone))
         }
     }
 
@@ -409,9 +398,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("unmatch", ["id": .string(id)])
-            if context.json { return context.printJSON(result) }
-            let who = ClientFormat.shortID(result["id"]?.stringValue ?? id)
+            let result = try context.call(API.unmatch, AccountRequest(id: id))
+            if context.json { return context.printJSON(result.json) }
+            let who = ClientFormat.shortID(result[.id]?.stringValue ?? id)
             context.print("Unmatched \(who): the conversation is closed for both of you.")
         }
     }
@@ -468,18 +457,18 @@ public enum MentormateCLI {
         public func run(_ context: CommandContext) throws(ClientError) {
             let zone = context.host.timeZone
             if let message {
-                let sent = try context.call("chat.send", ["id": .string(id), "text": .string(message)])
-                if context.json { return context.printJSON(sent) }
-                context.print(ClientFormat.message(sent, otherName: "", speakerWidth: 3, in: zone))
+                let sent = try context.call(API.chatSend, ChatSendRequest(id: id, text: message))
+                if context.json { return context.printJSON(sent.json) }
+                context.print(ClientFormat.message(sent.json, otherName: "", speakerWidth: 3, in: zone))
                 return
             }
             if follow { return try runFollow(context) }
-            if context.json { return context.printJSON(try context.call("chat.history", ["id": .string(id)])) }
+            if context.json { return context.printJSON(try context.call(API.chatHistory, ChatHistoryRequest(id: id)).json) }
             // The card gives the other's name and full ID (and reports an unknown or ambiguous ID).
-            let card = try context.call("profile.show", ["id": .string(id)])
-            let other = card["id"]?.stringValue ?? id
-            let history = try context.call("chat.history", ["id": .string(other)])
-            context.print(ClientFormat.conversation(history, otherName: card["name"]?.stringValue ?? ClientFormat.shortID(other),
+            let card = try context.call(API.profileShow, ProfileShowRequest(id: id))
+            let other = card[.id]?.stringValue ?? id
+            let history = try context.call(API.chatHistory, ChatHistoryRequest(id: other))
+            context.print(ClientFormat.conversation(history.json, otherName: card[.name]?.stringValue ?? ClientFormat.shortID(other),
                                                     otherID: other, in: zone))
         }
 
@@ -487,19 +476,19 @@ public enum MentormateCLI {
         /// a message both in the history and in an event is printed once.
         func runFollow(_ context: CommandContext) throws(ClientError) {
             let zone = context.host.timeZone
-            let card = try context.call("profile.show", ["id": .string(id)])
-            let other = card["id"]?.stringValue ?? id
-            let name = ClientFormat.cell(card["name"]?.stringValue ?? ClientFormat.shortID(other), width: 24)
+            let card = try context.call(API.profileShow, ProfileShowRequest(id: id))
+            let other = card[.id]?.stringValue ?? id
+            let name = ClientFormat.cell(card[.name]?.stringValue ?? ClientFormat.shortID(other), width: 24)
             context.host.interruptEndsCleanly()
-            _ = try context.call("subscribe", ["events": ["message", "unmatch"]])
-            let history = try context.call("chat.history", ["id": .string(other)])
-            var seen = Swift.Set((history["messages"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue })
+            _ = try context.call(API.subscribe, SubscribeRequest(events: [APIEvent.message.rawValue, APIEvent.unmatch.rawValue]))
+            let history = try context.call(API.chatHistory, ChatHistoryRequest(id: other))
+            var seen = Swift.Set(history.objects(.messages, as: Message.self).compactMap { $0[.id]?.stringValue })
             if context.json {
-                context.print(history.description)
+                context.print(history.json.description)
             } else {
-                context.print(ClientFormat.conversation(history, otherName: name, otherID: other, in: zone))
+                context.print(ClientFormat.conversation(history.json, otherName: name, otherID: other, in: zone))
             }
-            if !(history["unmatchedBy"]?.isNull ?? true) { return }
+            if !(history[.unmatchedBy]?.isNull ?? true) { return }
             if !context.json { context.host.error("(following new messages; Ctrl-C stops)") }
             let width = max(3, name.count)
             while true {
@@ -507,19 +496,19 @@ public enum MentormateCLI {
                     throw ClientError.connectionLost(socket: context.socketPath, reason: "the daemon closed the connection")
                 }
                 switch event.method {
-                case "event.message" where event.params["with"]?.stringValue == other:
-                    guard let message = event.params["message"] else { continue }
-                    if let mid = message["id"]?.stringValue {
+                case APIEvent.message.method where Fields<MessageEvent>(event.params)[.with]?.stringValue == other:
+                    guard let message = Fields<MessageEvent>(event.params).object(.message, as: Message.self) else { continue }
+                    if let mid = message[.id]?.stringValue {
                         guard !seen.contains(mid) else { continue }
                         seen.insert(mid)
                     }
                     context.print(context.json ? JSON.object(["method": .string(event.method), "params": event.params]).description
-                                  : ClientFormat.message(message, otherName: name, speakerWidth: width, in: zone))
-                case "event.unmatch" where event.params["id"]?.stringValue == other:
+                                  : ClientFormat.message(message.json, otherName: name, speakerWidth: width, in: zone))
+                case APIEvent.unmatch.method where Fields<UnmatchEvent>(event.params)[.id]?.stringValue == other:
                     if context.json {
                         context.print(JSON.object(["method": .string(event.method), "params": event.params]).description)
                     } else {
-                        let byThem = event.params["by"]?.stringValue == other
+                        let byThem = Fields<UnmatchEvent>(event.params)[.by]?.stringValue == other
                         context.print(byThem ? "\(name) ended the match; the conversation is closed."
                                              : "You ended the match; the conversation is closed.")
                     }
@@ -546,9 +535,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("peers")
-            if context.json { return context.printJSON(result) }
-            context.print(ClientFormat.peers(result, in: context.host.timeZone))
+            let result = try context.call(API.peers)
+            if context.json { return context.printJSON(result.json) }
+            context.print(ClientFormat.peers(result.json, in: context.host.timeZone))
         }
     }
 
@@ -561,9 +550,9 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("status")
-            if context.json { return context.printJSON(result) }
-            context.print(ClientFormat.status(result))
+            let result = try context.call(API.status)
+            if context.json { return context.printJSON(result.json) }
+            context.print(ClientFormat.status(result.json))
         }
     }
 
@@ -577,10 +566,10 @@ public enum MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call("doctor")
-            if context.json { context.printJSON(result) } else { context.print(ClientFormat.doctor(result)) }
-            let checks = result["checks"]?.arrayValue ?? []
-            let failed = checks.filter { $0["ok"]?.boolValue != true }.count
+            let result = try context.call(API.doctor)
+            if context.json { context.printJSON(result.json) } else { context.print(ClientFormat.doctor(result.json)) }
+            let checks = result.objects(.checks, as: DoctorCheck.self)
+            let failed = checks.filter { $0[.ok]?.boolValue != true }.count
             if failed > 0 {
                 throw ClientError("\(failed) of \(checks.count) checks failed",
                                   hint: context.json ? "each failed check has a \"fix\"" : "each failed check says how to fix it")

@@ -234,8 +234,24 @@ public final class CommandContext {
         }
     }
 
-    /// Calls a method; the daemon's errors and connection failures become `ClientError`s.
-    public func call(_ method: String, _ params: [String: JSON] = [:]) throws(ClientError) -> JSON {
+    /// Calls a method with its request; the answer is read with the result type's keys. The
+    /// daemon's errors and connection failures become `ClientError`s.
+    public func call<Request, Result>(_ call: APICall<Request, Result>, _ request: Request) throws(ClientError) -> Fields<Result> {
+        let params: [String: JSON]
+        do {
+            params = try call.params(request)
+        } catch {
+            throw ClientError("could not write the \(call.method.rawValue) request: \(error)")
+        }
+        return Fields(try send(call.method.rawValue, params))
+    }
+
+    /// Calls a method that takes no parameters.
+    public func call<Result>(_ call: APICall<NoParams, Result>) throws(ClientError) -> Fields<Result> {
+        try self.call(call, NoParams())
+    }
+
+    private func send(_ method: String, _ params: [String: JSON]) throws(ClientError) -> JSON {
         let t = try connection()
         do {
             return try t.call(method, params)

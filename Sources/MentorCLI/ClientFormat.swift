@@ -109,46 +109,51 @@ public enum ClientFormat {
 
     // MARK: Results
 
+    // Each reads the daemon's answer with its result type's keys (MentorAPI's APITypes.swift),
+    // leniently: a missing field prints as "?" or is left out.
+
     /// `whoami`, `login`, `logout`, `signup`: an `AccountInfo`.
-    public static func account(_ info: JSON) -> String {
-        let name = sanitize(info["name"]?.stringValue ?? "(no name)")
-        let role = sanitize(info["role"]?.stringValue ?? "?")
+    public static func account(_ json: JSON) -> String {
+        let info = Fields<AccountInfo>(json)
+        let name = sanitize(info[.name]?.stringValue ?? "(no name)")
+        let role = sanitize(info[.role]?.stringValue ?? "?")
         let key: String
-        switch (info["protected"]?.boolValue ?? false, info["unlocked"]?.boolValue ?? false) {
+        switch (info[.protected]?.boolValue ?? false, info[.unlocked]?.boolValue ?? false) {
         case (true, true): key = "protected by a passphrase, unlocked"
         case (true, false): key = "protected by a passphrase, locked (`mentormate login` unlocks it)"
         case (false, true): key = "not protected by a passphrase, unlocked"
         case (false, false): key = "locked (`mentormate login` unlocks it)"
         }
-        var pairs = [("id", sanitize(info["id"]?.stringValue ?? "?"))]
-        if let email = info["email"]?.stringValue { pairs.append(("email", sanitize(email))) }
+        var pairs = [("id", sanitize(info[.id]?.stringValue ?? "?"))]
+        if let email = info[.email]?.stringValue { pairs.append(("email", sanitize(email))) }
         pairs.append(("key", key))
         return "\(name) (\(role))\n" + block(pairs)
     }
 
     /// `profile show` and `profile set`: a `Card`, with the full ID. `extra` rows go after the
     /// courses (`swipe` adds why the card ranks where it does).
-    public static func card(_ card: JSON, in zone: TimeZone, extra: [(String, String)] = []) -> String {
-        let name = sanitize(card["name"]?.stringValue ?? "(no name)")
-        let role = sanitize(card["role"]?.stringValue ?? "?")
-        var pairs: [(String, String)] = [("id", sanitize(card["id"]?.stringValue ?? "?"))]
-        if let bio = card["bio"]?.stringValue { pairs.append(("bio", sanitize(bio, keepNewlines: true))) }
-        let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+    public static func card(_ json: JSON, in zone: TimeZone, extra: [(String, String)] = []) -> String {
+        let card = Fields<Card>(json)
+        let name = sanitize(card[.name]?.stringValue ?? "(no name)")
+        let role = sanitize(card[.role]?.stringValue ?? "?")
+        var pairs: [(String, String)] = [("id", sanitize(card[.id]?.stringValue ?? "?"))]
+        if let bio = card[.bio]?.stringValue { pairs.append(("bio", sanitize(bio, keepNewlines: true))) }
+        let courses = (card[.courses]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
         pairs.append(("courses", courses.isEmpty ? "none" : courses.joined(separator: ", ")))
         pairs += extra
-        if let wage = card["wage"]?.intValue { pairs.append(("wage", "\(wage)")) }
-        if let budget = card["budget"]?.intValue { pairs.append(("budget", "\(budget)")) }
-        if let availability = card["availability"]?.stringValue {
+        if let wage = card[.wage]?.intValue { pairs.append(("wage", "\(wage)")) }
+        if let budget = card[.budget]?.intValue { pairs.append(("budget", "\(budget)")) }
+        if let availability = card[.availability]?.stringValue {
             pairs.append(("availability", sanitize(availability, keepNewlines: true)))
         }
-        if let photo = card["photo"], let hash = photo["hash"]?.stringValue {
+        if let photo = card.object(.photo, as: PhotoInfo.self), let hash = photo[.hash]?.stringValue {
             var details: [String] = []
-            if let bytes = photo["size"]?.intValue { details.append(size(bytes)) }
-            if let type = photo["type"]?.stringValue { details.append(sanitize(type)) }
+            if let bytes = photo[.size]?.intValue { details.append(size(bytes)) }
+            if let type = photo[.type]?.stringValue { details.append(sanitize(type)) }
             pairs.append(("photo", sanitize(hash) + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")))
         }
-        if let updated = card["updatedAt"]?.intValue { pairs.append(("updated", time(updated, in: zone))) }
-        if let conflicts = card["conflicts"]?.objectValue, !conflicts.isEmpty {
+        if let updated = card[.updatedAt]?.intValue { pairs.append(("updated", time(updated, in: zone))) }
+        if let conflicts = card[.conflicts]?.objectValue, !conflicts.isEmpty {
             var lines: [String] = []
             for (field, values) in conflicts.sorted(by: { $0.key < $1.key }) {
                 for v in values.arrayValue ?? [values] {
@@ -158,10 +163,10 @@ public enum ClientFormat {
             pairs.append(("conflicts", lines.joined(separator: "\n")))
         }
         var out = "\(name) (\(role))\n" + block(pairs)
-        if !(card["conflicts"]?.objectValue?.isEmpty ?? true) {
+        if !(card[.conflicts]?.objectValue?.isEmpty ?? true) {
             out += "\n\nConflicts are concurrent edits that lost the tie-break; they stay until the next change of the field."
         }
-        if card["forked"]?.boolValue == true {
+        if card[.forked]?.boolValue == true {
             out += "\n\nWarning: this account's key signed two different records with one sequence number: "
                 + "the key is used on two nodes, or was stolen."
         }
@@ -169,25 +174,26 @@ public enum ClientFormat {
     }
 
     /// `feed`: one row per card, best first.
-    public static func feed(_ result: JSON) -> String {
-        let cards = result["cards"]?.arrayValue ?? []
-        if cards.isEmpty {
+    public static func feed(_ json: JSON) -> String {
+        let entries = Fields<FeedResult>(json).objects(.cards, as: FeedCard.self)
+        if entries.isEmpty {
             return "Nobody new to show right now. People appear as their nodes are discovered; try again later or without --course."
         }
         var anyShared = false
-        let rows: [[String]] = cards.map { card in
-            let shared = Set((card["sharedCourses"]?.arrayValue ?? []).compactMap(\.stringValue))
-            let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let rows: [[String]] = entries.map { entry in
+            let card = entry.viewed(as: Card.self)
+            let shared = Set((entry[.sharedCourses]?.arrayValue ?? []).compactMap(\.stringValue))
+            let courses = (card[.courses]?.arrayValue ?? []).compactMap(\.stringValue)
             let ordered = courses.filter { shared.contains($0) }.map { $0 + "*" } + courses.filter { !shared.contains($0) }
             if !shared.isEmpty { anyShared = true }
-            let role = card["role"]?.stringValue ?? ""
-            let pay = role == "tutor" ? card["wage"]?.intValue : card["budget"]?.intValue
-            return [shortID(card["id"]?.stringValue ?? "?"),
-                    cell(card["name"]?.stringValue ?? "", width: 24),
+            let role = card[.role]?.stringValue ?? ""
+            let pay = role == "tutor" ? card[.wage]?.intValue : card[.budget]?.intValue
+            return [shortID(card[.id]?.stringValue ?? "?"),
+                    cell(card[.name]?.stringValue ?? "", width: 24),
                     cell(role, width: 8),
                     pay.map(String.init) ?? "-",
                     cell(ordered.joined(separator: ", "), width: 40),
-                    cell(feedReasons(card).joined(separator: ", "), width: 40)]
+                    cell(feedReasons(entry.json).joined(separator: ", "), width: 40)]
         }
         var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "WHY"], rows, right: [3])
         out += "\n\n" + (anyShared ? "* a course you share. " : "") + "PAY is a tutor's wage or a student's budget. "
@@ -198,95 +204,99 @@ public enum ClientFormat {
 
     /// Why a feed card ranks where it does, from what the daemon computed for it
     /// (`sharedCourses`, `nearby`); empty when only recency placed it.
-    public static func feedReasons(_ card: JSON) -> [String] {
+    public static func feedReasons(_ json: JSON) -> [String] {
+        let entry = Fields<FeedCard>(json)
         var reasons: [String] = []
-        let shared = (card["sharedCourses"]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+        let shared = (entry[.sharedCourses]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
         if !shared.isEmpty { reasons.append("shares " + shared.joined(separator: ", ")) }
-        if card["nearby"]?.boolValue == true { reasons.append("nearby now") }
+        if entry[.nearby]?.boolValue == true { reasons.append("nearby now") }
         if reasons.isEmpty { reasons.append("newest first") }
         return reasons
     }
 
     /// `matches`: one row per match with its latest message.
-    public static func matches(_ result: JSON, in zone: TimeZone) -> String {
-        let matches = result["matches"]?.arrayValue ?? []
+    public static func matches(_ json: JSON, in zone: TimeZone) -> String {
+        let matches = Fields<MatchesResult>(json).objects(.matches, as: MatchSummary.self)
         if matches.isEmpty { return "No matches yet. `mentormate feed` shows people to like." }
         let rows: [[String]] = matches.map { m in
             var last = ""
-            if let message = m["lastMessage"], !message.isNull {
-                let who = message["mine"]?.boolValue == true ? "you" : "them"
-                let when = message["sentAt"]?.intValue.map { time($0, in: zone) } ?? ""
-                last = "\(when) \(who): " + cell(message["text"]?.stringValue ?? "", width: 40)
+            if let message = m.object(.lastMessage, as: Message.self) {
+                let who = message[.mine]?.boolValue == true ? "you" : "them"
+                let when = message[.sentAt]?.intValue.map { time($0, in: zone) } ?? ""
+                last = "\(when) \(who): " + cell(message[.text]?.stringValue ?? "", width: 40)
             }
-            return [shortID(m["id"]?.stringValue ?? "?"), cell(m["name"]?.stringValue ?? "", width: 24),
-                    text(m["messages"]) ?? "0", last]
+            return [shortID(m[.id]?.stringValue ?? "?"), cell(m[.name]?.stringValue ?? "", width: 24),
+                    text(m[.messages]) ?? "0", last]
         }
         return table(["ID", "NAME", "MESSAGES", "LAST"], rows, right: [2])
     }
 
     /// One chat message, as in `chat ID` and `chat ID --follow`.
-    public static func message(_ message: JSON, otherName: String, speakerWidth: Int, in zone: TimeZone) -> String {
-        let mine = message["mine"]?.boolValue == true
+    public static func message(_ json: JSON, otherName: String, speakerWidth: Int, in zone: TimeZone) -> String {
+        let message = Fields<Message>(json)
+        let mine = message[.mine]?.boolValue == true
         let who = (mine ? "you" : otherName).cliPadded(to: speakerWidth)
-        let when = message["sentAt"]?.intValue.map { time($0, in: zone) } ?? "????-??-?? ??:??"
+        let when = message[.sentAt]?.intValue.map { time($0, in: zone) } ?? "????-??-?? ??:??"
         let lead = "\(when)  \(who)  "
-        let lines = sanitize(message["text"]?.stringValue ?? "", keepNewlines: true).split(separator: "\n", omittingEmptySubsequences: false)
+        let lines = sanitize(message[.text]?.stringValue ?? "", keepNewlines: true).split(separator: "\n", omittingEmptySubsequences: false)
         return lead + lines.joined(separator: "\n" + String(repeating: " ", count: lead.count))
     }
 
     /// `chat ID`: the conversation, oldest first, and whether it is still open.
-    public static func conversation(_ history: JSON, otherName: String, otherID: String, in zone: TimeZone) -> String {
+    public static func conversation(_ json: JSON, otherName: String, otherID: String, in zone: TimeZone) -> String {
+        let history = Fields<ChatHistory>(json)
         let name = cell(otherName, width: 24)
         var out = "Conversation with \(name) (\(shortID(otherID)))"
-        let messages = history["messages"]?.arrayValue ?? []
+        let messages = history[.messages]?.arrayValue ?? []
         let width = max(3, name.count)
         if messages.isEmpty { out += "\nNo messages yet." }
         for m in messages { out += "\n" + message(m, otherName: name, speakerWidth: width, in: zone) }
-        if let by = history["unmatchedBy"]?.stringValue {
+        if let by = history[.unmatchedBy]?.stringValue {
             out += "\n" + (by == otherID ? "\(name) ended the match; the conversation is closed."
                                          : "You ended the match; the conversation is closed.")
-        } else if history["matched"]?.boolValue == false {
+        } else if history[.matched]?.boolValue == false {
             out += "\nYou are not matched with \(name): chat opens once you both liked each other."
         }
         return out
     }
 
     /// `peers`.
-    public static func peers(_ result: JSON, in zone: TimeZone) -> String {
-        let peers = result["peers"]?.arrayValue ?? []
+    public static func peers(_ json: JSON, in zone: TimeZone) -> String {
+        let peers = Fields<PeersResult>(json).objects(.peers, as: Peer.self)
         if peers.isEmpty {
             return "No peers right now. `mentormate doctor` checks discovery (Avahi, multicast, firewall)."
         }
         let rows: [[String]] = peers.map { p in
-            [shortID(p["node"]?.stringValue ?? "?"), cell(p["address"]?.stringValue ?? "", width: 48),
-             cell(p["via"]?.stringValue ?? "", width: 10), p["since"]?.intValue.map { time($0, in: zone) } ?? ""]
+            [shortID(p[.node]?.stringValue ?? "?"), cell(p[.address]?.stringValue ?? "", width: 48),
+             cell(p[.via]?.stringValue ?? "", width: 10), p[.since]?.intValue.map { time($0, in: zone) } ?? ""]
         }
         return table(["NODE", "ADDRESS", "VIA", "SINCE"], rows)
     }
 
     /// `status`.
-    public static func status(_ s: JSON) -> String {
+    public static func status(_ json: JSON) -> String {
+        let s = Fields<MentorAPI.Status>(json)
         var pairs: [(String, String)] = [
-            ("node", sanitize(s["node"]?.stringValue ?? "?")),
-            ("version", sanitize(text(s["version"]) ?? "?")),
+            ("node", sanitize(s[.node]?.stringValue ?? "?")),
+            ("version", sanitize(text(s[.version]) ?? "?")),
         ]
-        if let listen = s["listen"], !listen.isNull {
-            let host = sanitize(listen["host"]?.stringValue ?? "?")
-            let port = text(listen["port"]) ?? "?"
+        if let listen = s.object(.listen, as: MentorAPI.Status.Listen.self) {
+            let host = sanitize(listen[.host]?.stringValue ?? "?")
+            let port = text(listen[.port]) ?? "?"
             pairs.append(("listen", host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"))
         } else {
             pairs.append(("listen", "not listening"))
         }
-        pairs.append(("socket", sanitize(text(s["socket"]) ?? "?")))
-        pairs.append(("state dir", sanitize(text(s["stateDir"]) ?? "?")))
-        pairs.append(("records", "\(text(s["records"]) ?? "?") from \(text(s["authors"]) ?? "?") authors, \(text(s["pending"]) ?? "?") pending"))
-        pairs.append(("accounts", text(s["accounts"]) ?? "?"))
-        pairs.append(("peers", text(s["peers"]) ?? "?"))
-        pairs.append(("discovery", sanitize(text(s["discovery"]) ?? "?")))
-        pairs.append(("uptime", s["uptime"]?.intValue.map(duration) ?? "?"))
-        pairs.append(("health", sanitize(text(s["health"]) ?? "?")))
+        pairs.append(("socket", sanitize(text(s[.socket]) ?? "?")))
+        pairs.append(("state dir", sanitize(text(s[.stateDir]) ?? "?")))
+        pairs.append(("records", "\(text(s[.records]) ?? "?") from \(text(s[.authors]) ?? "?") authors, \(text(s[.pending]) ?? "?") pending"))
+        pairs.append(("accounts", text(s[.accounts]) ?? "?"))
+        pairs.append(("peers", text(s[.peers]) ?? "?"))
+        pairs.append(("discovery", sanitize(text(s[.discovery]) ?? "?")))
+        pairs.append(("uptime", s[.uptime]?.intValue.map(duration) ?? "?"))
+        pairs.append(("health", sanitize(text(s[.health]) ?? "?")))
         var out = block(pairs, indent: 0)
-        let problems = (s["problems"]?.arrayValue ?? []).compactMap(\.stringValue)
+        let problems = (s[.problems]?.arrayValue ?? []).compactMap(\.stringValue)
         if !problems.isEmpty {
             out += "\nproblems:\n" + problems.map { "  - " + sanitize($0) }.joined(separator: "\n")
         }
@@ -294,15 +304,15 @@ public enum ClientFormat {
     }
 
     /// `doctor`: one line per check, with the fix under a failed one.
-    public static func doctor(_ result: JSON) -> String {
-        let checks = result["checks"]?.arrayValue ?? []
-        let width = checks.map { cell($0["name"]?.stringValue ?? "", width: 20).count }.max() ?? 0
+    public static func doctor(_ json: JSON) -> String {
+        let checks = Fields<DoctorResult>(json).objects(.checks, as: DoctorCheck.self)
+        let width = checks.map { cell($0[.name]?.stringValue ?? "", width: 20).count }.max() ?? 0
         return checks.map { c in
-            let ok = c["ok"]?.boolValue == true
-            let warning = ok && c["warning"]?.boolValue == true
-            var line = (warning ? "warn  " : ok ? "ok    " : "FAIL  ") + cell(c["name"]?.stringValue ?? "", width: 20).cliPadded(to: width)
-                + "  " + sanitize(c["detail"]?.stringValue ?? "")
-            if !ok || warning, let fix = c["fix"]?.stringValue {
+            let ok = c[.ok]?.boolValue == true
+            let warning = ok && c[.warning]?.boolValue == true
+            var line = (warning ? "warn  " : ok ? "ok    " : "FAIL  ") + cell(c[.name]?.stringValue ?? "", width: 20).cliPadded(to: width)
+                + "  " + sanitize(c[.detail]?.stringValue ?? "")
+            if !ok || warning, let fix = c[.fix]?.stringValue {
                 line += "\n" + String(repeating: " ", count: 6 + width + 2) + "fix: " + sanitize(fix)
             }
             return line

@@ -85,18 +85,16 @@ public enum PhotoUpload {
         var token: String?
         for (i, chunk) in parts.enumerated() {
             let last = i == parts.count - 1
-            var params: [String: JSON] = ["chunk": .string(chunk), "done": .bool(last)]
-            if let token { params["upload"] = .string(token) }
-            let result = try context.call("blob.put", params)
+            let result = try context.call(API.blobPut, BlobPutRequest(chunk: chunk, upload: token, done: last))
             if last {
-                guard let hash = result["hash"]?.stringValue else {
-                    throw ClientError("the daemon finished the upload without a hash (\(result))",
+                guard let hash = result.viewed(as: PhotoInfo.self)[.hash]?.stringValue else {
+                    throw ClientError("the daemon finished the upload without a hash (\(result.json))",
                                       hint: "this client (\(MentorMateVersion.string)) and the daemon may be different versions")
                 }
                 return hash
             }
-            guard let next = result["upload"]?.stringValue else {
-                throw ClientError("the daemon answered blob.put without an upload token (\(result))",
+            guard let next = result[.upload]?.stringValue else {
+                throw ClientError("the daemon answered blob.put without an upload token (\(result.json))",
                                   hint: "this client (\(MentorMateVersion.string)) and the daemon may be different versions")
             }
             token = next

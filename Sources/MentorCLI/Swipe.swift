@@ -104,11 +104,9 @@ struct SwipeDeck {
         // The daemon's feed still holds the cards waiting here (not decided yet): ask for those
         // and a batch more.
         let limit = min(100, Self.batch + cards.count)
-        var params: [String: JSON] = ["limit": .int(Int64(limit))]
-        if let course { params["course"] = .string(course) }
-        let got = try context.call("feed", params)["cards"]?.arrayValue ?? []
+        let got = try context.call(API.feed, FeedRequest(course: course, limit: Int64(limit)))[.cards]?.arrayValue ?? []
         for card in got {
-            guard let id = card["id"]?.stringValue, seen.insert(id).inserted else { continue }
+            guard let id = Fields<Card>(card)[.id]?.stringValue, seen.insert(id).inserted else { continue }
             cards.append(card)
         }
         exhausted = got.count < limit
@@ -121,14 +119,19 @@ struct SwipeDeck {
 
     /// Likes or passes the current card; returns what to announce.
     mutating func decide(like: Bool, _ context: CommandContext) throws(ClientError) -> String {
-        guard let card = cards.first, let id = card["id"]?.stringValue else { return "No card to decide on." }
-        let name = ClientFormat.cell(card["name"]?.stringValue ?? ClientFormat.shortID(id), width: 24)
-        let result = try context.call(like ? "like" : "pass", ["id": .string(id)])
+        guard let card = cards.first, let id = Fields<Card>(card)[.id]?.stringValue else { return "No card to decide on." }
+        let name = ClientFormat.cell(Fields<Card>(card)[.name]?.stringValue ?? ClientFormat.shortID(id), width: 24)
+        var matched = false
+        if like {
+            matched = try context.call(API.like, AccountRequest(id: id))[.matched]?.boolValue == true
+        } else {
+            _ = try context.call(API.pass, AccountRequest(id: id))
+        }
         cards.removeFirst()
         decided.append((card, like))
         if like {
             liked += 1
-            if result["matched"]?.boolValue == true {
+            if matched {
                 matches += 1
                 return "It's a match with \(name)! Say hello: mentormate chat \(ClientFormat.shortID(id)) \"Hi!\""
             }
@@ -140,10 +143,10 @@ struct SwipeDeck {
 
     /// Takes back the last decision and shows that card again.
     mutating func undo(_ context: CommandContext) throws(ClientError) -> String {
-        guard let last = decided.last, let id = last.card["id"]?.stringValue else { return "Nothing to undo." }
-        let name = ClientFormat.cell(last.card["name"]?.stringValue ?? ClientFormat.shortID(id), width: 24)
+        guard let last = decided.last, let id = Fields<Card>(last.card)[.id]?.stringValue else { return "Nothing to undo." }
+        let name = ClientFormat.cell(Fields<Card>(last.card)[.name]?.stringValue ?? ClientFormat.shortID(id), width: 24)
         do {
-            _ = try context.call("undo", ["id": .string(id)])
+            _ = try context.call(API.undo, AccountRequest(id: id))
         } catch let e where e.rpcError != nil {
             return "Cannot undo: \(e.message)" + (e.hint.map { " (\($0))" } ?? "")
         }
@@ -166,23 +169,24 @@ enum SwipeCard {
 
     static func summary(_ card: JSON) -> [(String, String)] {
         var pairs: [(String, String)] = []
-        let role = card["role"]?.stringValue ?? "?"
+        let card = Fields<Card>(card)
+        let role = card[.role]?.stringValue ?? "?"
         pairs.append(("role", ClientFormat.sanitize(role)))
-        let courses = (card["courses"]?.arrayValue ?? []).compactMap(\.stringValue).map { ClientFormat.sanitize($0) }
+        let courses = (card[.courses]?.arrayValue ?? []).compactMap(\.stringValue).map { ClientFormat.sanitize($0) }
         pairs.append(("courses", courses.isEmpty ? "none" : courses.joined(separator: ", ")))
-        let why = reasons(card)
+        let why = reasons(card.json)
         pairs.append(("why", why.joined(separator: ", ")))
-        if let availability = card["availability"]?.stringValue {
+        if let availability = card[.availability]?.stringValue {
             pairs.append(("available", ClientFormat.sanitize(availability)))
         }
-        if let wage = card["wage"]?.intValue { pairs.append(("wage", "\(wage) per hour")) }
-        if let budget = card["budget"]?.intValue { pairs.append(("budget", "\(budget) per hour")) }
-        if let bio = card["bio"]?.stringValue { pairs.append(("bio", ClientFormat.sanitize(bio, keepNewlines: true))) }
+        if let wage = card[.wage]?.intValue { pairs.append(("wage", "\(wage) per hour")) }
+        if let budget = card[.budget]?.intValue { pairs.append(("budget", "\(budget) per hour")) }
+        if let bio = card[.bio]?.stringValue { pairs.append(("bio", ClientFormat.sanitize(bio, keepNewlines: true))) }
         return pairs
     }
 
     static func title(_ card: JSON) -> String {
-        ClientFormat.cell(card["name"]?.stringValue ?? "(no name)", width: 60)
+        ClientFormat.cell(Fields<Card>(card)[.name]?.stringValue ?? "(no name)", width: 60)
     }
 }
 

@@ -6,28 +6,14 @@ import Glibc
 
 /// `doctor`: each check says what it found and, when it fails, the fix.
 extension Node {
-    struct Check {
-        var name: String
-        var ok: Bool
-        var detail: String
-        var fix: String?
-        /// Not a failure, but something the operator should change (shown as "warn").
-        var warning = false
-
-        var json: JSON {
-            var o: [String: JSON] = ["name": .string(name), "ok": .bool(ok), "detail": .string(detail)]
-            if let fix { o["fix"] = .string(fix) }
-            if warning { o["warning"] = .bool(true) }
-            return .object(o)
-        }
-    }
+    typealias Check = DoctorCheck
 
     /// The state files whose modes `doctor` checks (those that exist; the WAL files come and go).
     static let stateFiles = ["replica.db", "replica.db-wal", "replica.db-shm", "node.key", "lock"]
 
     /// The checks, for `caller`: an ordinary user sees their own account only (never which other
     /// uids have one); root sees every account's key.
-    func doctor(_ caller: Requester) throws -> JSON {
+    func doctor(_ caller: Requester) throws -> DoctorResult {
         let info = runtime.runtimeInfo()
         var checks: [Check] = []
         checks.append(modeCheck("state directory", config.stateDirectory, maxMode: 0o700, directory: true))
@@ -79,7 +65,7 @@ extension Node {
                                 fix: info.discoveryVisible ? nil : "allow multicast DNS (UDP 5353 to 224.0.0.251) on the interface, and check avahi-daemon's allow-interfaces; it can take a second after start"))
         }
         checks.append(listenCheck(info))
-        return ["checks": .array(checks.map(\.json)), "ok": .bool(checks.allSatisfy(\.ok))]
+        return DoctorResult(checks: checks, ok: checks.allSatisfy(\.ok))
     }
 
     /// Warns when a system service uses the built-in network key (every MentorMate node on the

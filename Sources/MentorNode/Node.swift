@@ -94,8 +94,6 @@ public final class Node: @unchecked Sendable {
     var uploads: [String: (caller: Requester, data: [UInt8])] = [:]
     /// Subscriptions: connection → (uid, events).
     var subscriptions: [UInt64: (uid: UInt32, events: Set<String>)] = [:]
-    /// The key a login or signup prepared off the queue, for the request being dispatched.
-    var preparedKey: PreparedKey?
     /// Wrong passphrases per uid: (count, until when further attempts are refused).
     var loginFailures: [UInt32: (count: Int, until: ContinuousClock.Instant)] = [:]
     /// Users with a passphrase check (login or signup) admitted and not finished: one at a time
@@ -142,8 +140,10 @@ public final class Node: @unchecked Sendable {
 
     /// Runs one API request for `caller`, blocking the calling thread (tests; the daemon uses
     /// `respond`).
-    public func handle(_ method: String, _ params: [String: JSON], caller: Requester) -> Result<JSON, RPCError> {
-        switch queue.sync(execute: { admitPassphraseCheck(method, params, caller) }) {
+    public func handle(_ name: String, _ params: [String: JSON], caller: Requester) -> Result<JSON, RPCError> {
+        let method: APIMethod
+        do { method = try APIMethod.named(name) } catch { return .failure(error) }
+        switch queue.sync(execute: { admit(method, params, caller) }) {
         case .refused(let error):
             return .failure(error)
         case .none:
@@ -170,8 +170,10 @@ public final class Node: @unchecked Sendable {
 
     /// Runs one API request for `caller` on the node's own threads: what the daemon calls.
     /// A request that needs Argon2id waits for its turn at `passphraseGate` holding no thread.
-    public func respond(_ method: String, _ params: [String: JSON], caller: Requester) async -> Result<JSON, RPCError> {
-        switch await onWork({ self.queue.sync { self.admitPassphraseCheck(method, params, caller) } }) {
+    public func respond(_ name: String, _ params: [String: JSON], caller: Requester) async -> Result<JSON, RPCError> {
+        let method: APIMethod
+        do { method = try APIMethod.named(name) } catch { return .failure(error) }
+        switch await onWork({ self.queue.sync { self.admit(method, params, caller) } }) {
         case .refused(let error):
             return .failure(error)
         case .none:
@@ -206,10 +208,11 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// The request itself, on the node's queue, with the key a passphrase check prepared.
-    private func finish(_ method: String, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<JSON, RPCError> {
+    /// The request itself, on the node's queue, with the key a passphrase check prepared; its
+    /// result is encoded after the queue is let go (a value, no node state).
+    private func finish(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<JSON, RPCError> {
         defer { if let path = prepared?.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
-        return queue.sync {
+        let outcome = queue.sync { () -> Result<any APIObject, RPCError> in
             do {
                 if prepared != nil { passphraseChecksInFlight.remove(caller.uid) }
                 if prepared?.wrongPassphrase == true {
@@ -220,16 +223,22 @@ public final class Node: @unchecked Sendable {
                     throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
                 }
                 if let failure = prepared?.failure { throw failure }
-                preparedKey = prepared
-                defer { preparedKey = nil }
-                return .success(try dispatch(method, Params(params, method: method), caller))
+                return .success(try dispatch(method, params, caller, prepared: prepared))
             } catch let e as RPCError {
                 return .failure(e)
             } catch let e as StoreError {
-                logger.log(.error, "storage error", ["method": method, "error": "\(e)"])
+                logger.log(.error, "storage error", ["method": method.rawValue, "error": "\(e)"])
                 return .failure(RPCError(.storage, "the replica could not be written (\(e.message)); nothing was stored — check free disk space and the state directory"))
             } catch {
-                logger.log(.error, "internal error", ["method": method, "error": "\(error)"])
+                logger.log(.error, "internal error", ["method": method.rawValue, "error": "\(error)"])
+                return .failure(RPCError(.internalError, "internal error: \(error)"))
+            }
+        }
+        return outcome.flatMap { result in
+            do {
+                return .success(try JSONValueEncoder().encode(result))
+            } catch {
+                logger.log(.error, "internal error", ["method": method.rawValue, "error": "\(error)"])
                 return .failure(RPCError(.internalError, "internal error: \(error)"))
             }
         }
@@ -376,18 +385,19 @@ public final class Node: @unchecked Sendable {
         case check(PassphraseCheck)
     }
 
-    /// On the queue, before any Argon2id: the cheap checks (arguments, the account, whether a
-    /// key is needed at all), then for a login the back-off, and one check in flight per user —
-    /// reserved here, so attempts sent in parallel cannot all pass a back-off that none of them
-    /// has updated yet.
-    func admitPassphraseCheck(_ method: String, _ params: [String: JSON], _ caller: Requester) -> Admission {
-        guard method == "account.login" || method == "account.signup" else { return .none }
-        let passphrase: String?
+    /// Step 1 of a request, on the queue, before any Argon2id: whether it needs a key prepared
+    /// off the queue (a login of a protected, locked account with a passphrase; every signup).
+    /// The cheap checks come first (arguments, the account, whether a key is needed at all),
+    /// then for a login the back-off, and one check in flight per user — reserved here, so
+    /// attempts sent in parallel cannot all pass a back-off that none of them has updated yet.
+    /// What `prepareKey` then makes is handed to step 2 (`dispatch`) as its argument.
+    func admit(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester) -> Admission {
+        let check: PassphraseCheck
         do {
-            let p = Params(params, method: method)
-            if method == "account.login" {
-                try p.allow(["passphrase"])
-                guard let given = try p.optionalString("passphrase"), !given.isEmpty,
+            switch method {
+            case .accountLogin:
+                let request = try API.accountLogin.request(from: params)
+                guard let given = request.passphrase, !given.isEmpty,
                       let account = try replica.nodeAccount(uid: caller.uid), account.protected,
                       writers[caller.uid] == nil else { return .none }
                 if let f = loginFailures[caller.uid], f.until > .now {
@@ -395,10 +405,12 @@ public final class Node: @unchecked Sendable {
                     let seconds = Int((Double(waiting.components.seconds) + Double(waiting.components.attoseconds) / 1e18).rounded(.up))
                     return .refused(RPCError(.wrongPassphrase, "too many wrong passphrases; try again in \(seconds) s"))
                 }
-                passphrase = given
-            } else {
+                check = .login(passphrase: given)
+            case .accountSignup:
                 // Every signup is prepared off the queue: its key, and its proof of work.
-                passphrase = try signupRequest(p, caller).passphrase
+                check = .signup(passphrase: try newAccount(try API.accountSignup.request(from: params), caller).passphrase)
+            default:
+                return .none
             }
         } catch let e as RPCError {
             return .refused(e)
@@ -406,12 +418,13 @@ public final class Node: @unchecked Sendable {
             return .none   // a storage error: the method meets it again and reports it
         }
         guard passphraseChecksInFlight.insert(caller.uid).inserted else {
-            let what = method == "account.login" ? "a login of your user is being checked already (one passphrase check at a time per user)"
-                                                  : "a sign-up of your user is under way already (one at a time per user)"
+            let what = switch check {
+            case .login: "a login of your user is being checked already (one passphrase check at a time per user)"
+            case .signup: "a sign-up of your user is under way already (one at a time per user)"
+            }
             return .refused(RPCError(.limitReached, "\(what); wait for its answer"))
         }
-        if method == "account.login", let passphrase { return .check(.login(passphrase: passphrase)) }
-        return .check(.signup(passphrase: passphrase))
+        return .check(check)
     }
 
     /// Off the queue, holding a gate slot: reads (decrypts) the key file for a login, or writes
@@ -571,15 +584,14 @@ public final class Node: @unchecked Sendable {
             guard let uid = uids[change.account] else { continue }
             let other = change.after.other
             if change.becameMatched {
-                publish(uid, "match", RPCNotification(method: "event.match", params: ["id": .string(other.id), "name": names[other].map(JSON.string) ?? .null]))
+                publish(uid, .match, MatchEvent(id: other.id, name: names[other]))
             }
             if let by = change.unmatchedBy {
-                publish(uid, "unmatch", RPCNotification(method: "event.unmatch", params: ["id": .string(other.id), "by": .string(by.id)]))
+                publish(uid, .unmatch, UnmatchEvent(id: other.id, by: by.id))
             }
             if change.newMessages > 0, let view = try? replica.pairView(account: change.account, other: other) {
                 for m in view.messages.suffix(change.newMessages) {
-                    publish(uid, "message", RPCNotification(method: "event.message",
-                                                            params: ["with": .string(other.id), "message": messageJSON(m, me: change.account)]))
+                    publish(uid, .message, MessageEvent(with: other.id, message: apiMessage(m, me: change.account)))
                 }
             }
         }
@@ -608,10 +620,11 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    func publish(_ uid: UInt32, _ event: String, _ notification: RPCNotification) {
-        for (connection, sub) in subscriptions where sub.uid == uid && sub.events.contains(event) {
-            notifications.deliver(notification, to: connection)
-        }
+    /// Sends `event` to `uid`'s connections that subscribed to it (encoded only when there is one).
+    func publish(_ uid: UInt32, _ event: APIEvent, _ params: some APIObject) {
+        let targets = subscriptions.filter { $0.value.uid == uid && $0.value.events.contains(event.rawValue) }.keys
+        guard !targets.isEmpty, let notification = try? RPCNotification(event, params) else { return }
+        for connection in targets { notifications.deliver(notification, to: connection) }
     }
 
     func lockedError(_ uid: UInt32) throws -> RPCError {

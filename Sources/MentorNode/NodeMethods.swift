@@ -9,72 +9,77 @@ import MentorNet
 import MentorStore
 
 extension Node {
-    func dispatch(_ method: String, _ p: Params, _ caller: Requester) throws -> JSON {
+    /// Step 2 of a request, on the node's queue: the params decoded as the method's request
+    /// type (a wrong one is -32602), then the handler; `finish` encodes its result off the queue.
+    /// `prepared` is what step 1 of a login or signup made off the queue (`admit`, then
+    /// `prepareKey`); nil otherwise.
+    func dispatch(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) throws -> any APIObject {
         switch method {
-        case "account.signup": return try signup(p, caller)
-        case "account.login": return try login(p, caller)
-        case "account.logout": try p.allow([]); return try logout(caller)
-        case "account.whoami": try p.allow([]); return try accountInfo(caller.uid)
-        case "profile.show": return try profileShow(p, caller)
-        case "profile.set": return try profileSet(p, caller)
-        case "blob.put": return try blobPut(p, caller)
-        case "blob.get": return try blobGet(p, caller)
-        case "feed": return try feed(p, caller)
-        case "like": return try like(p, caller)
-        case "pass": return try pass(p, caller)
-        case "undo": return try undo(p, caller)
-        case "matches": try p.allow([]); return try matches(caller)
-        case "unmatch": return try unmatch(p, caller)
-        case "chat.send": return try chatSend(p, caller)
-        case "chat.history": return try chatHistory(p, caller)
-        case "subscribe": return try subscribe(p, caller)
-        case "peers": try p.allow([]); return peers()
-        case "status": try p.allow([]); return try status()
-        case "doctor": try p.allow([]); return try doctor(caller)
-        case "replica.digest": try p.allow([]); return try replicaDigest()
-        default:
-            throw RPCError(.methodNotFound, "unknown method \"\(method)\"; see docs/API.md for the list")
+        case .accountSignup: return try run(API.accountSignup, params) { try signup($0, caller, prepared: prepared) }
+        case .accountLogin: return try run(API.accountLogin, params) { try login($0, caller, prepared: prepared) }
+        case .accountLogout: return try run(API.accountLogout, params) { _ in try logout(caller) }
+        case .accountWhoami: return try run(API.accountWhoami, params) { _ in try accountInfo(caller.uid) }
+        case .profileShow: return try run(API.profileShow, params) { try profileShow($0, caller) }
+        case .profileSet: return try run(API.profileSet, params) { try profileSet($0, caller) }
+        case .blobPut: return try run(API.blobPut, params) { try blobPut($0, caller) }
+        case .blobGet: return try run(API.blobGet, params) { try blobGet($0) }
+        case .feed: return try run(API.feed, params) { try feed($0, caller) }
+        case .like: return try run(API.like, params) { try like($0, caller) }
+        case .pass: return try run(API.pass, params) { try pass($0, caller) }
+        case .undo: return try run(API.undo, params) { try undo($0, caller) }
+        case .matches: return try run(API.matches, params) { _ in try matches(caller) }
+        case .unmatch: return try run(API.unmatch, params) { try unmatch($0, caller) }
+        case .chatSend: return try run(API.chatSend, params) { try chatSend($0, caller) }
+        case .chatHistory: return try run(API.chatHistory, params) { try chatHistory($0, caller) }
+        case .subscribe: return try run(API.subscribe, params) { try subscribe($0, caller) }
+        case .peers: return try run(API.peers, params) { _ in peers() }
+        case .status: return try run(API.status, params) { _ in try status() }
+        case .doctor: return try run(API.doctor, params) { _ in try doctor(caller) }
+        case .replicaDigest: return try run(API.replicaDigest, params) { _ in try replicaDigest() }
         }
+    }
+
+    private func run<Request, Result>(_ call: APICall<Request, Result>, _ params: [String: JSON],
+                                      _ handler: (Request) throws -> Result) throws -> Result {
+        try handler(try call.request(from: params))
     }
 
     // MARK: Account
 
-    struct SignupRequest {
+    /// A signup that passed every check that costs nothing.
+    struct NewAccount {
         var email: String
         var name: String
         var role: ProfileCard.Role
         var passphrase: String?
     }
 
-    /// Every check of a signup that costs nothing: run before Argon2id (`admitPassphraseCheck`)
-    /// and again by `signup` itself.
-    func signupRequest(_ p: Params, _ caller: Requester) throws -> SignupRequest {
-        try p.allow(["email", "name", "role", "passphrase"])
-        let email = try p.string("email").trimmingCharacters(in: .whitespaces)
-        let name = try p.string("name").trimmingCharacters(in: .whitespaces)
-        let roleText = try p.string("role")
-        let passphrase = try p.optionalString("passphrase")
+    /// Every check of a signup that costs nothing: run before Argon2id (`admit`) and again by
+    /// `signup` itself.
+    func newAccount(_ request: SignupRequest, _ caller: Requester) throws -> NewAccount {
+        let email = request.email.trimmingCharacters(in: .whitespaces)
+        let name = request.name.trimmingCharacters(in: .whitespaces)
         guard try replica.nodeAccount(uid: caller.uid) == nil else {
             throw RPCError(.alreadyExists, "you already have an account on this node (one per user); see `mentormate whoami`")
         }
-        guard let role = ProfileCard.Role(rawValue: roleText) else {
-            throw RPCError(.invalidValue, "role must be student or tutor, not \"\(roleText)\"")
+        guard let role = ProfileCard.Role(rawValue: request.role) else {
+            throw RPCError(.invalidValue, "role must be student or tutor, not \"\(request.role)\"")
         }
         try checkEmail(email)
         guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
-        if let passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
-        return SignupRequest(email: email, name: name, role: role, passphrase: passphrase)
+        if let passphrase = request.passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
+        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase)
     }
 
-    func signup(_ p: Params, _ caller: Requester) throws -> JSON {
-        let request = try signupRequest(p, caller)
-        let (email, name, role, passphrase) = (request.email, request.name, request.role, request.passphrase)
+    func signup(_ request: SignupRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
+        let account = try newAccount(request, caller)
+        let (email, name, role, passphrase) = (account.email, account.name, account.role, account.passphrase)
 
         // The key and its proof of work were made off the node's queue (`prepareKey`, with
         // Argon2id behind its gate when there is a passphrase, then `proveWork`): neither
         // Argon2id nor the work ever runs here.
         let path = config.keyPath(uid: caller.uid)
-        guard let prepared = preparedKey, let keys = prepared.keys, let temporary = prepared.temporaryPath else {
+        guard let prepared, let keys = prepared.keys, let temporary = prepared.temporaryPath else {
             throw RPCError(.internalError, "the new key was not prepared; sign up again")
         }
         guard rename(temporary, path) == 0 else {
@@ -115,16 +120,18 @@ extension Node {
         }
     }
 
-    func login(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["passphrase"])
+
+    /// `prepared`: the key step 1 decrypted off the queue, when the account is protected and a
+    /// passphrase was given.
+    func login(_ request: LoginRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
         guard let account = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
         loggedOut.remove(caller.uid)
         if writers[caller.uid] == nil {
-            let passphrase = try p.optionalString("passphrase")
+            let passphrase = request.passphrase
             if account.protected && passphrase == nil {
                 throw RPCError(.wrongPassphrase, "your key is protected: give the passphrase (`mentormate login` asks for it)")
             }
-            if account.protected && preparedKey?.keys == nil {
+            if account.protected && prepared?.keys == nil {
                 // Argon2id never runs on the node's queue; an empty passphrase cannot be right
                 // (signup refuses one), so it is refused without a check.
                 if passphrase?.isEmpty == true {
@@ -134,8 +141,8 @@ extension Node {
             }
             do {
                 let keys: SigningKeyPair
-                if account.protected, let prepared = preparedKey?.keys {
-                    keys = prepared   // decrypted off the queue
+                if account.protected, let decrypted = prepared?.keys {
+                    keys = decrypted   // decrypted off the queue
                 } else {
                     keys = try KeyFile.read(from: config.keyPath(uid: caller.uid))
                 }
@@ -150,7 +157,7 @@ extension Node {
         return try accountInfo(caller.uid)
     }
 
-    func logout(_ caller: Requester) throws -> JSON {
+    func logout(_ caller: Requester) throws -> AccountInfo {
         guard let writer = writers[caller.uid] else {
             guard try replica.nodeAccount(uid: caller.uid) != nil else { throw noAccount() }
             return try accountInfo(caller.uid)
@@ -161,12 +168,11 @@ extension Node {
         return try accountInfo(caller.uid)
     }
 
-    func accountInfo(_ uid: UInt32) throws -> JSON {
+    func accountInfo(_ uid: UInt32) throws -> AccountInfo {
         guard let a = try replica.nodeAccount(uid: uid) else { throw noAccount() }
         let card = try replica.card(of: a.account)
-        return ["id": .string(a.account.id), "name": card?.card.name.map(JSON.string) ?? .null,
-                "email": .string(a.email), "role": card?.card.role.map { .string($0.rawValue) } ?? .null,
-                "protected": .bool(a.protected), "unlocked": .bool(writers[uid] != nil)]
+        return AccountInfo(id: a.account.id, name: card?.card.name, email: a.email, role: card?.card.role?.rawValue,
+                           protected: a.protected, unlocked: writers[uid] != nil)
     }
 
     /// The caller's account key (whether or not it is unlocked).
@@ -190,72 +196,69 @@ extension Node {
         }
     }
 
-    func profileShow(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id"])
-        let key = try p.optionalString("id").map(resolve) ?? me(caller)
+    func profileShow(_ request: ProfileShowRequest, _ caller: Requester) throws -> Card {
+        let key = try request.id.map(resolve) ?? me(caller)
         guard let state = try replica.card(of: key) else {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
-        return cardJSON(state)
+        return apiCard(state)
     }
 
-    func profileSet(_ p: Params, _ caller: Requester) throws -> JSON {
-        let fields: Set<String> = ["name", "bio", "courses", "wage", "budget", "availability", "photo"]
-        try p.allow(fields)
+    func profileSet(_ request: ProfileSetRequest, _ caller: Requester) throws -> Card {
         // A field set to null changes nothing (except photo: null, which removes the photo).
-        guard p.values.contains(where: { fields.contains($0.key) && (!$0.value.isNull || $0.key == "photo") }) else {
-            throw RPCError(.invalidParams, "profile.set needs at least one field to change (\(fields.sorted().joined(separator: ", ")))")
+        guard !request.isEmpty else {
+            throw RPCError(.invalidParams, "\(APIMethod.profileSet.rawValue) needs at least one field to change (\(ProfileSetRequest.parameterNames.sorted().joined(separator: ", ")))")
         }
         var card = ProfileCard()
-        card.name = try p.optionalString("name").map { $0.trimmingCharacters(in: .whitespaces) }
+        card.name = request.name.map { $0.trimmingCharacters(in: .whitespaces) }
         if card.name?.isEmpty == true {
             throw RPCError(.invalidValue, "the name is empty; give the name others will see")
         }
-        card.bio = try p.optionalString("bio")
-        card.availability = try p.optionalString("availability")
-        card.courses = try p.optionalStrings("courses").map { list in
+        card.bio = request.bio
+        card.availability = request.availability
+        card.courses = request.courses.map { list in
             var seen = Set<[UInt8]>()
             return list.map(ProfileCard.normalizeCourse).filter { !$0.isEmpty && seen.insert(Array($0.utf8)).inserted }
         }
         if let bad = card.courses?.first(where: { $0.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) } }) {
             throw RPCError(.invalidValue, "the course \(bad.debugDescription) contains a control character; type it with letters, digits and spaces only")
         }
-        for (name, keyPath) in [("wage", \ProfileCard.wage), ("budget", \ProfileCard.budget)] {
-            if let v = try p.optionalInt(name) {
-                guard v >= 0 else { throw RPCError(.invalidValue, "\(name) must be 0 or more") }
+        let amounts: [(ProfileSetRequest.CodingKeys, Int64?, WritableKeyPath<ProfileCard, UInt64?>)]
+            = [(.wage, request.wage, \.wage), (.budget, request.budget, \.budget)]
+        for (key, value, keyPath) in amounts {
+            if let v = value {
+                guard v >= 0 else { throw RPCError(.invalidValue, "\(key.stringValue) must be 0 or more") }
                 card[keyPath: keyPath] = UInt64(v)
             }
         }
-        if p.has("photo") {
-            if let hex = try p.optionalString("photo") {
-                guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
-                    throw RPCError(.notFound, "no uploaded photo \(hex.prefix(16)); upload it first with blob.put (the client's --photo does)")
-                }
-                card.photo = .some(blob.ref)
-            } else {
-                card.photo = .some(nil)
+        switch request.photo {
+        case nil: break
+        case .set(let hex)?:
+            guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
+                throw RPCError(.notFound, "no uploaded photo \(hex.prefix(16)); upload it first with blob.put (the client's --photo does)")
             }
+            card.photo = .some(blob.ref)
+        case .remove?:
+            card.photo = .some(nil)
         }
         let me = try me(caller)
         try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, at: now) }
         guard let state = try replica.card(of: me) else { throw RPCError(.internalError, "card missing after write") }
-        return cardJSON(state)
+        return apiCard(state)
     }
 
     static let maxChunk = 512 * 1024
 
-    func blobPut(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["chunk", "upload", "done"])
+    func blobPut(_ request: BlobPutRequest, _ caller: Requester) throws -> BlobPutResult {
         _ = try me(caller)
-        guard let chunk = Data(base64Encoded: try p.string("chunk")) else {
+        guard let chunk = Data(base64Encoded: request.chunk) else {
             throw RPCError(.invalidParams, "blob.put: \"chunk\" is not base64")
         }
         guard chunk.count <= Self.maxChunk else {
             throw RPCError(.invalidValue, "a chunk may hold at most \(Self.maxChunk) bytes; send the file in several chunks")
         }
-        let done = try p.bool("done")
-        var token = try p.optionalString("upload") ?? Hex.encode(SecureRandom.bytes(12))
-        if try p.optionalString("upload") != nil {
+        var token = request.upload ?? Hex.encode(SecureRandom.bytes(12))
+        if request.upload != nil {
             guard let up = uploads[token], up.caller == caller else {
                 throw RPCError(.notFound, "no upload \(token) on this connection; start again without \"upload\"")
             }
@@ -274,41 +277,38 @@ extension Node {
             uploads[token] = nil
             throw RPCError(.invalidValue, "the photo is over \(Limits.maxPhotoBytes / (1024 * 1024)) MiB; choose a smaller picture")
         }
-        guard done else { return ["upload": .string(token)] }
+        guard request.done else { return .more(upload: token) }
         let data = uploads[token]?.data ?? []
         uploads[token] = nil
         token = ""
         do {
             let ref = try replica.putBlob(data, uploadedAt: config.now())
-            return ["hash": .string(Hex.encode(ref.hash)), "size": .int(Int64(ref.size)), "type": .string(ref.format.mimeType)]
+            return .stored(PhotoInfo(hash: Hex.encode(ref.hash), size: Int64(ref.size), type: ref.format.mimeType))
         } catch {
             if let s = error.storage { throw s }
             throw RPCError(.invalidValue, error.message)
         }
     }
 
-    func blobGet(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["hash", "offset", "length"])
-        let hex = try p.string("hash")
+    func blobGet(_ request: BlobGetRequest) throws -> BlobGetResult {
+        let hex = request.hash
         guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
             throw RPCError(.notFound, "no blob \(hex.prefix(16)) on this node")
         }
-        let offset = Int(try p.optionalInt("offset") ?? 0)
-        let length = Int(try p.optionalInt("length") ?? Int64(Self.maxChunk))
+        let offset = Int(request.offset ?? 0)
+        let length = Int(request.length ?? Int64(Self.maxChunk))
         guard offset >= 0, offset <= blob.data.count, length > 0, length <= Self.maxChunk else {
             throw RPCError(.invalidParams, "offset must be 0...\(blob.data.count) and length 1...\(Self.maxChunk)")
         }
         let slice = blob.data[offset..<min(blob.data.count, offset + length)]
-        return ["data": .string(Data(slice).base64EncodedString()), "size": .int(Int64(blob.data.count)),
-                "type": .string(blob.ref.format.mimeType)]
+        return BlobGetResult(data: Data(slice).base64EncodedString(), size: Int64(blob.data.count), type: blob.ref.format.mimeType)
     }
 
     // MARK: Feed, likes
 
-    func feed(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["course", "limit"])
+    func feed(_ request: FeedRequest, _ caller: Requester) throws -> FeedResult {
         let me = try me(caller)
-        let limit = Int(try p.optionalInt("limit") ?? 20)
+        let limit = Int(request.limit ?? 20)
         guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "feed: limit must be 1...100") }
         guard let mine = cards[me], let role = mine.role else {
             throw RPCError(.notAllowed, "your card has no role yet; this should not happen after signup — check `mentormate profile show`")
@@ -316,32 +316,28 @@ extension Node {
         var excluded: Set<PublicKey> = [me]
         excluded.formUnion(try replica.passes(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
-        let course = try p.optionalString("course").map(ProfileCard.normalizeCourse)
+        let course = request.course.map(ProfileCard.normalizeCourse)
         // A course nobody lists matches nothing.
         let courseFilter: Int32? = course.map { courseIDs[$0] ?? -1 }
         let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values,
                               course: courseFilter, limit: limit)
         let states = Dictionary(uniqueKeysWithValues: try replica.cards(of: items.map(\.key)).map { ($0.author, $0) })
-        var out: [JSON] = []
-        for item in items {
-            guard let state = states[item.key], case .object(var o) = cardJSON(state) else { continue }
-            o["sharedCourses"] = .array(item.sharedCourses.map { .string(courseNames[Int($0)]) })
-            o["nearby"] = .bool(item.nearby)
-            out.append(.object(o))
-        }
-        return ["cards": .array(out)]
+        return FeedResult(cards: items.compactMap { item in
+            states[item.key].map { state in
+                FeedCard(card: apiCard(state), sharedCourses: item.sharedCourses.map { courseNames[Int($0)] }, nearby: item.nearby)
+            }
+        })
     }
 
-    func target(_ p: Params, _ caller: Requester) throws -> (me: PublicKey, other: PublicKey) {
+    func target(_ id: String, _ caller: Requester) throws -> (me: PublicKey, other: PublicKey) {
         let me = try me(caller)
-        let other = try resolve(try p.string("id"))
+        let other = try resolve(id)
         guard other != me else { throw RPCError(.invalidValue, "that is your own account") }
         return (me, other)
     }
 
-    func like(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id"])
-        let (me, other) = try target(p, caller)
+    func like(_ request: AccountRequest, _ caller: Requester) throws -> LikeResult {
+        let (me, other) = try target(request.id, caller)
         let view = try replica.pairView(account: me, other: other)
         if view.unmatchedBy != nil { throw RPCError(.notAllowed, "this match was ended with unmatch, which is final") }
         if !view.iLike {
@@ -351,23 +347,21 @@ extension Node {
             try write(caller.uid) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, at: now) }
         }
         let after = try replica.pairView(account: me, other: other)
-        return ["id": .string(other.id), "matched": .bool(after.matched)]
+        return LikeResult(id: other.id, matched: after.matched)
     }
 
-    func pass(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id"])
-        let (me, other) = try target(p, caller)
+    func pass(_ request: AccountRequest, _ caller: Requester) throws -> AccountResult {
+        let (me, other) = try target(request.id, caller)
         let view = try replica.pairView(account: me, other: other)
         if view.matched { throw RPCError(.notAllowed, "you are matched with \(other.shortID)…; use `mentormate unmatch` to end it") }
         if view.iLike { throw RPCError(.notAllowed, "you liked \(other.shortID)…; run `mentormate undo \(other.shortID)` first") }
         try replica.setPass(account: me, target: other, at: config.now())
-        return ["id": .string(other.id)]
+        return AccountResult(id: other.id)
     }
 
-    func undo(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id"])
-        let (me, other) = try target(p, caller)
-        if try replica.removePass(account: me, target: other) { return ["id": .string(other.id), "undone": "pass"] }
+    func undo(_ request: AccountRequest, _ caller: Requester) throws -> UndoResult {
+        let (me, other) = try target(request.id, caller)
+        if try replica.removePass(account: me, target: other) { return UndoResult(id: other.id, undone: .pass) }
         let view = try replica.pairView(account: me, other: other)
         if view.matched { throw RPCError(.notAllowed, "you are matched; use `mentormate unmatch` to end it") }
         guard view.iLike else { throw RPCError(.notAllowed, "there is no like or pass of \(other.shortID)… to undo") }
@@ -375,38 +369,35 @@ extension Node {
         // written against the like being withdrawn, are not shown (PROTOCOL.md section 8.5).
         let seen = try replica.contiguousSeq(of: other)
         try write(caller.uid) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, at: now) }
-        return ["id": .string(other.id), "undone": "like"]
+        return UndoResult(id: other.id, undone: .like)
     }
 
-    func matches(_ caller: Requester) throws -> JSON {
+    func matches(_ caller: Requester) throws -> MatchesResult {
         let me = try me(caller)
-        var out: [JSON] = []
+        var out: [MatchSummary] = []
         for s in try replica.pairSummaries(of: me).filter(\.matched).sorted(by: { $0.other < $1.other }) {
             let view = try replica.pairView(account: me, other: s.other)
-            out.append(["id": .string(s.other.id), "name": names[s.other].map(JSON.string) ?? .null,
-                        "messages": .int(Int64(view.messages.count)),
-                        "lastMessage": view.messages.last.map { messageJSON($0, me: me) } ?? .null])
+            out.append(MatchSummary(id: s.other.id, name: names[s.other], messages: Int64(view.messages.count),
+                                    lastMessage: view.messages.last.map { apiMessage($0, me: me) }))
         }
-        return ["matches": .array(out)]
+        return MatchesResult(matches: out)
     }
 
-    func unmatch(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id"])
-        let (me, other) = try target(p, caller)
+    func unmatch(_ request: AccountRequest, _ caller: Requester) throws -> AccountResult {
+        let (me, other) = try target(request.id, caller)
         guard try replica.pairView(account: me, other: other).matched else {
             throw RPCError(.notAllowed, "you are not matched with \(other.shortID)…")
         }
         let seen = try replica.contiguousSeq(of: other)
         try write(caller.uid) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, at: now) }
-        return ["id": .string(other.id)]
+        return AccountResult(id: other.id)
     }
 
     // MARK: Chat
 
-    func chatSend(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id", "text"])
-        let (me, other) = try target(p, caller)
-        let text = try p.string("text")
+    func chatSend(_ request: ChatSendRequest, _ caller: Requester) throws -> Message {
+        let (me, other) = try target(request.id, caller)
+        let text = request.text
         guard !text.isEmpty, text.utf8.count <= ChatPayload.maxTextBytes else {
             throw RPCError(.invalidValue, "a message is 1 to \(ChatPayload.maxTextBytes) bytes; this one is \(text.utf8.count)")
         }
@@ -421,24 +412,22 @@ extension Node {
         let sent = try write(caller.uid) { w, now throws(RecordError) in
             try w.chat(to: other, peerSeq: seen, answers: theirLike.recordID, text: text, at: now)
         }
-        return messageJSON(PairView.Message(author: me, seq: sent.record.seq, timestamp: sent.record.timestamp,
-                                            recordID: sent.id, text: text), me: me)
+        return apiMessage(PairView.Message(author: me, seq: sent.record.seq, timestamp: sent.record.timestamp,
+                                           recordID: sent.id, text: text), me: me)
     }
 
-    func chatHistory(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["id", "limit"])
-        let (me, other) = try target(p, caller)
-        let limit = Int(try p.optionalInt("limit") ?? 50)
+    func chatHistory(_ request: ChatHistoryRequest, _ caller: Requester) throws -> ChatHistory {
+        let (me, other) = try target(request.id, caller)
+        let limit = Int(request.limit ?? 50)
         guard limit >= 1 else { throw RPCError(.invalidParams, "chat.history: limit must be at least 1") }
         let view = try replica.pairView(account: me, other: other)
-        return ["messages": .array(view.messages.suffix(limit).map { messageJSON($0, me: me) }),
-                "matched": .bool(view.matched), "unmatchedBy": view.unmatchedBy.map { .string($0.id) } ?? .null]
+        return ChatHistory(messages: view.messages.suffix(limit).map { apiMessage($0, me: me) },
+                           matched: view.matched, unmatchedBy: view.unmatchedBy?.id)
     }
 
-    func subscribe(_ p: Params, _ caller: Requester) throws -> JSON {
-        try p.allow(["events"])
-        let known: Set<String> = ["match", "message", "unmatch", "peer", "sync"]
-        let events = try p.optionalStrings("events") ?? Array(known)
+    func subscribe(_ request: SubscribeRequest, _ caller: Requester) throws -> SubscribeResult {
+        let known = SubscribeRequest.allEvents
+        let events = request.events ?? Array(known)
         if let bad = events.first(where: { !known.contains($0) }) {
             throw RPCError(.invalidParams, "unknown event \"\(bad)\"; events are \(known.sorted().joined(separator: ", "))")
         }
@@ -447,24 +436,24 @@ extension Node {
             throw RPCError(.limitReached, "your user already holds the most subscribed connections allowed (api_subscriptions_per_user); close one (such as another `mentormate chat --follow`) and retry")
         }
         subscriptions[caller.connection] = (caller.uid, Set(events))
-        return ["events": .array(Set(events).sorted().map(JSON.string))]
+        return SubscribeResult(events: Set(events).sorted())
     }
 
     // MARK: Node
 
-    func peers() -> JSON {
-        ["peers": .array(runtime.runtimeInfo().peers.map(peerJSON))]
+    func peers() -> PeersResult {
+        PeersResult(peers: runtime.runtimeInfo().peers.map(apiPeer))
     }
 
     /// The public digest of the replica (equal on nodes holding the same records) and how many
     /// records it holds.
-    func replicaDigest() throws -> JSON {
+    func replicaDigest() throws -> ReplicaDigest {
         let digest = try replica.digest(includePrivate: false)
         let counts = try replica.counts()
-        return ["digest": .string(Hex.encode(digest)), "records": .int(Int64(counts.records))]
+        return ReplicaDigest(digest: Hex.encode(digest), records: Int64(counts.records))
     }
 
-    func status() throws -> JSON {
+    func status() throws -> Status {
         let info = runtime.runtimeInfo()
         let counts = try replica.counts()
         let accounts = try replica.nodeAccounts().count
@@ -472,33 +461,30 @@ extension Node {
         if counts.pending > 0 { problems.append("\(counts.pending) records wait for missing predecessors") }
         if info.discovery.hasPrefix("unavailable") { problems.append("mDNS discovery is \(info.discovery); `mentormate doctor` says what to fix") }
         if let storage = info.storage, storage.degraded { problems.append(Self.storageProblem(storage)) }
-        return [
-            "node": .string(nodeKeys.publicKey.key.id), "version": .string(MentorMateVersion.string),
-            "listen": info.listen.map { ["host": .string($0.host), "port": .int(Int64($0.port))] } ?? .null,
-            "socket": .string(info.socketPath), "stateDir": .string(config.stateDirectory),
-            "records": .int(Int64(counts.records)), "authors": .int(Int64(counts.authors)),
-            "pending": .int(Int64(counts.pending)), "heldUntilDue": .int(Int64(counts.heldUntilDue)),
-            "evidence": .int(Int64(counts.evidence)), "accounts": .int(Int64(accounts)),
-            "peers": .int(Int64(info.peers.count)), "recordsReceived": .int(Int64(info.recordsReceived)),
-            "sync": ["bodiesReceived": .int(Int64(info.recordsReceived)), "duplicateBodies": .int(Int64(info.duplicateBodies)),
-                     "idsAnnounced": .int(Int64(info.idsAnnounced))],
-            "discovery": .string(info.discovery),
-            "mdnsName": info.discoveryName.map(JSON.string) ?? .null,
-            "uptime": .int(Int64((config.now() - min(config.now(), info.startedAt)) / 1000)),
-            "health": .string(problems.isEmpty ? "ok" : "degraded"), "problems": .array(problems.map(JSON.string)),
-            "storage": info.storage.map(Self.storageJSON) ?? .null,
-            "networkWorkBits": .int(Int64(replica.settings.accountWork.bits)),
-            "signupWorkMillis": .int(Int64((signupWorkSeconds() * 1000).rounded())),
-        ]
+        return Status(
+            node: nodeKeys.publicKey.key.id, version: MentorMateVersion.string,
+            listen: info.listen.map { Status.Listen(host: $0.host, port: Int64($0.port)) },
+            socket: info.socketPath, stateDir: config.stateDirectory,
+            records: Int64(counts.records), authors: Int64(counts.authors),
+            pending: Int64(counts.pending), heldUntilDue: Int64(counts.heldUntilDue),
+            evidence: Int64(counts.evidence), accounts: Int64(accounts),
+            peers: Int64(info.peers.count), recordsReceived: Int64(info.recordsReceived),
+            sync: Status.Sync(bodiesReceived: Int64(info.recordsReceived), duplicateBodies: Int64(info.duplicateBodies),
+                              idsAnnounced: Int64(info.idsAnnounced)),
+            discovery: info.discovery, mdnsName: info.discoveryName,
+            uptime: Int64((config.now() - min(config.now(), info.startedAt)) / 1000),
+            health: problems.isEmpty ? "ok" : "degraded", problems: problems,
+            storage: info.storage.map(Self.storageStatus),
+            networkWorkBits: Int64(replica.settings.accountWork.bits),
+            signupWorkMillis: Int64((signupWorkSeconds() * 1000).rounded()))
     }
 }
 
 extension Node {
     /// `status.storage` (docs/API.md).
-    static func storageJSON(_ s: StorageStatus) -> JSON {
-        ["accounts": .int(Int64(s.accounts)), "bytes": .int(s.bytes), "maxAccounts": .int(Int64(s.maxAccounts)),
-         "maxBytes": .int(s.maxBytes), "declinedAuthors": .int(Int64(s.declinedAuthors)),
-         "declinedRecords": .int(Int64(s.declinedRecords)), "degraded": .bool(s.degraded)]
+    static func storageStatus(_ s: StorageStatus) -> Status.Storage {
+        Status.Storage(accounts: Int64(s.accounts), bytes: s.bytes, maxAccounts: Int64(s.maxAccounts), maxBytes: s.maxBytes,
+                       declinedAuthors: Int64(s.declinedAuthors), declinedRecords: Int64(s.declinedRecords), degraded: s.degraded)
     }
 
     /// What `status.problems` and `doctor` say while the storage budget degrades the node.
@@ -508,28 +494,22 @@ extension Node {
     }
 }
 
-// MARK: JSON shapes (docs/API.md)
+// MARK: The API's values (docs/API.md, APITypes.swift)
 
-func cardJSON(_ s: CardState) -> JSON {
+func apiCard(_ s: CardState) -> Card {
     let c = s.card
-    var conflicts: [String: JSON] = [:]
+    var conflicts: [String: [JSON]] = [:]
     for (field, values) in s.conflicts {
-        conflicts[field.description] = .array(values.map { fieldValueJSON(field, $0) })
+        conflicts[field.description] = values.map { fieldValueJSON(field, $0) }
     }
-    let photo: JSON
+    var photo: PhotoInfo?
     if case .some(.some(let ref)) = c.photo {
-        photo = ["hash": .string(Hex.encode(ref.hash)), "size": .int(Int64(ref.size)), "type": .string(ref.format.mimeType)]
-    } else {
-        photo = .null
+        photo = PhotoInfo(hash: Hex.encode(ref.hash), size: Int64(ref.size), type: ref.format.mimeType)
     }
-    return [
-        "id": .string(s.author.id), "name": c.name.map(JSON.string) ?? .null,
-        "role": c.role.map { .string($0.rawValue) } ?? .null, "bio": c.bio.map(JSON.string) ?? .null,
-        "courses": .array((c.courses ?? []).map(JSON.string)),
-        "wage": c.wage.map { .int(Int64(clamping: $0)) } ?? .null, "budget": c.budget.map { .int(Int64(clamping: $0)) } ?? .null,
-        "availability": c.availability.map(JSON.string) ?? .null, "photo": photo,
-        "conflicts": .object(conflicts), "forked": .bool(s.forked), "updatedAt": .int(Int64(clamping: s.updatedAt)),
-    ]
+    return Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
+                wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
+                availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
+                updatedAt: Int64(clamping: s.updatedAt))
 }
 
 /// A losing register value, shown in the field's own type.
@@ -549,11 +529,15 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     }
 }
 
-func messageJSON(_ m: PairView.Message, me: PublicKey) -> JSON {
-    ["id": .string(Hex.encode(m.recordID)), "from": .string(m.author.id), "text": .string(m.text),
-     "sentAt": .int(Int64(clamping: m.timestamp)), "mine": .bool(m.author == me)]
+func apiMessage(_ m: PairView.Message, me: PublicKey) -> Message {
+    Message(id: Hex.encode(m.recordID), from: m.author.id, text: m.text, sentAt: Int64(clamping: m.timestamp), mine: m.author == me)
 }
 
+func apiPeer(_ p: PeerInfo) -> Peer {
+    Peer(node: p.node, address: p.address, via: p.via, since: Int64(clamping: p.since))
+}
+
+/// A `Peer` in a notification's params (`event.peer`).
 func peerJSON(_ p: PeerInfo) -> JSON {
-    ["node": .string(p.node), "address": .string(p.address), "via": .string(p.via), "since": .int(Int64(clamping: p.since))]
+    (try? JSONValueEncoder().encode(apiPeer(p))) ?? .null
 }

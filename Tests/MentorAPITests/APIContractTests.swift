@@ -1,0 +1,186 @@
+import Testing
+import MentorAPI
+
+/// Every method's request and result type through `JSONValueEncoder`/`JSONValueDecoder` and the
+/// bytes of `JSONCodec`, and the wire shapes docs/API.md promises.
+@Suite struct APIContractTests {
+    static let id = "mm1" + String(repeating: "q", count: 58)
+    static let message = Message(id: "9c2d", from: id, text: "See you at noon \"there\"\n", sentAt: 1_764_400_000_000, mine: true)
+    static let card = Card(id: id, name: "Ben", role: "tutor", bio: nil, courses: ["CS 490"], wage: 25, budget: nil,
+                           availability: "Mon", photo: PhotoInfo(hash: "5f1e", size: 48213, type: "image/jpeg"),
+                           conflicts: ["bio": ["older"], "wage": [.int(3)]], forked: false, updatedAt: 1_764_400_000_000)
+
+    /// Encodes the request as params and decodes them as the daemon does, and the result to
+    /// bytes and back as the client does; both must come back equal.
+    func roundTrip<Request: Equatable, Result: Equatable>(_ call: APICall<Request, Result>, _ request: Request, _ result: Result) throws {
+        let params = try call.params(request)
+        let bytes = JSON.object(params).encoded
+        let parsedParams = try #require(JSON.parse(bytes)?.objectValue)
+        #expect(try call.request(from: parsedParams) == request, "\(call.method.rawValue) request")
+        let json = try call.json(result)
+        let parsed = try #require(JSON.parse(json.encoded))
+        #expect(try call.result(from: parsed) == result, "\(call.method.rawValue) result")
+    }
+
+    @Test func everyMethodsRequestAndResultRoundTrip() throws {
+        let account = AccountInfo(id: Self.id, name: "Ana", email: "ana@uni.edu", role: nil, protected: true, unlocked: false)
+        for method in APIMethod.allCases {
+            // Exhaustive: a new method does not compile until it has a case here.
+            switch method {
+            case .accountSignup:
+                try roundTrip(API.accountSignup, SignupRequest(email: "a@uni.edu", name: "Ana", role: "student", passphrase: "pw"), account)
+                try roundTrip(API.accountSignup, SignupRequest(email: "a@uni.edu", name: "Ana", role: "student"), account)
+            case .accountLogin:
+                try roundTrip(API.accountLogin, LoginRequest(passphrase: "pw"), account)
+                try roundTrip(API.accountLogin, LoginRequest(), account)
+            case .accountLogout: try roundTrip(API.accountLogout, NoParams(), account)
+            case .accountWhoami: try roundTrip(API.accountWhoami, NoParams(), account)
+            case .profileShow:
+                try roundTrip(API.profileShow, ProfileShowRequest(id: "mm1qqqqqq"), Self.card)
+                try roundTrip(API.profileShow, ProfileShowRequest(), Card(id: Self.id, updatedAt: 1))
+            case .profileSet:
+                try roundTrip(API.profileSet, ProfileSetRequest(name: "A", bio: "b", courses: ["X 1"], wage: 0, budget: 9,
+                                                                availability: "now", photo: .set(hash: "ab")), Self.card)
+                try roundTrip(API.profileSet, ProfileSetRequest(photo: .remove), Self.card)
+                try roundTrip(API.profileSet, ProfileSetRequest(bio: ""), Self.card)
+            case .blobPut:
+                try roundTrip(API.blobPut, BlobPutRequest(chunk: "AAEC", done: false), .more(upload: "tok"))
+                try roundTrip(API.blobPut, BlobPutRequest(chunk: "AAEC", upload: "tok", done: true),
+                              .stored(PhotoInfo(hash: "ab", size: 3, type: "image/png")))
+            case .blobGet:
+                try roundTrip(API.blobGet, BlobGetRequest(hash: "ab", offset: 0, length: 10), BlobGetResult(data: "AAEC", size: 3, type: "image/png"))
+            case .feed:
+                try roundTrip(API.feed, FeedRequest(course: "CS 490", limit: 5),
+                              FeedResult(cards: [FeedCard(card: Self.card, sharedCourses: ["CS 490"], nearby: true)]))
+                try roundTrip(API.feed, FeedRequest(), FeedResult(cards: []))
+            case .like: try roundTrip(API.like, AccountRequest(id: Self.id), LikeResult(id: Self.id, matched: true))
+            case .pass: try roundTrip(API.pass, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .undo:
+                try roundTrip(API.undo, AccountRequest(id: Self.id), UndoResult(id: Self.id, undone: .like))
+                try roundTrip(API.undo, AccountRequest(id: Self.id), UndoResult(id: Self.id, undone: .pass))
+            case .matches:
+                try roundTrip(API.matches, NoParams(), MatchesResult(matches: [
+                    MatchSummary(id: Self.id, name: "Ben", messages: 2, lastMessage: Self.message),
+                    MatchSummary(id: Self.id, name: nil, messages: 0, lastMessage: nil)]))
+            case .unmatch: try roundTrip(API.unmatch, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
+            case .chatHistory:
+                try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
+                              ChatHistory(messages: [Self.message], matched: false, unmatchedBy: Self.id))
+                try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id), ChatHistory(messages: [], matched: true, unmatchedBy: nil))
+            case .subscribe:
+                try roundTrip(API.subscribe, SubscribeRequest(events: ["match", "sync"]), SubscribeResult(events: ["match", "sync"]))
+                try roundTrip(API.subscribe, SubscribeRequest(), SubscribeResult(events: []))
+            case .peers:
+                try roundTrip(API.peers, NoParams(), PeersResult(peers: [Peer(node: Self.id, address: "169.254.77.2:4711", via: "mdns", since: 5)]))
+            case .status:
+                let storage = Status.Storage(accounts: 1, bytes: 2, maxAccounts: 3, maxBytes: 4, declinedAuthors: 5, declinedRecords: 6, degraded: true)
+                for (listen, storage, name) in [(Status.Listen(host: "0.0.0.0", port: 4711), storage, "mm"), (nil, nil, nil)] {
+                    try roundTrip(API.status, NoParams(), Status(
+                        node: Self.id, version: "1.0", listen: listen, socket: "/run/s", stateDir: "/var/lib/m", records: 1,
+                        authors: 2, pending: 3, heldUntilDue: 4, evidence: 5, accounts: 6, peers: 7, recordsReceived: 8,
+                        sync: Status.Sync(bodiesReceived: 8, duplicateBodies: 1, idsAnnounced: 9), discovery: "on",
+                        mdnsName: name, uptime: 10, health: "degraded", problems: ["x"], storage: storage,
+                        networkWorkBits: 20, signupWorkMillis: 1500))
+                }
+            case .doctor:
+                try roundTrip(API.doctor, NoParams(), DoctorResult(checks: [
+                    DoctorCheck(name: "a", ok: true, detail: "fine", fix: nil),
+                    DoctorCheck(name: "b", ok: false, detail: "bad", fix: "do this"),
+                    DoctorCheck(name: "c", ok: true, detail: "hmm", fix: "maybe", warning: true)], ok: false))
+            case .replicaDigest:
+                try roundTrip(API.replicaDigest, NoParams(), ReplicaDigest(digest: "00ff", records: 12))
+            }
+        }
+    }
+
+    /// Results say null for what is absent (docs/API.md); requests leave it out.
+    @Test func nilIsNullInResultsAndAbsentInRequests() throws {
+        let card = try API.profileShow.json(Card(id: "mm1x", updatedAt: 7))
+        #expect(card == ["id": "mm1x", "name": nil, "role": nil, "bio": nil, "courses": [], "wage": nil, "budget": nil,
+                         "availability": nil, "photo": nil, "conflicts": [:], "forked": false, "updatedAt": 7])
+        #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
+        #expect(try API.accountWhoami.params(NoParams()) == [:])
+    }
+
+    /// profile.set's photo has three states on the wire: absent, null (remove), a hash.
+    @Test func profileSetPhotoKeepsNullApartFromAbsent() throws {
+        #expect(try API.profileSet.params(ProfileSetRequest(photo: .remove)) == ["photo": nil])
+        #expect(try API.profileSet.params(ProfileSetRequest(name: "A")) == ["name": "A"])
+        #expect(try API.profileSet.request(from: ["photo": nil]).photo == .remove)
+        #expect(try API.profileSet.request(from: ["photo": "ab"]).photo == .set(hash: "ab"))
+        #expect(try API.profileSet.request(from: ["name": "A"]).photo == nil)
+        // Every other field given as null is absent.
+        #expect(try API.profileSet.request(from: ["name": nil, "wage": nil]).isEmpty)
+    }
+
+    /// Shapes that are not one struct per object: a feed entry is a card with two more
+    /// fields; doctor leaves out `fix` and `warning` when there is none; blob.put answers either
+    /// a token or the blob.
+    @Test func flattenedAndOptionalShapes() throws {
+        let entry = try API.feed.json(FeedResult(cards: [FeedCard(card: Card(id: "mm1x", updatedAt: 1), sharedCourses: ["A"], nearby: false)]))
+        let first = try #require(entry["cards"]?.arrayValue?.first?.objectValue)
+        #expect(first["sharedCourses"] == ["A"] && first["nearby"] == false && first["id"] == "mm1x" && first["photo"] == .null)
+        #expect(first.count == 14)
+        let doctor = try API.doctor.json(DoctorResult(checks: [DoctorCheck(name: "a", ok: true, detail: "d", fix: nil)], ok: true))
+        #expect(doctor == ["checks": [["name": "a", "ok": true, "detail": "d"]], "ok": true])
+        #expect(try API.blobPut.json(.more(upload: "t")) == ["upload": "t"])
+        #expect(try API.blobPut.json(.stored(PhotoInfo(hash: "h", size: 1, type: "image/png"))) == ["hash": "h", "size": 1, "type": "image/png"])
+    }
+
+    @Test func parameterNamesComeFromTheCodingKeys() {
+        #expect(SignupRequest.parameterNames.sorted() == ["email", "name", "passphrase", "role"])
+        #expect(NoParams.parameterNames.isEmpty)
+        #expect(ProfileSetRequest.parameterNames.sorted() == ["availability", "bio", "budget", "courses", "name", "photo", "wage"])
+    }
+
+    /// The notifications the node sends for the caller's own account, with their names.
+    @Test func eventsRoundTripUnderTheirNames() throws {
+        #expect(APIEvent.allCases.map(\.method) == ["event.match", "event.message", "event.unmatch", "event.peer", "event.sync"])
+        #expect(SubscribeRequest.allEvents == ["match", "message", "unmatch", "peer", "sync"])
+        let message = try RPCNotification(.message, MessageEvent(with: Self.id, message: Self.message))
+        #expect(message.method == "event.message")
+        let parsed = try #require(JSON.parse(message.params.encoded))
+        #expect(try JSONValueDecoder().decode(MessageEvent.self, from: parsed) == MessageEvent(with: Self.id, message: Self.message))
+        #expect(try RPCNotification(.match, MatchEvent(id: "x", name: nil)).params == ["id": "x", "name": nil])
+        #expect(try RPCNotification(.unmatch, UnmatchEvent(id: "x", by: "y")).params == ["id": "x", "by": "y"])
+    }
+
+    @Test func unknownMethodNamesAreMethodNotFound() {
+        #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
+        #expect(APIMethod.allCases.count == 21)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 21)
+    }
+}
+
+/// The Encoder/Decoder pair over `JSON` on its own.
+@Suite struct JSONValueCoderTests {
+    struct Nested: Codable, Equatable {
+        var a: Int
+        var b: [String: [Int64]]
+        var c: [Double?]
+        var d: JSON
+        var e: UInt8?
+    }
+
+    @Test func nestedValuesRoundTrip() throws {
+        let value = Nested(a: -3, b: ["x": [1, 2], "y": []], c: [1.5, nil], d: ["k": [true, nil]], e: nil)
+        let json = try JSONValueEncoder().encode(value)
+        #expect(json == ["a": -3, "b": ["x": [1, 2], "y": []], "c": [.double(1.5), nil], "d": ["k": [true, nil]], "e": nil])
+        #expect(try JSONValueDecoder().decode(Nested.self, from: json) == value)
+        #expect(try JSONValueEncoder(nilEncoding: .omit).encode(value)["e"] == nil)
+    }
+
+    @Test func mismatchesAreDecodingErrorsWithTheirPath() {
+        do {
+            _ = try JSONValueDecoder().decode(Nested.self, from: ["a": 1, "b": ["x": ["no"]], "c": [], "d": nil])
+            Issue.record("decoded a string as an integer")
+        } catch let DecodingError.typeMismatch(_, context) {
+            #expect(context.codingPath.map(\.stringValue) == ["b", "x", "0"])
+        } catch {
+            Issue.record("\(error)")
+        }
+        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(UInt8.self, from: 300) }
+        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Nested.self, from: ["a": 1]) }
+    }
+}
