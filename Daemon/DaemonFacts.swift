@@ -39,7 +39,7 @@ final class DaemonFacts: RuntimeFacts {
     func runtimeInfo() -> RuntimeInfo {
         let (socketPath, peerManager, discovery) = later.withLock { ($0.socketPath, $0.peerManager, $0.discovery) }
         let listen = peerManager.map { (host: $0.listenAddress.host, port: $0.listenAddress.port) }
-        var info = RuntimeInfo(socketPath: socketPath, listen: listen, discovery: discovery?.status ?? "off",
+        var info = RuntimeInfo(socketPath: socketPath, listen: listen, discovery: discovery?.status ?? .off,
                                peers: peerManager?.peers ?? [], startedAt: started,
                                discoveryName: discovery?.registeredName, discoveryVisible: discovery?.isVisible ?? false,
                                networkKeyFile: networkKeyFile, systemMode: systemMode)

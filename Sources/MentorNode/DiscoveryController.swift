@@ -53,12 +53,12 @@ public final class DiscoveryController: @unchecked Sendable {
         self.advertisement = Discovery.Advertisement(name: Self.instanceName(for: nodeKey), port: port)
     }
 
-    /// What `status` shows: "on", "starting", or "unavailable: why (retrying)".
-    public var status: String {
+    /// What `status` and `doctor` show.
+    public var status: DiscoveryStatus {
         switch state {
-        case .starting: "starting"
-        case .on: "on"
-        case .unavailable(let reason): "unavailable: \(reason) (retrying)"
+        case .starting: .starting
+        case .on: .on
+        case .unavailable(let reason): .unavailable(reason)
         }
     }
 

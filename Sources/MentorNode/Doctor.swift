@@ -42,7 +42,7 @@ extension Node {
                                 warning: storage.degraded))
         }
         checks.append(socketCheck("API socket", info.socketPath, fix: "restart mentormated; if the file is left over from a crash the next start replaces it"))
-        if info.discovery == "off" {
+        if info.discovery == .off {
             // --no-mdns: nothing in this daemon talks to D-Bus or Avahi.
             for name in ["D-Bus system bus", "avahi-daemon"] {
                 checks.append(Check(name: name, ok: true, detail: "not needed: mDNS discovery is off (--no-mdns); peers come from --peer", fix: nil))
@@ -51,14 +51,16 @@ extension Node {
             checks.append(socketCheck("D-Bus system bus", "/run/dbus/system_bus_socket", fix: "start D-Bus: systemctl start dbus"))
             checks.append(socketCheck("avahi-daemon", "/run/avahi-daemon/socket", fix: "install and start Avahi: apt-get install avahi-daemon && systemctl start avahi-daemon"))
         }
-        let discoveryOK = info.discovery == "on"
-        checks.append(Check(name: "mDNS discovery", ok: discoveryOK || info.discovery == "off",
-                            detail: info.discovery == "off" ? "not needed: discovery is off (--no-mdns)"
+        let discoveryOK = info.discovery == .on
+        let discoveryFix: String? = switch info.discovery {
+        case .on, .off: nil
+        case .starting: "nothing is wrong yet: registering with Avahi takes about a second after the daemon starts; run `mentormate doctor` again in a moment"
+        case .unavailable: "start avahi-daemon (systemctl start avahi-daemon; it needs D-Bus) — the daemon retries by itself, backing off up to a minute"
+        }
+        checks.append(Check(name: "mDNS discovery", ok: discoveryOK || info.discovery == .off,
+                            detail: info.discovery == .off ? "not needed: discovery is off (--no-mdns)"
                                 : "discovery is \(info.discovery)" + (info.discoveryName.map { ", registered as \"\($0)\"" } ?? ""),
-                            fix: discoveryOK || info.discovery == "off" ? nil
-                                : info.discovery == "starting"
-                                ? "nothing is wrong yet: registering with Avahi takes about a second after the daemon starts; run `mentormate doctor` again in a moment"
-                                : "start avahi-daemon (systemctl start avahi-daemon; it needs D-Bus) — the daemon retries by itself, backing off up to a minute"))
+                            fix: discoveryFix))
         if discoveryOK {
             checks.append(Check(name: "service visible", ok: info.discoveryVisible,
                                 detail: info.discoveryVisible ? "browsing _mentormate._tcp shows our own service" : "our service is registered but browsing does not show it (yet)",

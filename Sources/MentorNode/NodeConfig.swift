@@ -30,12 +30,32 @@ public struct NodeConfig: Sendable {
     public func keyPath(uid: UInt32) -> String { accountsDirectory + "/\(uid).key" }
 }
 
+/// mDNS discovery as `status` shows it (its `description`) and `doctor` judges it.
+public enum DiscoveryStatus: Sendable, Equatable, CustomStringConvertible {
+    /// Not run (`--no-mdns`).
+    case off
+    /// Registering with Avahi (about a second after start).
+    case starting
+    /// Registered and browsing.
+    case on
+    /// Avahi or D-Bus cannot be reached, and why; the daemon retries by itself.
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .off: "off"
+        case .starting: "starting"
+        case .on: "on"
+        case .unavailable(let reason): "unavailable: \(reason) (retrying)"
+        }
+    }
+}
+
 /// Facts only the daemon knows, for `status` and `doctor`.
 public struct RuntimeInfo: Sendable {
     public var socketPath: String
     public var listen: (host: String, port: UInt16)?
-    /// "on", "off", "starting", or "unavailable: why (retrying)".
-    public var discovery: String
+    public var discovery: DiscoveryStatus
     public var peers: [PeerInfo]
     public var startedAt: UInt64
     /// The mDNS instance name we are registered under, and whether we see it when we browse.
@@ -54,7 +74,7 @@ public struct RuntimeInfo: Sendable {
     /// The node-wide storage budget (`PeerManager.storage`; nil without a peer manager).
     public var storage: StorageStatus?
 
-    public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: String, peers: [PeerInfo], startedAt: UInt64,
+    public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: DiscoveryStatus, peers: [PeerInfo], startedAt: UInt64,
                 discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {
         self.socketPath = socketPath; self.listen = listen; self.discovery = discovery; self.peers = peers; self.startedAt = startedAt
         self.discoveryName = discoveryName; self.discoveryVisible = discoveryVisible

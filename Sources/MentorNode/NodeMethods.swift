@@ -459,7 +459,7 @@ extension Node {
         let accounts = try replica.nodeAccounts().count
         var problems: [String] = []
         if counts.pending > 0 { problems.append("\(counts.pending) records wait for missing predecessors") }
-        if info.discovery.hasPrefix("unavailable") { problems.append("mDNS discovery is \(info.discovery); `mentormate doctor` says what to fix") }
+        if case .unavailable = info.discovery { problems.append("mDNS discovery is \(info.discovery); `mentormate doctor` says what to fix") }
         if let storage = info.storage, storage.degraded { problems.append(Self.storageProblem(storage)) }
         return Status(
             node: nodeKeys.publicKey.key.id, version: MentorMateVersion.string,
@@ -471,7 +471,7 @@ extension Node {
             peers: Int64(info.peers.count), recordsReceived: Int64(info.recordsReceived),
             sync: Status.Sync(bodiesReceived: Int64(info.recordsReceived), duplicateBodies: Int64(info.duplicateBodies),
                               idsAnnounced: Int64(info.idsAnnounced)),
-            discovery: info.discovery, mdnsName: info.discoveryName,
+            discovery: info.discovery.description, mdnsName: info.discoveryName,
             uptime: Int64((config.now() - min(config.now(), info.startedAt)) / 1000),
             health: problems.isEmpty ? "ok" : "degraded", problems: problems,
             storage: info.storage.map(Self.storageStatus),

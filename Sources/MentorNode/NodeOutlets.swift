@@ -64,6 +64,6 @@ public struct DroppingNotifications: NotificationSink {
 public struct NoRuntime: RuntimeFacts {
     public init() {}
     public func runtimeInfo() -> RuntimeInfo {
-        RuntimeInfo(socketPath: "", listen: nil, discovery: "off", peers: [], startedAt: 0)
+        RuntimeInfo(socketPath: "", listen: nil, discovery: .off, peers: [], startedAt: 0)
     }
 }

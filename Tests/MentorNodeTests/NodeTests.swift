@@ -375,17 +375,17 @@ final class SettableRuntime: RuntimeFacts, @unchecked Sendable {
     /// Avahi gets the command that starts it; off (--no-mdns) passes as not needed.
     @Test func doctorsDiscoveryCheckGivesTheFixThatFitsItsState() throws {
         let t = try TestNode()
-        func check(_ discovery: String) throws -> JSON? {
+        func check(_ discovery: DiscoveryStatus) throws -> JSON? {
             t.runtime.info = RuntimeInfo(socketPath: "", listen: nil, discovery: discovery, peers: [], startedAt: 0)
             return try t.call(0, "doctor")["checks"]?.arrayValue?.first { $0["name"]?.stringValue == "mDNS discovery" }
         }
-        let starting = try #require(try check("starting"))
+        let starting = try #require(try check(.starting))
         #expect(starting["ok"]?.boolValue == false)
         #expect(starting["fix"]?.stringValue?.contains("again in a moment") == true, "\(starting)")
         #expect(starting["fix"]?.stringValue?.contains("systemctl start avahi-daemon") == false, "\(starting)")
-        let unavailable = try #require(try check("unavailable: Avahi/D-Bus unreachable (retrying)"))
+        let unavailable = try #require(try check(.unavailable("Avahi/D-Bus unreachable")))
         #expect(unavailable["fix"]?.stringValue?.contains("systemctl start avahi-daemon") == true, "\(unavailable)")
-        let off = try #require(try check("off"))
+        let off = try #require(try check(.off))
         #expect(off["ok"]?.boolValue == true && off["fix"] == nil, "\(off)")
     }
 }
