@@ -538,9 +538,54 @@ public struct UnmatchEvent: APIObject, Equatable {
     public init(id: String, by: String) { (self.id, self.by) = (id, by) }
 }
 
+/// `event.peer`: a link to `peer` was established (`connected`) or ended (`disconnected`).
+public struct PeerEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case peer, state }
+    public enum State: String, Codable, Sendable { case connected, disconnected }
+    public var peer: Peer
+    public var state: State
+    public init(peer: Peer, state: State) { (self.peer, self.state) = (peer, state) }
+}
+
+/// `event.sync`: a session's totals with the peer node `peer` (its node ID) at `address`.
+public struct SyncEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case peer, address, received, sent, caughtUp }
+    public var peer: String
+    public var address: String
+    public var received: Int64
+    public var sent: Int64
+    public var caughtUp: Bool
+    public init(peer: String, address: String, received: Int64, sent: Int64, caughtUp: Bool) {
+        (self.peer, self.address, self.received, self.sent, self.caughtUp) = (peer, address, received, sent, caughtUp)
+    }
+}
+
+/// `event.overflow`: the API server dropped `dropped` notifications of this connection because
+/// its reader fell behind. Sent by the server itself to every subscriber concerned; not an event
+/// one subscribes to, so not an `APIEvent`.
+public struct OverflowEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case dropped }
+    /// The notification's method name.
+    public static let method = "event.overflow"
+    public var dropped: Int64
+    public init(dropped: Int64) { self.dropped = dropped }
+}
+
+/// The `data` of an `ambiguous` error (-32005): the IDs the prefix given matches.
+public struct AmbiguousIDData: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case matches }
+    public var matches: [String]
+    public init(matches: [String]) { self.matches = matches }
+}
+
 extension RPCNotification {
     /// An event's notification, its params encoded from their type.
     public init(_ event: APIEvent, _ params: some APIObject) throws {
         self.init(method: event.method, params: try JSONValueEncoder().encode(params))
+    }
+
+    /// The API server's own `event.overflow`.
+    public init(_ overflow: OverflowEvent) throws {
+        self.init(method: OverflowEvent.method, params: try JSONValueEncoder().encode(overflow))
     }
 }

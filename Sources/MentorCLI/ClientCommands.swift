@@ -513,8 +513,8 @@ public enum MentormateCLI {
                                              : "You ended the match; the conversation is closed.")
                     }
                     return
-                case "event.overflow":
-                    let dropped = ClientFormat.text(event.params["dropped"]) ?? "some"
+                case OverflowEvent.method:
+                    let dropped = ClientFormat.text(Fields<OverflowEvent>(event.params)[.dropped]) ?? "some"
                     context.host.error("mentormate: missed \(dropped) events while the output was slow; "
                                        + "`mentormate chat \(ClientFormat.shortID(other))` shows the whole conversation")
                 default:

@@ -187,7 +187,7 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongPassphrase:
             hint = "run the command again with the passphrase you chose at sign-up"
         case .ambiguous:
-            let matches = (e.data?["matches"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let matches = (e.data.map(Fields<AmbiguousIDData>.init)?[.matches]?.arrayValue ?? []).compactMap(\.stringValue)
             hint = matches.isEmpty ? "give more characters of the ID"
                 : "give more characters of one of these IDs:\n" + matches.map { "  " + ClientFormat.sanitize($0) }.joined(separator: "\n")
         case .notFound:

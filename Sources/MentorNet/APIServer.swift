@@ -546,7 +546,7 @@ public final class APIServer: @unchecked Sendable {
             }
             // Caught up: tell the client what it missed, once.
             guard phase == .running, let dropped = connection.handle.takeUnreportedDrops() else { break }
-            let overflow = RPCNotification(method: "event.overflow", params: ["dropped": .int(Int64(dropped))])
+            guard let overflow = try? RPCNotification(OverflowEvent(dropped: Int64(dropped))) else { break }
             connection.output.append(overflow.line, notification: true)
         }
         if connection.writing {

@@ -612,9 +612,9 @@ public final class Node: @unchecked Sendable {
 
     /// Delivers a node-wide notification (`peer`, `sync`: facts about the node that every local
     /// user may see, like `peers`) to every connection subscribed to `event`. Does not wait.
-    public func broadcast(_ event: String, _ notification: RPCNotification) {
+    public func broadcast(_ event: APIEvent, _ notification: RPCNotification) {
         queue.async { [self] in
-            for (connection, sub) in subscriptions where sub.events.contains(event) {
+            for (connection, sub) in subscriptions where sub.events.contains(event.rawValue) {
                 notifications.deliver(notification, to: connection)
             }
         }

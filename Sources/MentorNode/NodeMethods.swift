@@ -192,7 +192,7 @@ extension Node {
             throw RPCError(.notFound, "no account \(text) is known on this node (yet); check the ID, or wait until its node syncs")
         case .ambiguous(let keys):
             throw RPCError(.ambiguous, "\(text) matches \(keys.count) accounts; give more characters",
-                           data: ["matches": .array(keys.map { .string($0.id) })])
+                           data: try? JSONValueEncoder().encode(AmbiguousIDData(matches: keys.map(\.id))))
         }
     }
 

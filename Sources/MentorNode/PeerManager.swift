@@ -259,7 +259,7 @@ public final class PeerManager: @unchecked Sendable {
         dials.established(connection.staticIndex, link: connection.serial, key: key)
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via.rawValue])
         notifier.snapshot()
-        notifier.peer(connection, "connected")
+        notifier.peer(connection, .connected)
         let held: Int
         do { held = try node.replica.reconSetSize() } catch {
             end(connection, "reading the size of the record set failed: \(error)")
@@ -281,7 +281,7 @@ public final class PeerManager: @unchecked Sendable {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
         guard !stopped else { return }
-        if connection.since != 0 { notifier.peer(connection, "disconnected") }
+        if connection.since != 0 { notifier.peer(connection, .disconnected) }
         if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
         let ending = defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now)

@@ -146,6 +146,22 @@ import MentorAPI
         #expect(try RPCNotification(.unmatch, UnmatchEvent(id: "x", by: "y")).params == ["id": "x", "by": "y"])
     }
 
+    /// The node-wide events, the server's overflow notice and the ambiguous-ID error's data:
+    /// their wire shapes, and back.
+    @Test func peerSyncOverflowAndAmbiguousDataHaveTheirWireShapes() throws {
+        let peer = PeerEvent(peer: Peer(node: "n1", address: "10.0.0.7:7000", via: "mdns", since: 7), state: .disconnected)
+        let peerNotice = try RPCNotification(.peer, peer)
+        #expect(peerNotice.method == "event.peer")
+        #expect(peerNotice.params == ["peer": ["node": "n1", "address": "10.0.0.7:7000", "via": "mdns", "since": 7], "state": "disconnected"])
+        #expect(try JSONValueDecoder().decode(PeerEvent.self, from: peerNotice.params) == peer)
+        let sync = SyncEvent(peer: "n1", address: "a:1", received: 12, sent: 3, caughtUp: false)
+        let syncNotice = try RPCNotification(.sync, sync)
+        #expect(syncNotice.method == "event.sync" && syncNotice.params == ["peer": "n1", "address": "a:1", "received": 12, "sent": 3, "caughtUp": false])
+        let overflow = try RPCNotification(OverflowEvent(dropped: 5))
+        #expect(overflow.method == "event.overflow" && overflow.params == ["dropped": 5])
+        #expect(try JSONValueEncoder().encode(AmbiguousIDData(matches: ["a", "b"])) == ["matches": ["a", "b"]])
+    }
+
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
         #expect(APIMethod.allCases.count == 21)

@@ -45,7 +45,7 @@ import Testing
             let clock = self.clock
             t0 = clock.now
             notifier = PeerNotifier(board: board, interval: .milliseconds(250), broadcast: { [unowned self] in
-                self.events.append(($0, $1))
+                self.events.append(($0.rawValue, $1))
             }, clock: { clock.now })
             notifier.shell = shell
         }
@@ -75,9 +75,9 @@ import Testing
 
     @Test func aPeerEventGoesOutOnlyForALinkWhosePeerIsKnown() {
         let h = Harness()
-        h.notifier.peer(FakeLink(node: nil), "disconnected")
+        h.notifier.peer(FakeLink(node: nil), .disconnected)
         #expect(h.events.isEmpty)
-        h.notifier.peer(FakeLink(node: "n1"), "connected")
+        h.notifier.peer(FakeLink(node: "n1"), .connected)
         #expect(h.names == ["peer"])
         #expect(h.events.first?.notification.method == "event.peer")
         #expect(h.events.first?.notification.params["peer"] == ["node": "n1", "address": "10.0.0.2:7000", "via": "config", "since": 1])

@@ -21,13 +21,13 @@ import Testing
         #expect(PeerStatus.connected([PeerStatus.Link]()).isEmpty)
     }
 
-    @Test func eventsCarryThePeerAndTheSessionsTotals() {
-        let peer = PeerStatus.peerEvent(info("n1", since: 7), state: "connected")
+    @Test func eventsCarryThePeerAndTheSessionsTotals() throws {
+        let peer = try RPCNotification(.peer, PeerStatus.peerEvent(info("n1", since: 7), state: .connected))
         #expect(peer.method == "event.peer")
         #expect(peer.params["state"] == "connected")
         #expect(peer.params["peer"] == ["node": "n1", "address": "10.0.0.7:7000", "via": "config", "since": 7])
 
-        let sync = PeerStatus.syncEvent(node: "n1", address: "10.0.0.7:7000", (received: 12, sent: 3, caughtUp: true))
+        let sync = try RPCNotification(.sync, PeerStatus.syncEvent(node: "n1", address: "10.0.0.7:7000", (received: 12, sent: 3, caughtUp: true)))
         #expect(sync.method == "event.sync")
         #expect(sync.params == ["peer": "n1", "address": "10.0.0.7:7000", "received": 12, "sent": 3, "caughtUp": true])
     }

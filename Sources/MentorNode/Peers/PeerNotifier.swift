@@ -44,12 +44,12 @@ final class PeerNotifier<Shell: NoticeShell>: @unchecked Sendable {
     /// Set once by the shell that owns this (weak: the shell owns it).
     weak var shell: Shell?
     private let board: StatusBoard
-    private let broadcast: (String, RPCNotification) -> Void
+    private let broadcast: (APIEvent, RPCNotification) -> Void
     /// `event.sync` per link at most this often (plus one when it caught up).
     let interval: Duration
     private let clock: @Sendable () -> ContinuousClock.Instant
 
-    init(board: StatusBoard, interval: Duration, broadcast: @escaping (String, RPCNotification) -> Void,
+    init(board: StatusBoard, interval: Duration, broadcast: @escaping (APIEvent, RPCNotification) -> Void,
          clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
         self.board = board
         self.interval = interval
@@ -63,9 +63,9 @@ final class PeerNotifier<Shell: NoticeShell>: @unchecked Sendable {
     }
 
     /// `event.peer`: the link was established (`connected`) or ended (`disconnected`).
-    func peer(_ link: Link, _ state: String) {
-        guard let info = link.info else { return }
-        broadcast("peer", PeerStatus.peerEvent(info, state: state))
+    func peer(_ link: Link, _ state: PeerEvent.State) {
+        guard let info = link.info, let event = try? RPCNotification(.peer, PeerStatus.peerEvent(info, state: state)) else { return }
+        broadcast(.peer, event)
     }
 
     /// `event.sync` with the session's totals: now if the last one is old enough or the session
@@ -92,7 +92,8 @@ final class PeerNotifier<Shell: NoticeShell>: @unchecked Sendable {
         if totals.caughtUp && !link.announced.caughtUp { shell?.announcedCaughtUp() }
         link.announced = totals
         link.announcedAt = now
-        broadcast("sync", PeerStatus.syncEvent(node: info.node, address: info.address, totals))
+        guard let event = try? RPCNotification(.sync, PeerStatus.syncEvent(node: info.node, address: info.address, totals)) else { return }
+        broadcast(.sync, event)
     }
 }
 

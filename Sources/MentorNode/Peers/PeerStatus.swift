@@ -18,14 +18,12 @@ enum PeerStatus {
     }
 
     /// `event.peer`: a link was established (`connected`) or ended (`disconnected`).
-    static func peerEvent(_ info: PeerInfo, state: String) -> RPCNotification {
-        RPCNotification(method: "event.peer", params: ["peer": peerJSON(info), "state": .string(state)])
+    static func peerEvent(_ info: PeerInfo, state: PeerEvent.State) -> PeerEvent {
+        PeerEvent(peer: apiPeer(info), state: state)
     }
 
     /// `event.sync`: a session's totals with the peer `node` (its node ID) at `address`.
-    static func syncEvent(node: String, address: String, _ totals: SyncEventThrottle.Totals) -> RPCNotification {
-        RPCNotification(method: "event.sync", params: [
-            "peer": .string(node), "address": .string(address),
-            "received": .int(Int64(totals.received)), "sent": .int(Int64(totals.sent)), "caughtUp": .bool(totals.caughtUp)])
+    static func syncEvent(node: String, address: String, _ totals: SyncEventThrottle.Totals) -> SyncEvent {
+        SyncEvent(peer: node, address: address, received: Int64(totals.received), sent: Int64(totals.sent), caughtUp: totals.caughtUp)
     }
 }
