@@ -64,8 +64,8 @@ public final class Node: @unchecked Sendable {
     /// At most `config.signupWorkAtOnce` proof-of-work searches (a few CPU-seconds each, one
     /// core each) at a time, node-wide; more wait their turn, first come first served.
     public let workGate: PassphraseGate
-    /// Where `respond` runs node work and passphrase derivations: threads that may block, not
-    /// Swift's few cooperative ones.
+    /// Where `respond` runs a login's or signup's key work (Argon2id, the proof of work):
+    /// threads that may block, not Swift's few cooperative ones. Ordinary requests never come here.
     private let work = DispatchQueue(label: "MentorNode.work", attributes: .concurrent)
 
     let queue = DispatchQueue(label: "MentorNode.Node")
@@ -168,16 +168,25 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// Runs one API request for `caller` on the node's own threads: what the daemon calls.
-    /// A request that needs Argon2id waits for its turn at `passphraseGate` holding no thread.
+    /// Runs one API request for `caller`: what the daemon calls. An ordinary request is admitted
+    /// and run in one turn of the node's queue, and its result encoded once the queue is let go
+    /// (no other thread waits for the queue on its behalf). A login or signup is two typed steps:
+    /// the key work on the `work` queue — Argon2id waits for its turn at `passphraseGate`, the
+    /// proof of work at `workGate`, neither holding a thread — then the request on the queue
+    /// with what that work prepared.
     public func respond(_ name: String, _ params: [String: JSON], caller: Requester) async -> Result<JSON, RPCError> {
         let method: APIMethod
         do { method = try APIMethod.named(name) } catch { return .failure(error) }
-        switch await onWork({ self.queue.sync { self.admit(method, params, caller) } }) {
-        case .refused(let error):
-            return .failure(error)
-        case .none:
-            return await onWork { self.finish(method, params, caller, prepared: nil) }
+        let first: FirstTurn = await onQueue {
+            switch self.admit(method, params, caller) {
+            case .refused(let error): .answered(.failure(error))
+            case .none: .answered(self.run(method, params, caller, prepared: nil))
+            case .check(let check): .check(check)
+            }
+        }
+        switch first {
+        case .answered(let outcome):
+            return encode(outcome, of: method)
         case .check(let check):
             let arrived = ContinuousClock.now
             var prepared: PreparedKey
@@ -198,8 +207,17 @@ public final class Node: @unchecked Sendable {
                 prepared.work = work
             }
             let ready = prepared
-            return await onWork { self.finish(method, params, caller, prepared: ready) }
+            defer { if let path = ready.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
+            let outcome = await onQueue { self.run(method, params, caller, prepared: ready) }
+            return encode(outcome, of: method)
         }
+    }
+
+    /// What the first turn of the node's queue made of a request: its answer, or the key work
+    /// a login or signup needs first.
+    private enum FirstTurn: Sendable {
+        case answered(Result<any APIObject, RPCError>)
+        case check(PassphraseCheck)
     }
 
     private func onWork<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
@@ -208,33 +226,49 @@ public final class Node: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` on the node's queue, after what was queued before it; the caller's task waits
+    /// without holding a thread.
+    private func onQueue<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume(returning: body()) }
+        }
+    }
+
     /// The request itself, on the node's queue, with the key a passphrase check prepared; its
-    /// result is encoded after the queue is let go (a value, no node state).
+    /// result is encoded after the queue is let go (a value, no node state). For `handle`.
     private func finish(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<JSON, RPCError> {
         defer { if let path = prepared?.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
-        let outcome = queue.sync { () -> Result<any APIObject, RPCError> in
-            do {
-                if prepared != nil { passphraseChecksInFlight.remove(caller.uid) }
-                if prepared?.wrongPassphrase == true {
-                    let count = (loginFailures[caller.uid]?.count ?? 0) + 1
-                    // The first mistake is free; then 1 s, 2 s, 4 s … up to a minute between attempts.
-                    let wait = count < 2 ? 0 : min(60, 1 << min(count - 2, 6))
-                    loginFailures[caller.uid] = (count, .now + .seconds(wait))
-                    throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
-                }
-                if let failure = prepared?.failure { throw failure }
-                return .success(try dispatch(method, params, caller, prepared: prepared))
-            } catch let e as RPCError {
-                return .failure(e)
-            } catch let e as StoreError {
-                logger.log(.error, "storage error", ["method": method.rawValue, "error": "\(e)"])
-                return .failure(RPCError(.storage, "the replica could not be written (\(e.message)); nothing was stored — check free disk space and the state directory"))
-            } catch {
-                logger.log(.error, "internal error", ["method": method.rawValue, "error": "\(error)"])
-                return .failure(RPCError(.internalError, "internal error: \(error)"))
+        return encode(queue.sync { run(method, params, caller, prepared: prepared) }, of: method)
+    }
+
+    /// Step 2 of a request, on the node's queue: the method with what step 1 prepared (nil for
+    /// an ordinary request), its errors turned into JSON-RPC errors.
+    private func run(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<any APIObject, RPCError> {
+        do {
+            if prepared != nil { passphraseChecksInFlight.remove(caller.uid) }
+            if prepared?.wrongPassphrase == true {
+                let count = (loginFailures[caller.uid]?.count ?? 0) + 1
+                // The first mistake is free; then 1 s, 2 s, 4 s … up to a minute between attempts.
+                let wait = count < 2 ? 0 : min(60, 1 << min(count - 2, 6))
+                loginFailures[caller.uid] = (count, .now + .seconds(wait))
+                throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
             }
+            if let failure = prepared?.failure { throw failure }
+            return .success(try dispatch(method, params, caller, prepared: prepared))
+        } catch let e as RPCError {
+            return .failure(e)
+        } catch let e as StoreError {
+            logger.log(.error, "storage error", ["method": method.rawValue, "error": "\(e)"])
+            return .failure(RPCError(.storage, "the replica could not be written (\(e.message)); nothing was stored — check free disk space and the state directory"))
+        } catch {
+            logger.log(.error, "internal error", ["method": method.rawValue, "error": "\(error)"])
+            return .failure(RPCError(.internalError, "internal error: \(error)"))
         }
-        return outcome.flatMap { result in
+    }
+
+    /// A result as the wire's JSON (off the node's queue).
+    private func encode(_ outcome: Result<any APIObject, RPCError>, of method: APIMethod) -> Result<JSON, RPCError> {
+        outcome.flatMap { result in
             do {
                 return .success(try JSONValueEncoder().encode(result))
             } catch {
