@@ -250,7 +250,7 @@ public final class Node: @unchecked Sendable {
                 let count = (loginFailures[caller.uid]?.count ?? 0) + 1
                 // The first mistake is free; then 1 s, 2 s, 4 s … up to a minute between attempts.
                 let wait = count < 2 ? 0 : min(60, 1 << min(count - 2, 6))
-                loginFailures[caller.uid] = (count, .now + .seconds(wait))
+                loginFailures[caller.uid] = (count, config.clock() + .seconds(wait))
                 throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
             }
             if let failure = prepared?.failure { throw failure }
@@ -434,8 +434,9 @@ public final class Node: @unchecked Sendable {
                 guard let given = request.passphrase, !given.isEmpty,
                       let account = try replica.nodeAccount(uid: caller.uid), account.protected,
                       writers[caller.uid] == nil else { return .none }
-                if let f = loginFailures[caller.uid], f.until > .now {
-                    let waiting = f.until - .now
+                let now = config.clock()
+                if let f = loginFailures[caller.uid], f.until > now {
+                    let waiting = f.until - now
                     let seconds = Int((Double(waiting.components.seconds) + Double(waiting.components.attoseconds) / 1e18).rounded(.up))
                     return .refused(RPCError(.wrongPassphrase, "too many wrong passphrases; try again in \(seconds) s"))
                 }

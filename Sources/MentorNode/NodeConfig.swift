@@ -10,6 +10,8 @@ public struct NodeConfig: Sendable {
     public var passphraseCost: Argon2id.Parameters
     /// Milliseconds since the Unix epoch (injected for tests).
     public var now: @Sendable () -> UInt64
+    /// The monotonic clock the login back-off is measured on (injected for tests).
+    public var clock: @Sendable () -> ContinuousClock.Instant = { .now }
     /// Passphrase derivations (Argon2id, `passphraseCost.memLimit` each: 256 MiB) that may run
     /// at once node-wide; more wait their turn (config `passphrase_checks_at_once`).
     public var passphraseChecksAtOnce = 1

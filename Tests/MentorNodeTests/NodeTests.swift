@@ -13,6 +13,8 @@ final class TestNode {
     let events = EventLog()
     /// What `status`, `peers` and `doctor` read as the daemon's facts; a test may change them.
     let runtime = SettableRuntime()
+    /// The node's monotonic clock (the login back-off), moved by the test.
+    let clock = ManualClock()
 
     init(domains: [String] = [], workBits: Int = 0) throws {
         dir = NSTemporaryDirectory() + "mm-node-" + UUID().uuidString
@@ -22,7 +24,8 @@ final class TestNode {
         settings.now = { clock.tick() }
         settings.accountWork = AccountWork.Requirement(bits: workBits, network: .default)
         let replica = try Replica(path: dir + "/replica.db", settings: settings)
-        let config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
+        var config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
+        config.clock = { [monotonic = self.clock] in monotonic.now }
         node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(),
                     notifications: events, runtime: runtime)
         try node.start()
@@ -181,8 +184,11 @@ final class SettableRuntime: RuntimeFacts, @unchecked Sendable {
         #expect(t.error(ana, "account.login", ["passphrase": "wrong2"])?.code == -32009)
         // Now even the right passphrase must wait.
         let throttled = t.error(ana, "account.login", ["passphrase": "right"])
-        #expect(throttled?.code == -32009 && throttled?.message.contains("try again in") == true)
-        Thread.sleep(forTimeInterval: 1.1)
+        #expect(throttled?.code == -32009 && throttled?.message.contains("try again in 1 s") == true, "\(String(describing: throttled))")
+        // The back-off is 1 s: still refused a millisecond before it ends, served at its end.
+        t.clock.advance(.milliseconds(999))
+        #expect(t.error(ana, "account.login", ["passphrase": "right"])?.message.contains("try again in") == true)
+        t.clock.advance(.milliseconds(1))
         #expect(try t.call(ana, "account.login", ["passphrase": "right"])["unlocked"] == true)
         // Another user is not slowed down by Ana's mistakes.
         try t.call(ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor", "passphrase": "b"])
