@@ -99,12 +99,12 @@ public final class PeerManager: @unchecked Sendable {
         self.defence = PeerDefence(settings: settings.penalties)
         self.dials = DialScheduler(staticPeers: staticPeers, settings: .init(initialBackoff: settings.initialBackoff,
                                                                             maxBackoff: settings.maxBackoff, discovery: settings.discovery),
-                                   random: settings.random, logger: logger)
+                                   random: settings.random, logger: logger, clock: settings.clock)
         self.relay = PushRelay(lazyPush: settings.lazyPush, graftTimeout: settings.graftTimeout, held: { [replica = node.replica] ids in
             // A failed read holds none (a graft then asks for what we may hold: a duplicate, no harm).
             guard let records = try? replica.reconRecords(ids: ids) else { return [] }
             return Set(records.map { VerifiedRecord.id(of: $0) })
-        }, board: board)
+        }, board: board, clock: settings.clock)
         let budgetGate = BudgetGate(replica: node.replica, localAccounts: { node.localAccounts() }, authorBudget: settings.authorBudget,
                                     budget: .init(maxAccounts: settings.foreignAccountsMax, maxBytes: settings.foreignBytesMax),
                                     logger: logger)
@@ -112,21 +112,23 @@ public final class PeerManager: @unchecked Sendable {
         self.nearby = NearbyAccounts(localAccounts: { node.localAccounts() }, setNearby: { all in
             node.setNearby(all)
             budgetGate.setNearby(all)
-        })
-        self.notifier = PeerNotifier(board: board, interval: settings.syncEventInterval) { node.broadcast($0, $1) }
+        }, clock: settings.clock)
+        self.notifier = PeerNotifier(board: board, interval: settings.syncEventInterval, broadcast: { node.broadcast($0, $1) },
+                                     clock: settings.clock)
         self.photos = PhotoExchange(fetcher: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
                                                    photoBudget: settings.photoBudget, authorBudget: settings.authorBudget),
                                     rules: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout),
-                                    store: PhotoStore(node: node), logger: logger)
+                                    store: PhotoStore(node: node), logger: logger, clock: settings.clock)
         self.pipeline = ApplyPipeline(queue: queue, store: ApplyStore(node: node), budgetGate: budgetGate,
-                                      recordsPerApply: settings.recordsPerApply, logger: logger, wallClock: settings.now)
+                                      recordsPerApply: settings.recordsPerApply, logger: logger, clock: settings.clock,
+                                      wallClock: settings.now)
         var listenerSettings = settings.listener
         listenerSettings.link = settings.link
         self.listener = PeerListener(listener: tcp, identity: node.nodeKeys, queue: queue, settings: listenerSettings,
                                      logger: logger) { [unowned self] link in
             self.adopt(link, via: .incoming, staticIndex: nil)
         }
-        listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: .now) }
+        listener.refusal = { [unowned self] host in self.defence.refusalReason(host, now: self.settings.clock()) }
         pipeline.shell = self
         photos.shell = self
         dials.shell = self
@@ -222,11 +224,11 @@ public final class PeerManager: @unchecked Sendable {
         guard !stopped else { link.close(); return }
         serials += 1
         let connection = PeerConnection(link: link, via: via, staticIndex: staticIndex,
-                                    pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: .now),
+                                    pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: settings.clock()),
                                     serial: serials, here: HereGate(burst: settings.hereBurst, period: settings.herePeriod))
         connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
                                                             settings: settings.sync, hashing: ReconHash.hashing),
-                                       settings: settings.driver, host: LinkHost(shell: self, connection: connection))
+                                       settings: settings.driver, host: LinkHost(shell: self, connection: connection, clock: settings.clock))
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         dials.adopted(staticIndex, link: connection.serial, host: link.remote.host)
@@ -284,7 +286,7 @@ public final class PeerManager: @unchecked Sendable {
         if connection.since != 0 { notifier.peer(connection, .disconnected) }
         if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
-        let ending = defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: .now)
+        let ending = defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: settings.clock())
         PeerDefence.log(ending, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
         // Its target is redialled, and so are the peers parked behind this node's surviving link.
         dials.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0)
@@ -302,7 +304,7 @@ public final class PeerManager: @unchecked Sendable {
 
     /// Refuses the peer's address for a while (`PeerDefence`) and says so.
     func punish(_ connection: PeerConnection, _ reason: String) {
-        let punishment = defence.punish(connection.link.remote.host, reason: reason, now: .now)
+        let punishment = defence.punish(connection.link.remote.host, reason: reason, now: settings.clock())
         PeerDefence.log(punishment, reason: reason, address: "\(connection.link.remote)", via: connection.via, to: logger)
     }
 

@@ -55,10 +55,15 @@ final class LinkHost: SyncHost {
     /// Weak: the shell owns the connection (which owns the driver, which owns this); a call
     /// after the link closed finds it gone and does nothing.
     weak var connection: PeerConnection?
-    init(shell: any LinkShell, connection: PeerConnection) { self.shell = shell; self.connection = connection }
+    private let clock: @Sendable () -> ContinuousClock.Instant
+    init(shell: any LinkShell, connection: PeerConnection, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+        self.shell = shell
+        self.connection = connection
+        self.clock = clock
+    }
 
     var isOpen: Bool { guard let connection else { return false }; return !shell.isStopped && !connection.closing }
-    var now: ContinuousClock.Instant { .now }
+    var now: ContinuousClock.Instant { clock() }
 
     func send(_ message: SyncMessage) { if let connection { shell.send(message, on: connection) } }
     func pushSignal(_ signal: PushSignal) { if let connection { shell.pushSignal(signal, on: connection) } }

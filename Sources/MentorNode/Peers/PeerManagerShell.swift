@@ -15,7 +15,7 @@ extension PeerManager {
     var links: [PeerConnection] { Array(connections.values) }
 
     func schedule(_ work: DispatchWorkItem, at: ContinuousClock.Instant) {
-        let delay = max(.zero, at - .now).components
+        let delay = max(.zero, at - settings.clock()).components
         let nanoseconds = delay.seconds * 1_000_000_000 + delay.attoseconds / 1_000_000_000
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds)), execute: work)
     }
@@ -40,7 +40,7 @@ extension PeerManager {
         }
     }
 
-    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: .now) }
+    func refusedUntil(_ host: String) -> ContinuousClock.Instant? { defence.refusedUntil(host, now: settings.clock()) }
     func isLinked(_ key: SigningPublicKey) -> Bool { connections.values.contains { !$0.closing && $0.peerKey == key && $0.since != 0 } }
 
     // `LinkShell`: what each link's driver asks through its `LinkHost`.

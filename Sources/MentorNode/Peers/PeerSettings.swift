@@ -90,6 +90,9 @@ extension PeerManager {
         public var syncEventInterval: Duration = .milliseconds(250)
         /// Wall clock in Unix milliseconds (for `since`).
         public var now: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970 * 1000) }
+        /// The monotonic clock every timer, rate and refusal of the manager and its pieces is
+        /// measured on (injected for tests; the links' own is `link.now`).
+        public var clock: @Sendable () -> ContinuousClock.Instant = { .now }
         /// The jitter of each backoff (injected so tests can replay it).
         public var random: any RandomNumberGenerator & Sendable = SystemRandomNumberGenerator()
         public init() {}
