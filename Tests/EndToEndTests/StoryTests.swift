@@ -80,14 +80,16 @@ extension EndToEndTests {
             let follow = try e2e.background(["chat", benShort, "--follow"], as: ana)
             defer { follow.kill() }
             // It subscribes before it prints the history, so once the history is out nothing is missed.
-            #expect(follow.waitForLine(timeout: .seconds(20)) { $0.contains("Sure, Monday at noon?") } != nil,
-                    "--follow should print the conversation first: \(follow.outputSoFar)")
+            // Not inside #expect: see Steps.swift (a closure literal inside #expect, in a closure, makes
+            // the next closure literal of its type run its body instead).
+            let history = follow.waitForLine(timeout: .seconds(20)) { $0.contains("Sure, Monday at noon?") }
+            #expect(history != nil, "--follow should print the conversation first: \(follow.outputSoFar)")
             try e2e.mm(["chat", anaShort, "Bring your notes"], as: ben)
             let live = follow.waitForLine(timeout: .seconds(20)) { $0.contains("Bring your notes") }
             #expect(live?.contains("Ben") == true, "--follow should print Ben's new message: \(follow.outputSoFar)")
             try e2e.mm(["unmatch", anaShort], as: ben)
-            #expect(follow.waitForLine(timeout: .seconds(20)) { $0.contains("Ben ended the match; the conversation is closed.") } != nil,
-                    "--follow should print the unmatch notice: \(follow.outputSoFar)")
+            let notice = follow.waitForLine(timeout: .seconds(20)) { $0.contains("Ben ended the match; the conversation is closed.") }
+            #expect(notice != nil, "--follow should print the unmatch notice: \(follow.outputSoFar)")
             let followEnd = follow.wait(timeout: .seconds(20))
             #expect(followEnd?.exitCode == 0, "--follow should exit 0 after the unmatch: \(followEnd.map(\.description) ?? "still running")")
         }

@@ -83,9 +83,12 @@ extension EndToEndTests {
                 let out = try e2e.mm(["--json", "feed"], as: dee, socket: socketA).stdout
                 return JSON.parse(Array(out.utf8))?["cards"]?.arrayValue?.first { $0["id"]?.stringValue == benID }?["nearby"]?.boolValue
             }
-            #expect(try poll({ try benNearby() }, until: { $0 == true }) == true, "Ben should be nearby now while B is linked")
+            // (Closures stay out of #expect inside a step: see Steps.swift.)
+            let nearbyWhileLinked = try poll({ try benNearby() }, until: { $0 == true })
+            #expect(nearbyWhileLinked == true, "Ben should be nearby now while B is linked")
             b.kill()
-            #expect(try poll({ try benNearby() }, until: { $0 == false }) == false, "Ben should stop being nearby once B is gone")
+            let nearbyAfter = try poll({ try benNearby() }, until: { $0 == false })
+            #expect(nearbyAfter == false, "Ben should stop being nearby once B is gone")
         }
     }
 }

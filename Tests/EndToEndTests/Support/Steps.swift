@@ -5,6 +5,12 @@
 /// ```swift
 /// let ids = try step("sign-up: three users, three cards") { ... }
 /// ```
+///
+/// Inside a step's body (a closure) keep closure literals out of `#expect`/`#require`: with
+/// Swift 6.3, a closure literal inside `#expect` in a closure makes the next plain closure literal
+/// of the same type run the first one's body (`#expect(f.waitForLine { $0.contains("a") } != nil)`
+/// then `let x = f.waitForLine { $0.contains("b") }` gives the line with "a"). Bind the value
+/// first, then expect on it. (At a function's top level, and in local functions, it does not happen.)
 func step<T>(_ name: String, _ body: () throws -> T) throws -> T {
     print("▸ step: \(name)")
     do {
