@@ -537,7 +537,3 @@ func apiPeer(_ p: PeerInfo) -> Peer {
     Peer(node: p.node, address: p.address, via: p.via, since: Int64(clamping: p.since))
 }
 
-/// A `Peer` in a notification's params (`event.peer`).
-func peerJSON(_ p: PeerInfo) -> JSON {
-    (try? JSONValueEncoder().encode(apiPeer(p))) ?? .null
-}
