@@ -2,8 +2,9 @@
 public struct ProfileCard: RecordSchema, Equatable {
     public static let type = RecordType.profile
     public static let name = "profile"
-    /// A card has one writer, its owner, whose position is the record's own seq.
-    public static let maxClockEntries = 0
+    /// The card's writers are the account's keys: the account key and its devices. A clock
+    /// names the other keys of the account whose writes the edit had seen (PROTOCOL.md §8.3).
+    public static let maxClockEntries = Limits.maxDevicesPerAccount
     public static let publicMerge = PublicMerge.fieldRegisters
 
     public enum Role: String, Sendable, CaseIterable { case student, tutor }
@@ -116,6 +117,13 @@ public struct ProfileCard: RecordSchema, Equatable {
         let card = try ProfileCard(body: body)
         guard card.work == nil || seq == 1 else {
             throw RecordError(.invalidBody, "a profile edit at seq \(seq) carries a proof-of-work field; only an account's first record (seq 1) may")
+        }
+    }
+
+    /// A device's records never carry proof of work: only the account's first record does.
+    public static func validate(record: Record) throws(RecordError) {
+        guard !record.isDeviceSigned || workNonce(inBody: record.body) == nil else {
+            throw RecordError(.invalidBody, "a card signed by a device key carries a proof-of-work field; only the account's own first record (seq 1) may")
         }
     }
 

@@ -6,6 +6,8 @@ public enum Limits {
     public static let maxPhotoBytes = 4 * 1024 * 1024
     /// A clock never names more than this many writers.
     public static let maxClockEntries = 64
+    /// Device keys an account may certify; further certificates certify nothing.
+    public static let maxDevicesPerAccount = 32
     /// Records further than this past an author's contiguous prefix are refused, not held.
     public static let maxSequenceGap: UInt64 = 4096
     /// Sequence numbers and clock counters fit in a signed 64-bit integer (what SQLite stores).
@@ -26,6 +28,10 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let like = RecordType(rawValue: 2)
     public static let chat = RecordType(rawValue: 3)
     public static let unmatch = RecordType(rawValue: 4)
+    /// An account's certificate for one of its device keys (signed by the account key).
+    public static let device = RecordType(rawValue: 5)
+    /// The end of a device key: signed by the account key, or by the device itself.
+    public static let revoke = RecordType(rawValue: 6)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }
@@ -33,12 +39,17 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
 
 /// A record as it travels and as it is stored: signed by its author over its canonical encoding.
 ///
+/// The author is the key that signs. It is either the account key itself (format version 1:
+/// the account *is* the author) or a device key the account certified (format version 2, which
+/// names the account too; docs/PROTOCOL.md §4 and §6.2).
+///
 /// Canonical encoding (all integers big-endian; see docs/PROTOCOL.md):
 ///
 ///     magic      3 bytes  "MMR"
-///     version    u8       1
+///     version    u8       1 (signed by the account key) or 2 (signed by a device key)
 ///     type       u8
-///     author     32 bytes Ed25519 public key
+///     account    32 bytes only in version 2: the account the device speaks for (never the author)
+///     author     32 bytes Ed25519 public key that signs
 ///     seq        u64      1 ... 2^63-1, contiguous per author
 ///     timestamp  u64      milliseconds since the Unix epoch (author's wall clock; a hint)
 ///     clock      u8 count, then count × (key 32 bytes ‖ seq u64), keys strictly ascending,
@@ -47,12 +58,21 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
 ///     signature  64 bytes  Ed25519 over every byte before it
 public struct Record: Hashable, Sendable {
     public static let magic: [UInt8] = Array("MMR".utf8)
+    /// The format of a record signed by the account key.
     public static let version: UInt8 = 1
+    /// The format of a record signed by a device key: it names the account as well.
+    public static let deviceVersion: UInt8 = 2
     public static let signatureLength = 64
     /// Bytes of everything but the body and the clock entries: magic..clock count, body length, signature.
     public static let fixedOverhead = 3 + 1 + 1 + 32 + 8 + 8 + 1 + 4 + 64
+    /// The longest record either format allows (a version-2 record, full clock and body).
+    public static let maxEncodedBytes = fixedOverhead + 32 + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
 
     public let type: RecordType
+    /// The account the record belongs to: the author itself, or the account that certified
+    /// the author as one of its devices.
+    public let account: PublicKey
+    /// The key that signed the record.
     public let author: PublicKey
     public let seq: UInt64
     public let timestamp: UInt64
@@ -61,9 +81,10 @@ public struct Record: Hashable, Sendable {
     public let body: [UInt8]
     public let signature: [UInt8]
 
-    public init(type: RecordType, author: PublicKey, seq: UInt64, timestamp: UInt64,
+    public init(type: RecordType, account: PublicKey? = nil, author: PublicKey, seq: UInt64, timestamp: UInt64,
                 clock: VectorClock, body: [UInt8], signature: [UInt8]) {
         self.type = type
+        self.account = account ?? author
         self.author = author
         self.seq = seq
         self.timestamp = timestamp
@@ -71,6 +92,9 @@ public struct Record: Hashable, Sendable {
         self.body = body
         self.signature = signature
     }
+
+    /// Whether a device key, not the account key, signed the record (format version 2).
+    public var isDeviceSigned: Bool { account != author }
 
     /// The record's full causal position: its clock plus its own (author, seq).
     public var effectiveClock: VectorClock {
@@ -80,12 +104,15 @@ public struct Record: Hashable, Sendable {
     }
 
     /// The bytes the author signs: the encoding up to and including the body.
-    public static func signedBytes(type: RecordType, author: PublicKey, seq: UInt64, timestamp: UInt64,
+    /// `account` nil or equal to `author` is format version 1; another key, version 2.
+    public static func signedBytes(type: RecordType, account: PublicKey? = nil, author: PublicKey, seq: UInt64, timestamp: UInt64,
                                    clock: VectorClock, body: [UInt8]) -> [UInt8] {
-        var w = ByteWriter(capacity: fixedOverhead + clock.count * 40 + body.count)
+        let device = account.map { $0 != author } ?? false
+        var w = ByteWriter(capacity: fixedOverhead + (device ? 32 : 0) + clock.count * 40 + body.count)
         w.raw(magic)
-        w.u8(version)
+        w.u8(device ? deviceVersion : version)
         w.u8(type.rawValue)
+        if device, let account { w.raw(account.bytes) }
         w.raw(author.bytes)
         w.u64(seq)
         w.u64(timestamp)
@@ -96,7 +123,7 @@ public struct Record: Hashable, Sendable {
     }
 
     public var signedBytes: [UInt8] {
-        Self.signedBytes(type: type, author: author, seq: seq, timestamp: timestamp, clock: clock, body: body)
+        Self.signedBytes(type: type, account: account, author: author, seq: seq, timestamp: timestamp, clock: clock, body: body)
     }
 
     public var encoded: [UInt8] { signedBytes + signature }
@@ -105,7 +132,7 @@ public struct Record: Hashable, Sendable {
     /// magic, version, known type, lengths, limits, clock form, and the body's schema.
     /// Signature verification is MentorCrypto's job (`Record.verified()`).
     public static func decode(_ bytes: [UInt8]) throws(RecordError) -> Record {
-        guard bytes.count <= fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes else {
+        guard bytes.count <= maxEncodedBytes else {
             throw RecordError(.bodyTooLarge, "record is \(bytes.count) bytes; a body may hold at most \(Limits.maxBodyBytes) bytes")
         }
         var r = ByteReader(bytes)
@@ -113,15 +140,20 @@ public struct Record: Hashable, Sendable {
             throw RecordError(.malformed, "does not start with the record magic \"MMR\"")
         }
         let version = try r.u8("version")
-        guard version == Self.version else {
-            throw RecordError(.unsupportedVersion, "record format version \(version); this build reads version \(Self.version) (upgrade MentorMate to read newer records)")
+        guard version == Self.version || version == Self.deviceVersion else {
+            throw RecordError(.unsupportedVersion, "record format version \(version); this build reads versions \(Self.version) and \(Self.deviceVersion) (upgrade MentorMate to read newer records)")
         }
         let type = RecordType(rawValue: try r.u8("type"))
         guard let schema = RecordSchemas.schema(for: type) else {
             throw RecordError(.unknownType, "record type \(type.rawValue) is not known to this build")
         }
+        let account: PublicKey? = version == Self.deviceVersion ? PublicKey(bytes: try r.raw(32, "account")) : nil
         guard let author = PublicKey(bytes: try r.raw(32, "author")) else {
             throw RecordError(.malformed, "author key has the wrong length")
+        }
+        // One encoding per record: a key signing for itself writes version 1.
+        if let account, account == author {
+            throw RecordError(.malformed, "a version-2 record names its own author as its account; a record the account key signs is version 1")
         }
         let seq = try r.u64("seq")
         guard seq >= 1 else { throw RecordError(.malformed, "sequence number 0; sequences start at 1") }
@@ -144,6 +176,8 @@ public struct Record: Hashable, Sendable {
             throw RecordError(.malformed, "\(r.remaining) trailing bytes after the signature")
         }
         try schema.validate(body: body, seq: seq)
-        return Record(type: type, author: author, seq: seq, timestamp: timestamp, clock: clock, body: body, signature: signature)
+        let record = Record(type: type, account: account, author: author, seq: seq, timestamp: timestamp, clock: clock, body: body, signature: signature)
+        try schema.validate(record: record)
+        return record
     }
 }

@@ -33,6 +33,13 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         /// offence: the difficulty is a parameter of the network, like its key, so every node
         /// of the network refuses the record and an honest relay never passes it on.
         public static let insufficientWork = Code(name: "insufficient-work")
+        /// A record signed by a device key after the account (or the device itself) revoked it:
+        /// its seq is above the revocation's last seq. No offence — the relay may not hold the
+        /// revocation yet — and final: it never becomes valid.
+        public static let deviceRevoked = Code(name: "device-revoked")
+        /// A record signed by a device key and dated after the device's certificate expired.
+        /// No offence (the relay may not hold the certificate) and final.
+        public static let deviceExpired = Code(name: "device-expired")
 
         /// Whether a peer that sends a record refused with this code has proved that it
         /// misbehaves (PROTOCOL.md §10, "Whose fault"). Every node checks the same things before
@@ -44,7 +51,7 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         /// and are nobody's fault on that link: the record is held or dropped quietly.
         public var isOffence: Bool {
             switch self {
-            case .sequenceGapTooLarge, .pendingFull, .equivocation, .timestampInFuture: false
+            case .sequenceGapTooLarge, .pendingFull, .equivocation, .timestampInFuture, .deviceRevoked, .deviceExpired: false
             default: true
             }
         }
@@ -52,7 +59,7 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         /// A refusal that is not an offence and that a later try may turn into a stored record
         /// (the receiver should ask again later): everything not an offence but equivocation,
         /// whose outcome depends only on the set of variants and so never changes.
-        public var isDeferral: Bool { !isOffence && self != .equivocation }
+        public var isDeferral: Bool { !isOffence && self != .equivocation && self != .deviceRevoked && self != .deviceExpired }
     }
 
     public let code: Code

@@ -14,6 +14,9 @@ public protocol RecordSchema: Sendable {
     /// Validates a body as the body of the author's record `seq` (a rule may depend on it: the
     /// proof-of-work field belongs only at seq 1). Defaults to `init(body:)`.
     static func validate(body: [UInt8], seq: UInt64) throws(RecordError)
+    /// Rules that tie the body to the envelope (who may sign a record of this type); the body
+    /// was validated already. Defaults to none.
+    static func validate(record: Record) throws(RecordError)
     /// The canonical body bytes.
     var body: [UInt8] { get }
 }
@@ -26,11 +29,15 @@ public enum PublicMerge: Sendable, Equatable {
     /// End-to-end encrypted: the public replica keeps the record as an opaque member of a
     /// grow-only set; only the two accounts it concerns materialize its meaning.
     case sealed
+    /// An account's certificates and revocations of its device keys: they decide which keys
+    /// speak for the account (PROTOCOL.md §6.2).
+    case devices
 }
 
 public enum RecordSchemas {
     /// Every record type this build knows.
-    public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self]
+    public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
+                                                      DeviceCertificate.self, DeviceRevocation.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]
@@ -44,6 +51,7 @@ public enum RecordSchemas {
 extension RecordSchema {
     public static func validate(body: [UInt8]) throws(RecordError) { _ = try Self(body: body) }
     public static func validate(body: [UInt8], seq: UInt64) throws(RecordError) { _ = try Self(body: body) }
+    public static func validate(record: Record) throws(RecordError) {}
 }
 
 /// A photo as a card refers to it: content-addressed by BLAKE2b-256, with its size and format.

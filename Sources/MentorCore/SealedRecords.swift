@@ -54,6 +54,13 @@ extension SealedRecordSchema {
     public init(body: [UInt8]) throws(RecordError) {
         self.init(sealed: try SealedBody(body: body, what: Self.name, maxPlaintext: Payload.maxBytes))
     }
+    /// The pair key is computed from the account keys, so only the account key seals: a
+    /// device-signed sealed record is refused until sealing to an account's devices exists.
+    public static func validate(record: Record) throws(RecordError) {
+        guard !record.isDeviceSigned else {
+            throw RecordError(.invalidBody, "a \(name) must be signed by the account key in this version of the protocol, not by a device key")
+        }
+    }
     public var body: [UInt8] { sealed.encoded }
 }
 

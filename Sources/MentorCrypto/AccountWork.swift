@@ -147,7 +147,9 @@ public enum AccountWork {
     /// no work (a work field there is refused by the schema, `invalid-body`); they are applied
     /// only after their author's seq 1, which has passed this check.
     public static func refusal(of record: Record, requirement: Requirement) -> RecordError? {
-        guard requirement.bits > 0, record.seq == 1 else { return nil }
+        // A device's first record proves nothing: the account's own seq 1 did, and only the
+        // account key certifies devices (PROTOCOL.md §6.2).
+        guard requirement.bits > 0, record.seq == 1, !record.isDeviceSigned else { return nil }
         let hint = "every account's first record needs \(requirement.bits) bits of proof of work on this network (network_work_bits); if the sender is an honest node, its network_work_bits differs from ours — every node of a network must use the same value"
         guard record.type == .profile else {
             return RecordError(.insufficientWork, "seq 1 of \(record.author.shortID)… is a \(record.type) record, not a profile card with proof of work: \(hint)")

@@ -9,21 +9,27 @@ import MentorCore
 /// its work queue and hands the nonce in with the card (`ProfileCard.work`).
 public struct RecordWriter: Sendable {
     public let keys: SigningKeyPair
+    /// The account the records belong to: the signing key itself, or the account that
+    /// certified it as a device (then every record is format version 2).
+    public let account: PublicKey
     public private(set) var lastSeq: UInt64
     /// The network's requirement, when this writer is to meet it itself.
     public var accountWork: AccountWork.Requirement?
 
-    public init(keys: SigningKeyPair, lastSeq: UInt64 = 0, accountWork: AccountWork.Requirement? = nil) {
+    public init(keys: SigningKeyPair, account: PublicKey? = nil, lastSeq: UInt64 = 0, accountWork: AccountWork.Requirement? = nil) {
         self.keys = keys
+        self.account = account ?? keys.publicKey.key
         self.lastSeq = lastSeq
         self.accountWork = accountWork
     }
 
     public var author: PublicKey { keys.publicKey.key }
+    /// Whether this writer signs with a device key.
+    public var isDevice: Bool { account != author }
 
     public mutating func profile(_ card: ProfileCard, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         var card = card
-        if lastSeq == 0, card.work == nil, let requirement = accountWork, requirement.bits > 0 {
+        if lastSeq == 0, !isDevice, card.work == nil, let requirement = accountWork, requirement.bits > 0 {
             card.work = AccountWork.solve(account: author, requirement: requirement)
         }
         return try next(.profile, body: card.validated().body, at: timestamp)
@@ -39,6 +45,18 @@ public struct RecordWriter: Sendable {
     /// `peerSeq` the highest seq of the recipient's records this account had applied.
     public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text), at: timestamp)
+    }
+
+    /// Certifies `device` as one of this account's devices (the account key only).
+    public mutating func certify(_ certificate: DeviceCertificate, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try next(.device, body: certificate.body, at: timestamp)
+    }
+
+    /// Revokes `device` (the account key), or — with `device` this writer's own key — itself,
+    /// naming this record's seq as its last.
+    public mutating func revoke(_ device: PublicKey, lastSeq: UInt64, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        let last = device == author ? self.lastSeq + 1 : lastSeq
+        return try next(.revoke, body: DeviceRevocation(device: device, lastSeq: last).body, at: timestamp)
     }
 
     public mutating func unmatch(_ target: PublicKey, peerSeq: UInt64, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
@@ -58,10 +76,11 @@ public struct RecordWriter: Sendable {
 
     /// Signs the next record; `lastSeq` advances only if signing succeeded.
     public mutating func next(_ type: RecordType, body: [UInt8], clock: VectorClock = VectorClock(), at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        if lastSeq == 0, type != .profile, let requirement = accountWork, requirement.bits > 0 {
+        if lastSeq == 0, !isDevice, type != .profile, let requirement = accountWork, requirement.bits > 0 {
             throw RecordError(.insufficientWork, "an account's first record must be its profile card, with proof of work; write the card first")
         }
-        let v = try VerifiedRecord.sign(type: type, by: keys, seq: lastSeq + 1, timestamp: timestamp, clock: clock, body: body)
+        let v = try VerifiedRecord.sign(type: type, by: keys, for: isDevice ? account : nil, seq: lastSeq + 1,
+                                        timestamp: timestamp, clock: clock, body: body)
         lastSeq += 1
         return v
     }

@@ -48,9 +48,10 @@ public struct VerifiedRecord: Sendable, Hashable {
     public static func id(of encoded: [UInt8]) -> [UInt8] { BLAKE2b.hash(encoded, outputLength: 32) }
 
     /// Signs a new record. The body must be a valid body of `type` (it is checked).
-    public static func sign(type: RecordType, by author: SigningKeyPair, seq: UInt64, timestamp: UInt64,
+    /// `account`: the account a device key signs for (nil: the author is the account).
+    public static func sign(type: RecordType, by author: SigningKeyPair, for account: PublicKey? = nil, seq: UInt64, timestamp: UInt64,
                             clock: VectorClock = VectorClock(), body: [UInt8]) throws(RecordError) -> VerifiedRecord {
-        let message = Record.signedBytes(type: type, author: author.publicKey.key, seq: seq,
+        let message = Record.signedBytes(type: type, account: account, author: author.publicKey.key, seq: seq,
                                          timestamp: timestamp, clock: clock, body: body)
         let encoded = message + author.signature(for: message)
         // Decoding our own output checks limits and the schema exactly as a peer would.

@@ -28,7 +28,7 @@ import Testing
     @Test func eachRefusalHasItsOwnCode() {
         var badMagic = encode(); badMagic[0] = UInt8(ascii: "X")
         #expect(code(badMagic) == .malformed)
-        var badVersion = encode(); badVersion[3] = 2
+        var badVersion = encode(); badVersion[3] = 3
         #expect(code(badVersion) == .unsupportedVersion)
         var badType = encode(); badType[4] = 200
         #expect(code(badType) == .unknownType)
@@ -39,14 +39,19 @@ import Testing
         #expect(code(encode(seq: .max)) == .malformed)
         let huge = [UInt8](repeating: 0, count: Limits.maxBodyBytes + 1)
         #expect(code(encode(body: huge)) == .bodyTooLarge)
-        // A card has one writer: a clock naming someone else is too large for its type.
-        #expect(code(encode(clock: VectorClock([(other, 1)]))) == .clockTooLarge)
+        // A card's writers are the account's keys, at most 1 + 32 of them: a clock naming 33
+        // others is too large for its type (one naming a few is fine).
+        #expect(code(encode(clock: VectorClock([(other, 1)]))) == nil)
+        let crowd = (100...UInt8(100 + Limits.maxDevicesPerAccount)).compactMap { PublicKey(bytes: [UInt8](repeating: $0, count: 32)) }
+        #expect(code(encode(clock: VectorClock(crowd.map { ($0, 1) }))) == .clockTooLarge)
         #expect(code(encode(clock: VectorClock([(author, 1)]))) == .malformed)
         #expect(code([]) == .malformed)
     }
 
     @Test func bytesOverTheLargestPossibleRecordAreRefusedAsTooLargeBeforeAnyParsing() {
-        let largest = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
+        // A version-2 record (it names the account too) with the fullest clock and body.
+        let largest = Record.fixedOverhead + 32 + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
+        #expect(largest == Record.maxEncodedBytes)
         // Garbage (no magic) of that size plus one: the size alone refuses it, before the header
         // is read; at exactly that size it is parsed (and refused for its bad magic).
         #expect(code([UInt8](repeating: 0x5A, count: largest + 1)) == .bodyTooLarge)

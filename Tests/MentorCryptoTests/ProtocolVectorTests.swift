@@ -462,8 +462,17 @@ extension ProtocolVectors {
             same(id, verified.id, "record-id (VerifiedRecord.id)")
             same(id, BLAKE2b.hash(encoded, outputLength: 32), "record-id (BLAKE2b-256 of the encoding)")
 
-            // The account ID.
+            // The account ID; a device-signed record names its account too.
             if record.author.id != authorID { fail("author-id: documented \(authorID), actual \(record.author.id)") }
+            if record.isDeviceSigned {
+                same(bytes("account-public-key") ?? [], record.account.bytes, "account-public-key (the record's account field)")
+                if vector["account-id"] != record.account.id { fail("account-id is not the account's ID") }
+                var clock = ByteWriter()
+                record.clock.encode(into: &clock)
+                same(bytes("clock") ?? [], clock.bytes, "clock (the record's clock as encoded)")
+            } else if vector["account-public-key"] != nil {
+                fail("a record the account key signs has an account-public-key line")
+            }
             if (try? AccountID.parse(authorID)) != .exact(record.author) { fail("author-id does not parse back to the author's key") }
 
             if vector["work-nonce"] != nil { checkWork(record) }
@@ -619,6 +628,10 @@ extension ProtocolVectors {
     enum Content: Sendable {
         case profile(ProfileCard)
         case sealed(RecordType, to: Party, payload: any SealedPayload)
+        /// A certificate or revocation (types 5 and 6), signed by the author.
+        case devices(RecordType, body: [UInt8])
+        /// A card edit signed by a device key for `account` (format version 2), with a clock.
+        case deviceProfile(account: Party, clock: VectorClock, card: ProfileCard)
     }
 
     struct Spec: Sendable {
@@ -647,6 +660,16 @@ extension ProtocolVectors {
         Party(name: "Cy", keys: try SigningKeyPair(seed: (0x21...0x40).map { UInt8($0) }))
     }
     static let cyWorkNonce: UInt64 = 3_184_834
+
+    /// Ana's laptop: the device key of seed 41 42 … 60.
+    static func anaLaptop() throws -> Party {
+        Party(name: "Ana's laptop", keys: try SigningKeyPair(seed: (0x41...0x60).map { UInt8($0) }))
+    }
+
+    /// The lab machine Ana uses for a day: the device key of seed 61 62 … 80.
+    static func anaLab() throws -> Party {
+        Party(name: "lab-3", keys: try SigningKeyPair(seed: (0x61...0x80).map { UInt8($0) }))
+    }
 
     /// 2026-01-01T00:00:00Z in milliseconds.
     static let start: UInt64 = 1_767_225_600_000
@@ -732,6 +755,43 @@ extension ProtocolVectors {
                  """,
                  author: try cy(), seq: 1, timestamp: start + 2880 * minute,
                  content: .profile(ProfileCard(name: "Cy Okafor", role: .student, work: cyWorkNonce))),
+            Spec(name: "device-cert", title: "Ana certifies her laptop",
+                 summary: """
+                 Ana's account key signs, at her seq 5, a certificate (type 5, format version 1) for her \
+                 laptop's device key: label `laptop`, created at the record's own time, no expiry (field 4 \
+                 absent). From now on the laptop's key signs records for Ana's account.
+                 """,
+                 author: ana, seq: 5, timestamp: start + 4320 * minute,
+                 content: .devices(.device, body: DeviceCertificate(device: try anaLaptop().key, label: "laptop",
+                                                                    created: start + 4320 * minute).body)),
+            Spec(name: "device-card", title: "Ana's laptop edits her card",
+                 summary: """
+                 The laptop's first record (seq 1 of its own key) is a card edit for Ana's account: format \
+                 version 2, the account key at offset 5 and the laptop's key, which signs, at offset 37. Its \
+                 clock names Ana's account key at seq 2, the last card edit the laptop had seen (section 8.3): \
+                 the new bio supersedes every write of the account up to there.
+                 """,
+                 author: try anaLaptop(), seq: 1, timestamp: start + 4330 * minute,
+                 content: .deviceProfile(account: ana, clock: VectorClock([(ana.key, 2)]),
+                                         card: ProfileCard(bio: "Maths PhD student. Now writing from my laptop."))),
+            Spec(name: "device-cert-expiring", title: "Ana lends herself a lab machine for 8 hours",
+                 summary: """
+                 Ana's seq 6 certifies the key of lab machine `lab-3` with an expiry 8 hours after it was \
+                 created (field 4): records the lab key signs dated later are refused everywhere \
+                 (`device-expired`, section 10).
+                 """,
+                 author: ana, seq: 6, timestamp: start + 4340 * minute,
+                 content: .devices(.device, body: DeviceCertificate(device: try anaLab().key, label: "lab-3",
+                                                                    created: start + 4340 * minute,
+                                                                    expires: start + 4340 * minute + 8 * 60 * minute).body)),
+            Spec(name: "device-revoke", title: "Ana revokes her laptop",
+                 summary: """
+                 The laptop is lost. Ana's seq 7 revokes its key with last seq 1: the laptop's card edit \
+                 (`device-card`) stays, and anything it signs at seq 2 or later is refused everywhere \
+                 (`device-revoked`) and removed from replicas that had it.
+                 """,
+                 author: ana, seq: 7, timestamp: start + 5760 * minute,
+                 content: .devices(.revoke, body: DeviceRevocation(device: try anaLaptop().key, lastSeq: 1).body)),
         ]
     }
 
@@ -759,7 +819,21 @@ extension ProtocolVectors {
         let body: [UInt8]
         var extraLines: [(String, String)] = []
         var counterpartLines: [(String, String)] = []
+        var account: Party?
+        var clock = VectorClock()
         switch spec.content {
+        case .devices(let deviceType, let deviceBody):
+            type = deviceType
+            body = deviceBody
+        case .deviceProfile(let owner, let deviceClock, let card):
+            type = .profile
+            body = card.body
+            account = owner
+            clock = deviceClock
+            var w = ByteWriter()
+            clock.encode(into: &w)
+            counterpartLines = [("account-public-key", Hex.encode(owner.key.bytes)), ("account-id", owner.key.id),
+                                ("clock", Hex.encode(w.bytes))]
         case .profile(let card):
             type = .profile
             body = card.body
@@ -788,7 +862,8 @@ extension ProtocolVectors {
                            ("self-box-key", Hex.encode(PairDerivation.selfBoxKey(seed: author.seed))),
                            ("self-box-nonce", Hex.encode(Array(sealed.selfBox.prefix(XChaCha20Poly1305.nonceLength))))]
         }
-        let signed = try VerifiedRecord.sign(type: type, by: author, seq: spec.seq, timestamp: spec.timestamp, body: body)
+        let signed = try VerifiedRecord.sign(type: type, by: author, for: account?.key, seq: spec.seq,
+                                             timestamp: spec.timestamp, clock: clock, body: body)
         var v = Vector()
         let lines: [(String, String)] = [
             ("name", spec.name),

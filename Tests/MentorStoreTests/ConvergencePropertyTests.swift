@@ -35,6 +35,20 @@ import MentorCrypto
         var benFork = w[ben]
         add(try? w[ben].profile(ProfileCard(availability: "mornings"), at: 2200))
         add(try? benFork.profile(ProfileCard(availability: "evenings"), at: 2300))
+        // Cy's devices: a laptop and a lab machine (expiring at 4700) edit the bio concurrently;
+        // the lab writes once more after its expiry (refused everywhere); the laptop writes a
+        // second edit that its revocation (last seq 1) then removes wherever it had arrived.
+        let cyLaptop = keyPair(60), cyLab = keyPair(61)
+        let cyKey = keys[cy].publicKey.key
+        add(try? w[cy].certify(DeviceCertificate(device: cyLaptop.publicKey.key, label: "laptop", created: 1100), at: 1100))
+        add(try? w[cy].certify(DeviceCertificate(device: cyLab.publicKey.key, label: "lab", created: 1200, expires: 4700), at: 1200))
+        var cyLaptopW = RecordWriter(keys: cyLaptop, account: cyKey), cyLabW = RecordWriter(keys: cyLab, account: cyKey)
+        let cySeen = VectorClock([(cyKey, 1)])
+        add(try? cyLaptopW.next(.profile, body: ProfileCard(bio: "cy laptop").body, clock: cySeen, at: 2400))
+        add(try? cyLabW.next(.profile, body: ProfileCard(bio: "cy lab").body, clock: cySeen, at: 2500))
+        add(try? cyLaptopW.next(.profile, body: ProfileCard(name: "stolen laptop").body, clock: cySeen, at: 2600))
+        add(try? w[cy].revoke(cyLaptop.publicKey.key, lastSeq: 1, at: 2700))
+        add(try? cyLabW.next(.profile, body: ProfileCard(availability: "too late").body, at: 4800))
         // Likes: Ana⇄Ben match; Cy likes Ana, Ana likes Cy then undoes it; Dee⇄Eve match then unmatch.
         let anaLikesBen = try? w[ana].like(keys[ben].publicKey.key, at: 3000)
         let benLikesAna = try? w[ben].like(keys[ana].publicKey.key, at: 3100)
@@ -107,6 +121,9 @@ import MentorCrypto
         let deeEve = try replica.pairView(account: k[4], other: k[3])
         #expect(deeEve.unmatchedBy == k[3] && deeEve.messages.isEmpty)
         #expect(try replica.evidence(of: k[0]).count == 3)
+        let cyCard = try #require(try replica.card(of: k[2]))
+        #expect(cyCard.card.bio == "cy lab" && cyCard.conflicts[.bio] == [Array("cy laptop".utf8)] && !cyCard.forked)
+        #expect(cyCard.card.name == "final 2" && cyCard.card.availability == nil)
     }
 
     /// One schedule: returns the final digest of each replica.

@@ -27,8 +27,14 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 11 (for tests of older schemas' upgrades).
-let undoMigration11 = """
+/// SQL that takes a replica back from migration 12 (device certificates and revocations).
+let undoMigration12 = """
+    DROP TABLE device_certs; DROP TABLE device_revocations;
+    """
+
+/// SQL that takes a replica back from migration 11 and the later ones (for tests of older
+/// schemas' upgrades).
+let undoMigration11 = undoMigration12 + """
     DROP TRIGGER photos_missing_card_in; DROP TRIGGER photos_missing_card_out; DROP TRIGGER photos_missing_card_change;
     DROP TRIGGER photos_missing_blob_in; DROP TRIGGER photos_missing_blob_out; DROP TABLE photos_missing;
     """

@@ -46,7 +46,7 @@ public enum SyncLimits {
     /// Record IDs in one `ihave` or `graft` (lazy push, PROTOCOL.md §13.7): 32 KiB of IDs.
     public static let maxTreeIDs = 1024
     /// The largest record encoding `Record.decode` accepts.
-    public static let maxRecordBytes = Record.fixedOverhead + Limits.maxClockEntries * 40 + Limits.maxBodyBytes
+    public static let maxRecordBytes = Record.maxEncodedBytes
 }
 
 /// One item of a `recon` message (sync protocol v2, PROTOCOL.md §13.3): what the sender says
@@ -122,7 +122,8 @@ public struct ReconItem: Equatable, Hashable, Sendable {
 /// its limit and against the bytes that remain before anything is allocated, and trailing bytes
 /// are refused.
 public enum SyncMessage: Equatable, Sendable {
-    public static let protocolVersion: UInt8 = 2
+    /// 3: records of format version 2 (device-signed) and types 5 (device) and 6 (revoke).
+    public static let protocolVersion: UInt8 = 3
     /// Bytes of each side's salt in its hello.
     public static let saltBytes = 16
 

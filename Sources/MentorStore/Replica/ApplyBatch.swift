@@ -84,7 +84,26 @@ struct ApplyBatch {
            try exists("SELECT 1 FROM pending WHERE author = ? AND seq = ? AND id = ?", author.id, r.seq, v.id) {
             return .duplicate
         }
-        if r.seq == 1 || author.contiguous > 0 {
+        // A device's records apply once its certificate is stored (which needs the account's
+        // seq 1, with its proof of work): then in any order, like the account's own.
+        var admitted = r.seq == 1 || author.contiguous > 0
+        if r.isDeviceSigned {
+            switch try standing(of: r.author, in: r.account) {
+            case .uncertified:
+                admitted = false
+            case .certified(let expires, let lastSeq):
+                if let lastSeq, r.seq > lastSeq {
+                    return .refused(RecordError(.deviceRevoked,
+                        "\(r.author.shortID)… seq \(r.seq) was signed after the device was revoked (its last valid seq is \(lastSeq)); not kept"))
+                }
+                if let expires, r.timestamp > expires {
+                    return .refused(RecordError(.deviceExpired,
+                        "\(r.author.shortID)… seq \(r.seq) is dated after the device's certificate expired; not kept"))
+                }
+                admitted = true
+            }
+        }
+        if admitted {
             try ensureRow(&author, r.author)
             if mayBeHeld, try seqTaken(author.id, r.seq) {
                 return try applyVariant(v, author: &author, key: r.author)
@@ -308,10 +327,13 @@ struct ApplyBatch {
         let authorID = author.id
         let schema = RecordSchemas.schema(for: r.type)
         var displaced: [[UInt8]] = []
+        // A card's registers are the account's, whichever of its keys wrote.
+        let accountID = r.isDeviceSigned ? try rowID(of: r.account) : authorID
         if schema?.publicMerge == .fieldRegisters {
-            let entered = try mergeCardFields(v, authorID: authorID, displaced: &displaced)
-            // The seq 1 card stays whatever supersedes it: its proof of work admits the account.
-            if !entered, r.seq > 1, settings.compaction {
+            let entered = try mergeCardFields(v, authorID: accountID, displaced: &displaced)
+            // The account's seq 1 card stays whatever supersedes it: its proof of work admits
+            // the account. A device's first card proves nothing and goes like any other.
+            if !entered, r.seq > 1 || r.isDeviceSigned, settings.compaction {
                 try noteSuperseded(authorID: authorID, seq: r.seq, id: v.id)
                 supersededCount += 1
                 try advanceContiguous(&author, key: key, past: r.seq)
@@ -328,7 +350,8 @@ struct ApplyBatch {
         if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
         if schema?.publicMerge == .sealed { try openSealed(v, authorID: authorID) }
         try advanceContiguous(&author, key: key, past: r.seq)
-        if settings.compaction { try compact(displaced, authorID: authorID) }
+        if settings.compaction { try compact(displaced, accountID: accountID) }
+        if schema?.publicMerge == .devices { try applyDeviceRecord(v) }
         return true
     }
 
@@ -336,15 +359,17 @@ struct ApplyBatch {
     /// that no card entry names any more: every register they wrote has a newer winner. Each is
     /// deleted from `records` and the reconciliation set, and remembered in `superseded`. The
     /// seq 1 card stays. O(candidates): nothing else is read.
-    private mutating func compact(_ candidates: [[UInt8]], authorID: Int64) throws(StoreError) {
+    private mutating func compact(_ candidates: [[UInt8]], accountID: Int64) throws(StoreError) {
         guard !candidates.isEmpty else { return }
         let named = try statement("SELECT 1 FROM card_entries WHERE author = ? AND record_id = ? LIMIT 1")
-        let find = try statement("SELECT seq FROM records INDEXED BY records_by_id WHERE id = ?2 AND author = ?1")
+        // The record may be the account key's or one of its devices'.
+        let find = try statement("SELECT author, seq FROM records INDEXED BY records_by_id WHERE id = ?")
         let delete = try statement("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?")
         var seen: Set<[UInt8]> = []
         for id in candidates where seen.insert(id).inserted {
-            guard try named.queryOne([.integer(authorID), .blob(id)]) == nil,
-                  let seq = try find.queryOne([.integer(authorID), .blob(id)])?.int64(0), seq > 1 else { continue }
+            guard try named.queryOne([.integer(accountID), .blob(id)]) == nil,
+                  let row = try find.queryOne([.blob(id)]), let authorID = row.int64(0), let seq = row.int64(1),
+                  seq > 1 || authorID != accountID else { continue }
             try delete.run([.integer(authorID), .integer(seq), .blob(id)])
             countChanges.records -= 1
             recon.removed(id)
@@ -384,13 +409,15 @@ struct ApplyBatch {
         storedInOrder.removeAll { $0.id == recordID }
         cardRegisters.removeAll()
         newAuthors.removeAll()
+        // Read before the row goes: whose card the record wrote.
+        let accountID = try accountRowID(ofRecord: recordID, signer: authorID)
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
         recon.removed(recordID)
         countChanges.records -= db.changes
         try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(recordID)), .integer(authorID)])
-        try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(authorID), .blob(recordID)])
-        try rebuildCard(authorID: authorID)
+        try db.execute("DELETE FROM card_entries WHERE author = ? AND record_id = ?", [.integer(accountID), .blob(recordID)])
+        try rebuildCard(authorID: accountID)
         for row in try db.query("SELECT account, other FROM pair_entries WHERE record_id = ?", [.blob(recordID)]) {
             if let a = row.blob(0).flatMap(PublicKey.init(bytes:)), let o = row.blob(1).flatMap(PublicKey.init(bytes:)) {
                 dirtyPairs.insert(PairKey(account: a, other: o))
@@ -512,10 +539,17 @@ struct ApplyBatch {
         newAuthors.removeAll()
         countChanges.exact = false   // the card may go or stay: counted afresh
         try db.execute("DELETE FROM card_entries WHERE author = ?", [.integer(authorID)])
-        let rows = try db.query("SELECT bytes FROM records WHERE author = ? AND type = ? ORDER BY seq, id",
-                                [.integer(authorID), .integer(Int64(RecordType.profile.rawValue))])
+        // The account key's cards and its certified devices' (a device record names its account).
+        let rows = try db.query("""
+            SELECT r.bytes FROM records r WHERE r.type = ?2 AND r.author IN (
+                SELECT ?1 UNION SELECT a.id FROM device_certs d JOIN authors a ON a.key = d.device
+                WHERE d.account = (SELECT key FROM authors WHERE id = ?1))
+            ORDER BY r.author, r.seq, r.id
+            """, [.integer(authorID), .integer(Int64(RecordType.profile.rawValue))])
+        let account = try db.queryOne("SELECT key FROM authors WHERE id = ?", [.integer(authorID)])?.blob(0)
         for row in rows {
-            guard let bytes = row.blob(0), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+            guard let bytes = row.blob(0), let v = try? VerifiedRecord(alreadyVerified: bytes),
+                  v.record.account.bytes == account else { continue }
             var displaced: [[UInt8]] = []
             try mergeCardFields(v, authorID: authorID, displaced: &displaced)
         }
@@ -610,6 +644,136 @@ struct ApplyBatch {
         dirtyPairs.removeAll()
         pending.merge(recon)
         recon = ReconDirty()
+    }
+
+    // MARK: Device keys
+
+    /// What the replica holds about a device key of an account (PROTOCOL.md §6.2).
+    enum DeviceStanding {
+        /// No certificate from the account is stored: the device's records wait in `pending`.
+        case uncertified
+        /// Certified; records dated after `expires` or with a seq above `lastSeq` are refused.
+        case certified(expires: UInt64?, lastSeq: UInt64?)
+    }
+    struct DeviceKey: Hashable { var account: PublicKey; var device: PublicKey }
+    /// Standings read in this batch; dropped when a certificate or revocation is stored.
+    private var standings: [DeviceKey: DeviceStanding] = [:]
+
+    mutating func standing(of device: PublicKey, in account: PublicKey) throws(StoreError) -> DeviceStanding {
+        let key = DeviceKey(account: account, device: device)
+        if let known = standings[key] { return known }
+        let params: [SQLValue] = [.blob(account.bytes), .blob(device.bytes)]
+        // Several certificates (a device certified again): the latest expiry counts, and none
+        // (NULL) is never. Several revocations: the earliest last seq counts.
+        let cert = try statement("""
+            SELECT count(*), max(expires IS NULL), max(expires) FROM device_certs WHERE account = ? AND device = ?
+            """).queryOne(params)
+        let lastSeq = try statement("SELECT min(last_seq) FROM device_revocations WHERE account = ? AND device = ?")
+            .queryOne(params)?.int64(0).map { UInt64(max($0, 0)) }
+        let result: DeviceStanding
+        if let cert, (cert.int64(0) ?? 0) > 0 {
+            let never = cert.int64(1) == 1
+            result = .certified(expires: never ? nil : cert.int64(2).map { UInt64(max($0, 0)) }, lastSeq: lastSeq)
+        } else {
+            // Even if revoked already: held back, then refused past the last seq once certified.
+            result = .uncertified
+        }
+        standings[key] = result
+        return result
+    }
+
+    /// A stored certificate or revocation takes effect: a certificate releases the device's
+    /// held-back records; a revocation removes the device's records above its last seq from
+    /// everything this replica holds (records, held-back, held until due), and the card and
+    /// pair views they had touched are rebuilt without them.
+    private mutating func applyDeviceRecord(_ v: VerifiedRecord) throws(StoreError) {
+        let r = v.record
+        standings.removeAll()
+        switch r.type {
+        case .device:
+            guard let cert = try? DeviceCertificate(body: r.body) else { return }
+            let certified = try statement("SELECT count(DISTINCT device) FROM device_certs WHERE account = ?")
+                .queryOne([.blob(r.account.bytes)])?.int(0) ?? 0
+            let already = try statement("SELECT 1 FROM device_certs WHERE account = ? AND device = ? LIMIT 1")
+                .queryOne([.blob(r.account.bytes), .blob(cert.device.bytes)]) != nil
+            // Bounded: an account certifies at most `maxDevicesPerAccount` keys.
+            guard already || certified < Limits.maxDevicesPerAccount else { return }
+            try statement("""
+                INSERT OR IGNORE INTO device_certs(account, device, record_id, label, created, expires) VALUES (?, ?, ?, ?, ?, ?)
+                """).run([.blob(r.account.bytes), .blob(cert.device.bytes), .blob(v.id), .text(cert.label),
+                          .integer(Int64(clamping: cert.created)), cert.expires.map { .integer(Int64(clamping: $0)) } ?? .null])
+            _ = try state(of: cert.device)
+            try releasePending(of: cert.device)
+        case .revoke:
+            guard let revocation = try? DeviceRevocation(body: r.body) else { return }
+            try statement("""
+                INSERT OR IGNORE INTO device_revocations(account, device, record_id, last_seq) VALUES (?, ?, ?, ?)
+                """).run([.blob(r.account.bytes), .blob(revocation.device.bytes), .blob(v.id), .integer(Int64(clamping: revocation.lastSeq))])
+            try purge(device: revocation.device, of: r.account, above: revocation.lastSeq)
+        default:
+            return
+        }
+    }
+
+    /// Removes what a revoked device signed past its last seq, for the account it signed for.
+    private mutating func purge(device: PublicKey, of account: PublicKey, above lastSeq: UInt64) throws(StoreError) {
+        let last: SQLValue = .integer(Int64(clamping: lastSeq))
+        try db.execute("DELETE FROM held_until_due WHERE author = ? AND seq > ?", [.blob(device.bytes), last])
+        countChanges.heldUntilDue -= db.changes
+        if db.changes > 0 { heldUntilDueTotals = nil }
+        var state = try state(of: device)
+        guard state.id != 0 else { return }
+        let signer: SQLValue = .integer(state.id)
+        for row in try db.query("SELECT id FROM pending WHERE author = ? AND seq > ?", [signer, last]) {
+            if let id = row.blob(0) { recon.removed(id) }
+        }
+        try db.execute("DELETE FROM pending WHERE author = ? AND seq > ?", [signer, last])
+        if db.changes > 0 {
+            countChanges.pending -= db.changes
+            pendingCount = nil
+            pendingHasRows = nil
+        }
+        var touched = false
+        for row in try db.query("SELECT seq, id, bytes FROM records WHERE author = ? AND seq > ?", [signer, last]) {
+            guard let seq = row.int64(0), let id = row.blob(1), let bytes = row.blob(2),
+                  let stored = try? VerifiedRecord(alreadyVerified: bytes), stored.record.account == account else { continue }
+            storedInOrder.removeAll { $0.id == id }
+            compactedInBatch.insert(id)
+            try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?", [signer, .integer(seq), .blob(id)])
+            countChanges.records -= db.changes
+            recon.removed(id)
+            try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(id)), signer])
+            for pair in try db.query("SELECT account, other FROM pair_entries WHERE record_id = ?", [.blob(id)]) {
+                if let a = pair.blob(0).flatMap(PublicKey.init(bytes:)), let o = pair.blob(1).flatMap(PublicKey.init(bytes:)) {
+                    dirtyPairs.insert(PairKey(account: a, other: o))
+                }
+            }
+            try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(id)])
+            try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(id)])
+            touched = true
+        }
+        if state.contiguous > lastSeq {
+            state.contiguous = lastSeq
+            state.dirty = true
+            authors[device] = state
+        }
+        recordSeqBound[state.id] = nil
+        if touched { try rebuildCard(authorID: try rowID(of: account)) }
+    }
+
+    /// The `authors` row of a key that has one (an admitted account always has).
+    private mutating func rowID(of key: PublicKey) throws(StoreError) -> Int64 {
+        var s = try state(of: key)
+        try ensureRow(&s, key)
+        return s.id
+    }
+
+    /// The row of the account whose card a stored record writes: its signer's, or for a
+    /// device-signed record the account's it names.
+    private mutating func accountRowID(ofRecord id: [UInt8], signer: Int64) throws(StoreError) -> Int64 {
+        guard let bytes = try db.queryOne("SELECT bytes FROM records WHERE author = ? AND id = ?", [.integer(signer), .blob(id)])?.blob(0),
+              let stored = try? VerifiedRecord(alreadyVerified: bytes), stored.record.isDeviceSigned else { return signer }
+        return try rowID(of: stored.record.account)
     }
 
     // MARK: Small queries

@@ -257,10 +257,12 @@ extension Replica {
         }
     }
 
-    /// Every author key this replica knows (for resolving ID prefixes).
+    /// Every account key this replica knows (for resolving ID prefixes): device keys left out.
     public func knownAuthors() throws(StoreError) -> [PublicKey] {
         try read { db throws(StoreError) in
-            try db.query("SELECT key FROM authors ORDER BY key").compactMap { $0.blob(0).flatMap(PublicKey.init(bytes:)) }
+            // Device keys speak for an account; they are not accounts of their own.
+            try db.query("SELECT key FROM authors WHERE key NOT IN (SELECT device FROM device_certs) ORDER BY key")
+                .compactMap { $0.blob(0).flatMap(PublicKey.init(bytes:)) }
         }
     }
 

@@ -270,6 +270,30 @@ enum ReplicaSchema {
                     SELECT substr(c.value, 33, 4), c.value, c.author FROM card_entries c
                     WHERE c.field = 8 AND length(c.value) = 37 AND substr(c.value, 1, 32) = OLD.hash; END;
             """)
+        // Device keys (PROTOCOL.md §6.2): an account's certificates for its device keys, and the
+        // revocations that end them. Both are records on the account's own chain (a device may
+        // revoke itself); these tables are what the records say, kept with each batch. A
+        // device's records are held back until its certificate is stored, refused past its
+        // revocation's last seq or dated after its certificate expired.
+        m.register(12, "device certificates and revocations", """
+            CREATE TABLE device_certs (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                device      BLOB NOT NULL CHECK (length(device) = 32),
+                record_id   BLOB NOT NULL,                -- the certificate record
+                label       TEXT NOT NULL,
+                created     INTEGER NOT NULL,
+                expires     INTEGER,                      -- ms; NULL: never
+                PRIMARY KEY (account, device, record_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX device_certs_by_device ON device_certs(device);
+            CREATE TABLE device_revocations (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                device      BLOB NOT NULL CHECK (length(device) = 32),
+                record_id   BLOB NOT NULL,                -- the revocation record
+                last_seq    INTEGER NOT NULL,             -- the device's records above it are refused
+                PRIMARY KEY (account, device, record_id)
+            ) WITHOUT ROWID;
+            """)
         return m
     }
 }
