@@ -44,7 +44,9 @@ let package = Package(
         .target(name: "MentorArguments", path: "Sources/MentorArguments"),
         // The `mentormate` client: its commands, what each sends, and how answers are shown.
         // Only the client links it (`mentormated` does not).
-        .target(name: "MentorCLI", dependencies: ["MentorAPI", "MentorArguments"], path: "Sources/MentorCLI"),
+        // MentorCrypto: an account export file is encrypted by the client itself, so the account key
+        // leaves the daemon only to its owner's process and never touches a disk unencrypted.
+        .target(name: "MentorCLI", dependencies: ["MentorAPI", "MentorArguments", "MentorCrypto"], path: "Sources/MentorCLI"),
         // Sockets, the event loop and the API server.
         .target(name: "MentorNet", dependencies: ["CDNSSD", "MentorSystem", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.

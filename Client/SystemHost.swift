@@ -26,6 +26,32 @@ final class SystemHost: ClientHost {
         try RPCClient(path: socketPath, timeout: Self.callTimeout)
     }
 
+    func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ClientError) {
+        // O_EXCL: never over an existing file (an older export, or a link planted there).
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            let reason = String(cString: strerror(errno))
+            throw ClientError("cannot create \(path): \(reason)",
+                              hint: errno == EEXIST ? "give a file name that does not exist yet" : "check the directory and its permissions")
+        }
+        defer { close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                let reason = String(cString: strerror(errno))
+                unlink(path)
+                throw ClientError("cannot write \(path): \(reason)", hint: "check free space")
+            }
+            written += n
+        }
+        guard fsync(fd) == 0 else {
+            unlink(path)
+            throw ClientError("cannot write \(path): \(String(cString: strerror(errno)))", hint: "check free space")
+        }
+    }
+
     func readFile(_ path: String, limit: Int) throws(FileReadFailure) -> [UInt8] {
         // O_NONBLOCK: opening a FIFO must not hang; it is refused below as not a regular file.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)

@@ -21,6 +21,13 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case status
     case doctor
     case replicaDigest = "replica.digest"
+    case deviceList = "device.list"
+    case deviceRevoke = "device.revoke"
+    case deviceLink = "device.link"
+    case deviceLinkStatus = "device.link.status"
+    case deviceApprove = "device.approve"
+    case accountExport = "account.export"
+    case accountImport = "account.import"
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -106,7 +113,7 @@ public struct APICall<Request: APIRequest, Result: APIObject>: Sendable {
 public enum API {
     public static let accountSignup = APICall<SignupRequest, AccountInfo>(.accountSignup)
     public static let accountLogin = APICall<LoginRequest, AccountInfo>(.accountLogin)
-    public static let accountLogout = APICall<NoParams, AccountInfo>(.accountLogout)
+    public static let accountLogout = APICall<LogoutRequest, AccountInfo>(.accountLogout)
     public static let accountWhoami = APICall<NoParams, AccountInfo>(.accountWhoami)
     public static let profileShow = APICall<ProfileShowRequest, Card>(.profileShow)
     public static let profileSet = APICall<ProfileSetRequest, Card>(.profileSet)
@@ -125,4 +132,11 @@ public enum API {
     public static let status = APICall<NoParams, Status>(.status)
     public static let doctor = APICall<NoParams, DoctorResult>(.doctor)
     public static let replicaDigest = APICall<NoParams, ReplicaDigest>(.replicaDigest)
+    public static let deviceList = APICall<NoParams, DevicesResult>(.deviceList)
+    public static let deviceRevoke = APICall<DeviceRequest, DeviceInfo>(.deviceRevoke)
+    public static let deviceLink = APICall<LinkRequest, LinkStart>(.deviceLink)
+    public static let deviceLinkStatus = APICall<NoParams, LinkStatus>(.deviceLinkStatus)
+    public static let deviceApprove = APICall<ApproveRequest, ApproveResult>(.deviceApprove)
+    public static let accountExport = APICall<NoParams, AccountKeyExport>(.accountExport)
+    public static let accountImport = APICall<ImportRequest, AccountInfo>(.accountImport)
 }

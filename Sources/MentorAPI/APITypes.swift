@@ -183,16 +183,147 @@ public struct Fields<Object: APIObject>: Sendable {
 }
 
 public struct AccountInfo: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case id, name, email, role, `protected`, unlocked }
+    public enum CodingKeys: String, CodingKey {
+        case id, name, email, role, `protected`, unlocked, device, deviceLabel = "device_label", deviceState = "device_state", accountKey = "account_key"
+    }
     public var id: String
     public var name: String?
     public var email: String
     public var role: String?
     public var `protected`: Bool
     public var unlocked: Bool
+    /// This machine's device (its ID, label and state: "current", "revoked", "expired" or
+    /// "unconfirmed" while its certificate has not arrived); nil for an account made before
+    /// devices existed, or while locked.
+    public var device: String?
+    public var deviceLabel: String?
+    public var deviceState: String?
+    /// Whether this node holds the account key (it can link and revoke devices, and export).
+    public var accountKey: Bool
 
-    public init(id: String, name: String?, email: String, role: String?, protected: Bool, unlocked: Bool) {
+    public init(id: String, name: String?, email: String, role: String?, protected: Bool, unlocked: Bool,
+                device: String? = nil, deviceLabel: String? = nil, deviceState: String? = nil, accountKey: Bool = false) {
         (self.id, self.name, self.email, self.role, self.protected, self.unlocked) = (id, name, email, role, protected, unlocked)
+        (self.device, self.deviceLabel, self.deviceState, self.accountKey) = (device, deviceLabel, deviceState, accountKey)
+    }
+}
+
+public struct LogoutRequest: APIRequest, Equatable {
+    /// Also revoke this device and delete its key from the node (a shared lab machine).
+    public var forget: Bool?
+    public enum CodingKeys: String, CodingKey, CaseIterable { case forget }
+    public init(forget: Bool? = nil) { self.forget = forget }
+}
+
+/// One device key of the caller's account.
+public struct DeviceInfo: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case id, label, created, expires, state, lastSeen = "last_seen", this }
+    /// The device key's fingerprint: 16 hex digits (any unique prefix of 4 or more is accepted).
+    public var id: String
+    public var label: String
+    /// ms since the Unix epoch.
+    public var created: Int64
+    public var expires: Int64?
+    /// "current", "revoked" or "expired".
+    public var state: String
+    /// The newest of its records this node holds (ms); nil: none yet.
+    public var lastSeen: Int64?
+    /// The device of the node answering.
+    public var this: Bool
+
+    public init(id: String, label: String, created: Int64, expires: Int64?, state: String, lastSeen: Int64?, this: Bool) {
+        (self.id, self.label, self.created, self.expires, self.state, self.lastSeen, self.this) = (id, label, created, expires, state, lastSeen, this)
+    }
+}
+
+public struct DevicesResult: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case devices, accountKey = "account_key" }
+    public var devices: [DeviceInfo]
+    /// Whether this node holds the account key (it can approve and revoke).
+    public var accountKey: Bool
+    public init(devices: [DeviceInfo], accountKey: Bool) { (self.devices, self.accountKey) = (devices, accountKey) }
+}
+
+public struct DeviceRequest: APIRequest, Equatable {
+    public var id: String
+    public enum CodingKeys: String, CodingKey, CaseIterable { case id }
+    public init(id: String) { self.id = id }
+}
+
+public struct LinkRequest: APIRequest, Equatable {
+    /// What to call this machine (default: its host name).
+    public var label: String?
+    /// The certificate expires this many seconds after approval (a shared lab machine).
+    public var expires: Int64?
+    /// Protects this machine's device key on disk.
+    public var passphrase: String?
+    public enum CodingKeys: String, CodingKey, CaseIterable { case label, expires, passphrase }
+    public init(label: String? = nil, expires: Int64? = nil, passphrase: String? = nil) {
+        (self.label, self.expires, self.passphrase) = (label, expires, passphrase)
+    }
+}
+
+public struct LinkStart: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case code, device, label, until }
+    /// The one-time code to type on a machine that has the account (`device approve CODE`).
+    public var code: String
+    /// This machine's new device key's fingerprint (the approver is shown it).
+    public var device: String
+    public var label: String
+    /// When the code stops working (ms).
+    public var until: Int64
+    public init(code: String, device: String, label: String, until: Int64) {
+        (self.code, self.device, self.label, self.until) = (code, device, label, until)
+    }
+}
+
+public struct LinkStatus: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case state, account, device }
+    /// "none", "waiting", "linked" or "expired".
+    public var state: String
+    public var account: String?
+    public var device: String?
+    public init(state: String, account: String? = nil, device: String? = nil) { (self.state, self.account, self.device) = (state, account, device) }
+}
+
+public struct ApproveRequest: APIRequest, Equatable {
+    public var code: String
+    /// false or absent: only show what the code names; true: certify it.
+    public var confirm: Bool?
+    public enum CodingKeys: String, CodingKey, CaseIterable { case code, confirm }
+    public init(code: String, confirm: Bool? = nil) { (self.code, self.confirm) = (code, confirm) }
+}
+
+public struct ApproveResult: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case device, label, expires, approved }
+    public var device: String
+    public var label: String
+    /// How long the certificate lasts, in seconds (nil: no expiry).
+    public var expires: Int64?
+    public var approved: Bool
+    public init(device: String, label: String, expires: Int64?, approved: Bool) {
+        (self.device, self.label, self.expires, self.approved) = (device, label, expires, approved)
+    }
+}
+
+public struct AccountKeyExport: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case id, key }
+    public var id: String
+    /// The account key's 32-byte seed, base64: the client writes it to a passphrase-protected
+    /// file and never shows it.
+    public var key: String
+    public init(id: String, key: String) { (self.id, self.key) = (id, key) }
+}
+
+public struct ImportRequest: APIRequest, Equatable {
+    /// The account key's 32-byte seed, base64 (read by the client from an export file).
+    public var key: String
+    public var email: String
+    public var passphrase: String?
+    public var label: String?
+    public enum CodingKeys: String, CodingKey, CaseIterable { case key, email, passphrase, label }
+    public init(key: String, email: String, passphrase: String? = nil, label: String? = nil) {
+        (self.key, self.email, self.passphrase, self.label) = (key, email, passphrase, label)
     }
 }
 

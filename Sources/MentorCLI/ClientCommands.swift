@@ -65,19 +65,35 @@ public enum MentormateCLI {
         public var name: String?
         public var role: String?
         public var passphrase = false
+        public var importFile: String?
+        public var label: String?
 
         public static var options: [CommandOption<Self>] {
             [.string("--email", value: "ADDR", \.email, required: true,
                      help: "Your campus e-mail address (checked against the node's domains, never published)."),
-             .string("--name", value: "NAME", \.name, required: true, help: "The name others see on your card."),
-             .choice("--role", ["student", "tutor"], \.role, required: true,
-                     help: "student to find tutors, tutor to find students."),
-             .flag("--passphrase", \.passphrase, help: "Protect your key with a passphrase (asked for, never an argument).")]
+             .string("--name", value: "NAME", \.name, help: "The name others see on your card (not with --import)."),
+             .choice("--role", ["student", "tutor"], \.role,
+                     help: "student to find tutors, tutor to find students (not with --import)."),
+             .flag("--passphrase", \.passphrase, help: "Protect your key with a passphrase (asked for, never an argument)."),
+             .string("--import", value: "FILE", \.importFile,
+                     help: "Bring an existing account to this machine from a file `mentormate account export` wrote."),
+             .string("--label", value: "NAME", \.label, help: "With --import: what to call this machine (default: its host name).")]
         }
 
         public init() {}
 
         public func validate() throws(UsageError) {
+            if let importFile {
+                guard !importFile.isEmpty else { throw UsageError("--import needs a file name", hint: "for example --import ~/ana.mmaccount") }
+                guard name == nil, role == nil else {
+                    throw UsageError("--name and --role do not go with --import: the account has its card already",
+                                     hint: "mentormate signup --import FILE --email ADDR")
+                }
+            } else {
+                if name == nil { throw UsageError("missing --name", hint: "for example --name \"Ana Lima\"") }
+                if role == nil { throw UsageError("missing --role", hint: "--role student or --role tutor") }
+                if label != nil { throw UsageError("--label goes with --import", hint: "a new account's first machine is named after the host") }
+            }
             let parts = (email ?? "").split(separator: "@", omittingEmptySubsequences: false)
             guard parts.count == 2, !parts[0].isEmpty, parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix(".") else {
                 throw UsageError("--email needs an e-mail address, not '\(ClientFormat.sanitize(email ?? ""))'",
@@ -89,6 +105,8 @@ public enum MentormateCLI {
         }
 
         public func run(_ context: CommandContext) throws(ClientError) {
+            if let importFile { return try AccountFile.importAccount(from: importFile, email: email ?? "", label: label,
+                                                                      protect: passphrase, context: context) }
             var request = SignupRequest(email: email ?? "", name: name ?? "", role: role ?? "")
             if passphrase {
                 // Typing a passphrase twice for an account that exists already would be wasted.
@@ -156,13 +174,25 @@ public enum MentormateCLI {
     public struct Logout: ClientCommand {
         public static var configuration: CommandConfiguration {
             CommandConfiguration(program: program, path: ["logout"],
-                                 abstract: "Drop your account key from the daemon's memory; changes need `mentormate login` again.")
+                                 abstract: "Drop your account key from the daemon's memory; changes need `mentormate login` again.",
+                                 discussion: """
+                                     With --forget (a shared lab machine): this machine's device revokes itself, so nothing
+                                     it could still sign is accepted anywhere, and its key is deleted from this node; your
+                                     account stays on your other devices.
+                                     """)
         }
-        public static var options: [CommandOption<Self>] { [] }
+        public var forget = false
+        public static var options: [CommandOption<Self>] {
+            [.flag("--forget", \.forget, help: "Also revoke this device and delete its key from this node.")]
+        }
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let info = try context.call(API.accountLogout)
+            let info = try context.call(API.accountLogout, LogoutRequest(forget: forget ? true : nil))
+            if forget {
+                if context.json { return context.printJSON(info.json) }
+                return context.print("This device is revoked and its key deleted from this node; your account stays on your other devices.")
+            }
             if context.json { return context.printJSON(info.json) }
             context.print("Logged out; `mentormate login` unlocks your account again.\n" + ClientFormat.account(info.json))
         }

@@ -41,6 +41,8 @@ public protocol ClientHost: AnyObject {
     func connect(to socketPath: String) throws -> any APITransport
     /// Reads a whole regular file of at most `limit` bytes (checked before reading it).
     func readFile(_ path: String, limit: Int) throws(FileReadFailure) -> [UInt8]
+    /// Creates `path` (it must not exist) with mode 0600 and writes `bytes` to it, synced.
+    func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ClientError)
     /// True when secrets are typed at a terminal (then they are asked twice and not echoed).
     var secretsFromTerminal: Bool { get }
     /// Reads one secret line: from the terminal without echo after showing `prompt`, or one

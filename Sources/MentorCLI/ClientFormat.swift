@@ -127,6 +127,19 @@ public enum ClientFormat {
         var pairs = [("id", sanitize(info[.id]?.stringValue ?? "?"))]
         if let email = info[.email]?.stringValue { pairs.append(("email", sanitize(email))) }
         pairs.append(("key", key))
+        if let device = info[.device]?.stringValue {
+            let label = info[.deviceLabel]?.stringValue.map { sanitize($0) + ", " } ?? ""
+            let state = info[.deviceState]?.stringValue ?? "?"
+            let plain: String
+            switch state {
+            case "revoked": plain = "REVOKED: nodes refuse what it signs; link this machine again (`mentormate device link`)"
+            case "expired": plain = "EXPIRED: nodes refuse what it signs; link this machine again (`mentormate device link`)"
+            case "unconfirmed": plain = "its certificate has not arrived yet"
+            default: plain = state
+            }
+            pairs.append(("device", "\(label)\(sanitize(device)) — \(plain)"))
+        }
+        if info[.accountKey]?.boolValue == true { pairs.append(("account key", "held here (can approve, revoke, export)")) }
         return "\(name) (\(role))\n" + block(pairs)
     }
 
@@ -261,6 +274,26 @@ public enum ClientFormat {
     }
 
     /// `peers`.
+    /// `device list`: one row per device, this one marked.
+    public static func devices(_ json: JSON, in zone: TimeZone) -> String {
+        let result = Fields<DevicesResult>(json)
+        let devices = (result[.devices]?.arrayValue ?? []).map { Fields<DeviceInfo>($0) }
+        guard !devices.isEmpty else {
+            return "No devices: this account signs with its account key alone (it was made before devices existed)."
+        }
+        var lines = devices.map { d -> String in
+            let mark = d[.this]?.boolValue == true ? "*" : " "
+            let id = sanitize(d[.id]?.stringValue ?? "?")
+            let label = sanitize(d[.label]?.stringValue ?? "?")
+            var state = sanitize(d[.state]?.stringValue ?? "?")
+            if state == "current", let until = d[.expires]?.intValue { state += ", until " + time(until, in: zone) }
+            let seen = d[.lastSeen]?.intValue.map { "last seen " + time($0, in: zone) } ?? "not seen yet"
+            return "\(mark) \(id)  \(label)  \(state)  \(seen)"
+        }
+        lines.append("* this machine" + (result[.accountKey]?.boolValue == true ? "; this node holds the account key (it can approve and revoke)" : ""))
+        return lines.joined(separator: "\n")
+    }
+
     public static func peers(_ json: JSON, in zone: TimeZone) -> String {
         let peers = Fields<PeersResult>(json).objects(.peers, as: Peer.self)
         if peers.isEmpty {

@@ -15,7 +15,8 @@ extension MentormateCLI {
 
     /// Every command, in the order `--help` lists them, under a heading.
     static var sections: [(String, [any ClientCommand.Type])] {
-        [("ACCOUNT", [Signup.self, Login.self, Logout.self, Whoami.self]),
+        [("ACCOUNT", [Signup.self, Login.self, Logout.self, Whoami.self, Account.Export.self]),
+         ("DEVICES", [Device.List.self, Device.Link.self, Device.Approve.self, Device.Revoke.self]),
          ("PROFILE", [Profile.Show.self, Profile.Set.self]),
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("CHAT", [Chat.self]),

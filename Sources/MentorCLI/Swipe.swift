@@ -34,6 +34,12 @@ extension ClientHost {
     public func openTerminal() -> (any InteractiveTerminal)? { nil }
     /// One line of stdin for the line prompt; nil at its end.
     public func readInputLine() -> String? { nil }
+    /// Waits (`device link` polling); the default sleeps.
+    public func pause(seconds: Double) { usleep(useconds_t(seconds * 1_000_000)) }
+    /// The default: files cannot be written (the tests' fake host records them itself).
+    public func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ClientError) {
+        throw ClientError("cannot write \(path) here", hint: "run mentormate in a terminal")
+    }
 }
 
 extension MentormateCLI {

@@ -79,6 +79,15 @@ public enum KeyFile {
     /// not lose an existing identity checks for one first.
     public static func write(_ pair: SigningKeyPair, to path: String, passphrase: [UInt8]? = nil,
                              parameters: Argon2id.Parameters = .moderate) throws(CryptoError) {
+        var bytes = try encode(pair, passphrase: passphrase, parameters: parameters, path: path)
+        defer { zeroize(&bytes) }
+        try writeAtomically(bytes, to: path)
+    }
+
+    /// The bytes of a key file for `pair` (what `write` stores; `account export` hands them to
+    /// the user as an export file). `path` only names the file in errors.
+    public static func encode(_ pair: SigningKeyPair, passphrase: [UInt8]?, parameters: Argon2id.Parameters = .moderate,
+                              path: String) throws(CryptoError) -> [UInt8] {
         var bytes = magic + [version]
         defer { zeroize(&bytes) }
         var seed = pair.seed
@@ -101,12 +110,28 @@ public enum KeyFile {
         } else {
             bytes += [plainKind] + seed + pair.publicKey.bytes
         }
-        try writeAtomically(bytes, to: path)
+        return bytes
     }
 
     /// Reads the key pair at `path`, decrypting it with `passphrase` if the file is protected.
     public static func read(from path: String, passphrase: [UInt8]? = nil) throws(CryptoError) -> SigningKeyPair {
-        switch try load(path) {
+        try open(try load(path), passphrase: passphrase, path: path)
+    }
+
+    /// Decodes and opens key-file bytes read by the caller (an export file); `path` names it in
+    /// errors.
+    public static func read(bytes: [UInt8], passphrase: [UInt8]?, path: String) throws(CryptoError) -> SigningKeyPair {
+        try open(try decode(bytes, path: path), passphrase: passphrase, path: path)
+    }
+
+    /// Whether key-file bytes are passphrase-protected (malformed bytes throw).
+    public static func isProtected(bytes: [UInt8], path: String) throws(CryptoError) -> Bool {
+        if case .protected = try decode(bytes, path: path) { return true }
+        return false
+    }
+
+    static func open(_ contents: Contents, passphrase: [UInt8]?, path: String) throws(CryptoError) -> SigningKeyPair {
+        switch contents {
         case .plain(let pair):
             guard passphrase == nil else {
                 throw CryptoError(.passphraseNotExpected,

@@ -27,12 +27,15 @@ public struct RecordWriter: Sendable {
     /// Whether this writer signs with a device key.
     public var isDevice: Bool { account != author }
 
-    public mutating func profile(_ card: ProfileCard, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+    /// A card edit. `clock`: the account's other keys' writes the edit had seen (the clocks of
+    /// the account's current card entries, PROTOCOL.md §8.3); the author itself is left out.
+    public mutating func profile(_ card: ProfileCard, clock: VectorClock = VectorClock(), at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         var card = card
         if lastSeq == 0, !isDevice, card.work == nil, let requirement = accountWork, requirement.bits > 0 {
             card.work = AccountWork.solve(account: author, requirement: requirement)
         }
-        return try next(.profile, body: card.validated().body, at: timestamp)
+        let seen = VectorClock(clock.entries.filter { $0.key != author }.map { ($0.key, $0.seq) })
+        return try next(.profile, body: card.validated().body, clock: seen, at: timestamp)
     }
 
     /// A like (or a withdrawal) of `target`; `peerSeq` is the highest seq of the target's records

@@ -73,8 +73,12 @@ public final class Node: @unchecked Sendable {
     var nearbyAccounts: Set<PublicKey> = []
     /// The accounts of this node's users.
     var localKeys: Set<PublicKey> = []
-    /// Unlocked accounts: uid → writer (holds the key).
+    /// Unlocked accounts: uid → the writer of their everyday records on this node (holds this
+    /// machine's device key; for an account made before devices existed, the account key).
     var writers: [UInt32: RecordWriter] = [:]
+    /// Unlocked account keys, where this node holds them (`config.accountKeyPath`): they
+    /// certify and revoke devices, and seal and open likes and messages (PROTOCOL.md §7).
+    var accountKeys: [UInt32: SigningKeyPair] = [:]
     /// Accounts whose users logged out (an unprotected key stays locked until `login`).
     var loggedOut: Set<UInt32> = []
     /// Card summaries of every author with a card, for the feed, and their names; read them
@@ -128,7 +132,9 @@ public final class Node: @unchecked Sendable {
             for account in try replica.nodeAccounts() where !account.protected {
                 do {
                     let keys = try KeyFile.read(from: config.keyPath(uid: account.uid))
-                    try unlock(uid: account.uid, keys: keys)
+                    let accountPath = config.accountKeyPath(uid: account.uid)
+                    let accountKeys = FileManager.default.fileExists(atPath: accountPath) ? try KeyFile.read(from: accountPath) : nil
+                    try unlock(uid: account.uid, keys: keys, account: account.account, accountKeys: accountKeys)
                 } catch {
                     logger.log(.error, "account stays locked: its key could not be read", ["uid": "\(account.uid)", "error": "\(error)"])
                 }
@@ -207,7 +213,9 @@ public final class Node: @unchecked Sendable {
                 prepared.work = work
             }
             let ready = prepared
-            defer { if let path = ready.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
+            defer {
+                for path in [ready.temporaryPath, ready.accountTemporaryPath].compactMap({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+            }
             let outcome = await onQueue { self.run(method, params, caller, prepared: ready) }
             return encode(outcome, of: method)
         }
@@ -237,7 +245,9 @@ public final class Node: @unchecked Sendable {
     /// The request itself, on the node's queue, with the key a passphrase check prepared; its
     /// result is encoded after the queue is let go (a value, no node state). For `handle`.
     private func finish(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester, prepared: PreparedKey?) -> Result<JSON, RPCError> {
-        defer { if let path = prepared?.temporaryPath { try? FileManager.default.removeItem(atPath: path) } }
+        defer {
+            for path in [prepared?.temporaryPath, prepared?.accountTemporaryPath].compactMap({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
         return encode(queue.sync { run(method, params, caller, prepared: prepared) }, of: method)
     }
 
@@ -356,7 +366,12 @@ public final class Node: @unchecked Sendable {
     // MARK: Passphrase work off the queue
 
     struct PreparedKey: Sendable {
+        /// The key that signs everyday records (a device key, or a legacy account's own key).
         var keys: SigningKeyPair?
+        /// The account key, where the node holds it (signup makes one; login reads it).
+        var accountKeys: SigningKeyPair?
+        /// A signup's new account key file under a temporary name.
+        var accountTemporaryPath: String?
         /// A new key file written under a temporary name (signup), renamed into place on success.
         var temporaryPath: String?
         var failure: RPCError?
@@ -371,19 +386,21 @@ public final class Node: @unchecked Sendable {
     /// proof of work.
     enum PassphraseCheck: Sendable {
         case login(passphrase: String)
-        case signup(passphrase: String?)
+        /// A new account, or (`importing`) an existing account key brought from an export file:
+        /// either way a new device key for this machine.
+        case signup(passphrase: String?, importing: SigningKeyPair? = nil)
 
         var needsArgon2id: Bool {
             switch self {
             case .login: true
-            case .signup(let passphrase): passphrase != nil
+            case .signup(let passphrase, _): passphrase != nil
             }
         }
     }
 
     /// The key whose proof of work a prepared signup still needs, if any.
     private func workToProve(_ check: PassphraseCheck, _ prepared: PreparedKey) -> SigningKeyPair? {
-        guard case .signup = check, prepared.failure == nil, let keys = prepared.keys,
+        guard case .signup(_, nil) = check, prepared.failure == nil, let keys = prepared.accountKeys,
               replica.settings.accountWork.bits > 0 else { return nil }
         return keys
     }
@@ -444,6 +461,9 @@ public final class Node: @unchecked Sendable {
             case .accountSignup:
                 // Every signup is prepared off the queue: its key, and its proof of work.
                 check = .signup(passphrase: try newAccount(try API.accountSignup.request(from: params), caller).passphrase)
+            case .accountImport:
+                let request = try API.accountImport.request(from: params)
+                check = .signup(passphrase: request.passphrase, importing: try importedKeys(request, caller))
             default:
                 return .none
             }
@@ -471,18 +491,23 @@ public final class Node: @unchecked Sendable {
         switch check {
         case .login(let passphrase):
             do {
-                let path = config.keyPath(uid: caller.uid)
-                prepared = PreparedKey(keys: try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
-                    try KeyFile.read(from: path, passphrase: bytes)
-                })
+                let path = config.keyPath(uid: caller.uid), accountPath = config.accountKeyPath(uid: caller.uid)
+                let hasAccountKey = FileManager.default.fileExists(atPath: accountPath)
+                prepared = try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
+                    PreparedKey(keys: try KeyFile.read(from: path, passphrase: bytes),
+                                accountKeys: hasAccountKey ? try KeyFile.read(from: accountPath, passphrase: bytes) : nil)
+                }
             } catch let e where e.code == .wrongPassphrase {
                 prepared = PreparedKey(wrongPassphrase: true)
             } catch {
                 prepared = PreparedKey(failure: RPCError(.internalError, "could not read your account key: \(error.message)"))
             }
-        case .signup(let passphrase):
-            let keys = SigningKeyPair.generate()
-            let path = config.keyPath(uid: caller.uid) + ".new-" + Hex.encode(SecureRandom.bytes(6))
+        case .signup(let passphrase, let importing):
+            // Two keys: the account's, and this machine's device key, which signs everyday
+            // records under a certificate from the account key (PROTOCOL.md §6.2).
+            let keys = SigningKeyPair.generate(), accountKeys = importing ?? SigningKeyPair.generate()
+            let suffix = ".new-" + Hex.encode(SecureRandom.bytes(6))
+            let path = config.keyPath(uid: caller.uid) + suffix, accountPath = config.accountKeyPath(uid: caller.uid) + suffix
             do {
                 try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o700])
@@ -490,13 +515,16 @@ public final class Node: @unchecked Sendable {
                 if let passphrase {
                     try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
                         try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
+                        try KeyFile.write(accountKeys, to: accountPath, passphrase: bytes, parameters: cost)
                     }
                 } else {
                     try KeyFile.write(keys, to: path, passphrase: nil, parameters: cost)
+                    try KeyFile.write(accountKeys, to: accountPath, passphrase: nil, parameters: cost)
                 }
-                prepared = PreparedKey(keys: keys, temporaryPath: path)
+                prepared = PreparedKey(keys: keys, accountKeys: accountKeys, accountTemporaryPath: accountPath, temporaryPath: path)
             } catch {
                 try? FileManager.default.removeItem(atPath: path)
+                try? FileManager.default.removeItem(atPath: accountPath)
                 prepared = PreparedKey(failure: RPCError(.internalError, "could not write the account key: \(error)"))
             }
         }
@@ -509,10 +537,15 @@ public final class Node: @unchecked Sendable {
 
     // MARK: Internals used by the methods (on `queue`)
 
-    func unlock(uid: UInt32, keys: SigningKeyPair) throws {
-        try replica.unlock(keys)
+    /// `keys` sign everyday records for `account` (a device key, or the account key itself);
+    /// `accountKeys`, where this node holds them, seal and open the account's likes and
+    /// messages and certify devices.
+    func unlock(uid: UInt32, keys: SigningKeyPair, account: PublicKey, accountKeys: SigningKeyPair?) throws {
+        let opener = accountKeys ?? (keys.publicKey.key == account ? keys : nil)
+        if let opener { try replica.unlock(opener) }
         let last = try replica.contiguousSeq(of: keys.publicKey.key)
-        writers[uid] = RecordWriter(keys: keys, lastSeq: last)
+        writers[uid] = RecordWriter(keys: keys, account: account, lastSeq: last)
+        self.accountKeys[uid] = opener
     }
 
     func rebuildCardIndex() throws {
@@ -576,12 +609,26 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Signs and applies one record of the caller's account; throws unless it was applied.
+    /// `signer` `.account`: signed by the account key (certificates, revocations, and — until
+    /// sealing to devices exists — likes, messages and unmatches); `.everyday`: by this node's
+    /// device key.
     @discardableResult
-    func write(_ uid: UInt32, _ make: (inout RecordWriter, UInt64) throws(RecordError) -> VerifiedRecord) throws -> VerifiedRecord {
-        guard var writer = writers[uid] else { throw try lockedError(uid) }
-        // Another node using the same account may have moved the sequence on.
+    func write(_ uid: UInt32, as signer: Signer = .everyday, _ make: (inout RecordWriter, UInt64) throws(RecordError) -> VerifiedRecord) throws -> VerifiedRecord {
+        guard let everyday = writers[uid] else { throw try lockedError(uid) }
+        var writer = everyday
+        if signer != .everyday {
+            guard let keys = accountKeys[uid] else {
+                throw RPCError(.notAllowed, signer == .sealing
+                    ? "likes, passes' undo, unmatches and messages are sealed with the account key, which is not on this node (a linked device): use the machine that holds it — sealing from every device is the next part of issue 15"
+                    : "this needs your account key, which is not on this node: do it on the machine you signed up on or imported the account to")
+            }
+            writer = RecordWriter(keys: keys, lastSeq: 0)
+        } else if writer.isDevice {
+            try checkStanding(of: writer)
+        }
+        // Another node using the same key may have moved the sequence on.
         let held = try replica.contiguousSeq(of: writer.author)
-        if held > writer.lastSeq { writer = RecordWriter(keys: writer.keys, lastSeq: held) }
+        if held > writer.lastSeq { writer = RecordWriter(keys: writer.keys, account: writer.account, lastSeq: held) }
         let record: VerifiedRecord
         do { record = try make(&writer, config.now()) } catch {
             throw RPCError(.invalidValue, error.message)
@@ -596,7 +643,7 @@ public final class Node: @unchecked Sendable {
         guard outcome == .applied else {
             throw RPCError(.internalError, "the new record was not applied (\(outcome)); nothing was changed")
         }
-        writers[uid] = writer
+        if writer.author == everyday.author { writers[uid] = writer }
         afterApply([record.record], pairs: report.pairs)
         changes.publish(.applied([AppliedRecord(record)]))
         return record
@@ -608,13 +655,13 @@ public final class Node: @unchecked Sendable {
     /// Accounts that are locked get no events (their subscribers see the state on unlock).
     func afterApply(_ records: [Record], pairs: [PairChange]) {
         // The cards the batch touched are read again when the feed is next asked for.
-        let touched = records.filter { $0.type == .profile }.map(\.author)
+        let touched = records.filter { $0.type == .profile }.map(\.account)
         if !touched.isEmpty {
             staleCards.formUnion(touched)
             collectPhotos()
         }
         guard !pairs.isEmpty else { return }
-        let uids = Dictionary(writers.map { ($0.value.author, $0.key) }, uniquingKeysWith: { first, _ in first })
+        let uids = Dictionary(writers.map { ($0.value.account, $0.key) }, uniquingKeysWith: { first, _ in first })
         for change in pairs.sorted(by: { ($0.account, $0.after.other) < ($1.account, $1.after.other) }) {
             guard let uid = uids[change.account] else { continue }
             let other = change.after.other

@@ -1,3 +1,4 @@
+import Foundation
 import MentorCrypto
 
 /// What the node needs to know from the daemon's configuration.
@@ -28,8 +29,24 @@ public struct NodeConfig: Sendable {
         self.now = now
     }
 
+    /// What this machine's device keys are called in their certificates (`device list`): the
+    /// host name, cut to 64 bytes.
+    public var deviceLabel: String = NodeConfig.hostLabel()
+
+    static func hostLabel() -> String {
+        var name = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? ""
+        name = String(name.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.map(Character.init))
+        while name.utf8.count > 64 { name.removeLast() }
+        return name.isEmpty ? "machine" : name
+    }
+
     public var accountsDirectory: String { stateDirectory + "/accounts" }
+    /// The key that signs the user's everyday records on this node: this machine's device key
+    /// (or, for an account made before devices existed, the account key itself).
     public func keyPath(uid: UInt32) -> String { accountsDirectory + "/\(uid).key" }
+    /// The account key, where this node holds it (the machine the account was made or imported
+    /// on): needed only to certify and revoke devices, and to export the account.
+    public func accountKeyPath(uid: UInt32) -> String { accountsDirectory + "/\(uid).account.key" }
 }
 
 /// mDNS discovery as `status` shows it (its `description`) and `doctor` judges it.

@@ -17,7 +17,7 @@ extension Node {
         switch method {
         case .accountSignup: return try run(API.accountSignup, params) { try signup($0, caller, prepared: prepared) }
         case .accountLogin: return try run(API.accountLogin, params) { try login($0, caller, prepared: prepared) }
-        case .accountLogout: return try run(API.accountLogout, params) { _ in try logout(caller) }
+        case .accountLogout: return try run(API.accountLogout, params) { $0.forget == true ? try forget(caller) : try logout(caller) }
         case .accountWhoami: return try run(API.accountWhoami, params) { _ in try accountInfo(caller.uid) }
         case .profileShow: return try run(API.profileShow, params) { try profileShow($0, caller) }
         case .profileSet: return try run(API.profileSet, params) { try profileSet($0, caller) }
@@ -36,6 +36,13 @@ extension Node {
         case .status: return try run(API.status, params) { _ in try status() }
         case .doctor: return try run(API.doctor, params) { _ in try doctor(caller) }
         case .replicaDigest: return try run(API.replicaDigest, params) { _ in try replicaDigest() }
+        case .deviceList: return try run(API.deviceList, params) { _ in try deviceList(caller) }
+        case .deviceRevoke: return try run(API.deviceRevoke, params) { try deviceRevoke($0, caller) }
+        case .deviceLink: return try run(API.deviceLink, params) { try deviceLink($0, caller) }
+        case .deviceLinkStatus: return try run(API.deviceLinkStatus, params) { _ in try deviceLinkStatus(caller) }
+        case .deviceApprove: return try run(API.deviceApprove, params) { try deviceApprove($0, caller) }
+        case .accountExport: return try run(API.accountExport, params) { _ in try accountExport(caller) }
+        case .accountImport: return try run(API.accountImport, params) { try accountImport($0, caller, prepared: prepared) }
         }
     }
 
@@ -72,37 +79,46 @@ extension Node {
     }
 
     func signup(_ request: SignupRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
-        let account = try newAccount(request, caller)
-        let (email, name, role, passphrase) = (account.email, account.name, account.role, account.passphrase)
+        let new = try newAccount(request, caller)
+        let (email, name, role, passphrase) = (new.email, new.name, new.role, new.passphrase)
 
         // The key and its proof of work were made off the node's queue (`prepareKey`, with
         // Argon2id behind its gate when there is a passphrase, then `proveWork`): neither
         // Argon2id nor the work ever runs here.
-        let path = config.keyPath(uid: caller.uid)
-        guard let prepared, let keys = prepared.keys, let temporary = prepared.temporaryPath else {
+        let path = config.keyPath(uid: caller.uid), accountPath = config.accountKeyPath(uid: caller.uid)
+        guard let prepared, let keys = prepared.keys, let accountKeys = prepared.accountKeys,
+              let temporary = prepared.temporaryPath, let accountTemporary = prepared.accountTemporaryPath else {
             throw RPCError(.internalError, "the new key was not prepared; sign up again")
         }
-        guard rename(temporary, path) == 0 else {
-            throw RPCError(.internalError, "could not put the account key in place at \(path)")
+        guard rename(temporary, path) == 0, rename(accountTemporary, accountPath) == 0 else {
+            try? FileManager.default.removeItem(atPath: path)
+            throw RPCError(.internalError, "could not put the account key in place at \(accountPath)")
         }
+        let account = accountKeys.publicKey.key
         do {
-            try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: keys.publicKey.key, email: email,
+            try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: account, email: email,
                                                    protected: passphrase != nil, created: config.now()))
-            try unlock(uid: caller.uid, keys: keys)
-            localKeys.insert(keys.publicKey.key)
-            // The account's first record: its card, carrying the proof of work (PROTOCOL.md §6.1).
-            try write(caller.uid) { w, now throws(RecordError) in
+            try unlock(uid: caller.uid, keys: keys, account: account, accountKeys: accountKeys)
+            localKeys.insert(account)
+            // The account's first record: its card, carrying the proof of work (PROTOCOL.md §6.1);
+            // then the certificate of this machine's device key, which signs from now on.
+            try write(caller.uid, as: .account) { w, now throws(RecordError) in
                 try w.profile(ProfileCard(name: name, role: role, work: prepared.work), at: now)
             }
+            try write(caller.uid, as: .account) { w, now throws(RecordError) in
+                try w.certify(DeviceCertificate(device: keys.publicKey.key, label: config.deviceLabel, created: now), at: now)
+            }
         } catch {
-            // Leave nothing half-made: no row, no key.
+            // Leave nothing half-made: no row, no keys.
             writers[caller.uid] = nil
-            localKeys.remove(keys.publicKey.key)
+            self.accountKeys[caller.uid] = nil
+            localKeys.remove(account)
             try? replica.removeNodeAccount(uid: caller.uid)
             try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: accountPath)
             throw error
         }
-        logger.info("account created", ["uid": "\(caller.uid)", "account": keys.publicKey.key.shortID])
+        logger.info("account created", ["uid": "\(caller.uid)", "account": account.shortID, "device": keys.publicKey.key.shortID])
         changes.publish(.accountsChanged)
         return try accountInfo(caller.uid)
     }
@@ -141,12 +157,16 @@ extension Node {
             }
             do {
                 let keys: SigningKeyPair
+                var held: SigningKeyPair?
                 if account.protected, let decrypted = prepared?.keys {
                     keys = decrypted   // decrypted off the queue
+                    held = prepared?.accountKeys
                 } else {
                     keys = try KeyFile.read(from: config.keyPath(uid: caller.uid))
+                    let accountPath = config.accountKeyPath(uid: caller.uid)
+                    if FileManager.default.fileExists(atPath: accountPath) { held = try KeyFile.read(from: accountPath) }
                 }
-                try unlock(uid: caller.uid, keys: keys)
+                try unlock(uid: caller.uid, keys: keys, account: account.account, accountKeys: held)
                 loginFailures[caller.uid] = nil
             } catch let e as CryptoError where e.code == .wrongPassphrase {
                 throw RPCError(.wrongPassphrase, "wrong passphrase; try again")
@@ -162,8 +182,9 @@ extension Node {
             guard try replica.nodeAccount(uid: caller.uid) != nil else { throw noAccount() }
             return try accountInfo(caller.uid)
         }
-        try replica.lock(writer.author)
+        try replica.lock(writer.account)
         writers[caller.uid] = nil
+        accountKeys[caller.uid] = nil
         loggedOut.insert(caller.uid)
         return try accountInfo(caller.uid)
     }
@@ -171,8 +192,10 @@ extension Node {
     func accountInfo(_ uid: UInt32) throws -> AccountInfo {
         guard let a = try replica.nodeAccount(uid: uid) else { throw noAccount() }
         let card = try replica.card(of: a.account)
+        let device = try deviceFacts(uid, account: a.account)
         return AccountInfo(id: a.account.id, name: card?.card.name, email: a.email, role: card?.card.role?.rawValue,
-                           protected: a.protected, unlocked: writers[uid] != nil)
+                           protected: a.protected, unlocked: writers[uid] != nil, device: device.id, deviceLabel: device.label,
+                           deviceState: device.state, accountKey: accountKeys[uid] != nil)
     }
 
     /// The caller's account key (whether or not it is unlocked).
@@ -242,7 +265,10 @@ extension Node {
             card.photo = .some(nil)
         }
         let me = try me(caller)
-        try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, at: now) }
+        // The edit has seen every current entry of the card, whichever of the account's keys
+        // wrote it: it supersedes them all (PROTOCOL.md §8.3).
+        let seen = try replica.cardClock(of: me)
+        try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, clock: seen, at: now) }
         guard let state = try replica.card(of: me) else { throw RPCError(.internalError, "card missing after write") }
         return apiCard(state)
     }
@@ -344,7 +370,7 @@ extension Node {
             guard cards[other] != nil else { throw RPCError(.notFound, "\(other.shortID)… has no card on this node yet") }
             _ = try replica.removePass(account: me, target: other)
             let seen = try replica.contiguousSeq(of: other)
-            try write(caller.uid) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, at: now) }
+            try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, at: now) }
         }
         let after = try replica.pairView(account: me, other: other)
         return LikeResult(id: other.id, matched: after.matched)
@@ -368,7 +394,7 @@ extension Node {
         // The peer seq says which of their messages this account had seen: those it had not,
         // written against the like being withdrawn, are not shown (PROTOCOL.md section 8.5).
         let seen = try replica.contiguousSeq(of: other)
-        try write(caller.uid) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, at: now) }
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, at: now) }
         return UndoResult(id: other.id, undone: .like)
     }
 
@@ -389,7 +415,7 @@ extension Node {
             throw RPCError(.notAllowed, "you are not matched with \(other.shortID)…")
         }
         let seen = try replica.contiguousSeq(of: other)
-        try write(caller.uid) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, at: now) }
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, at: now) }
         return AccountResult(id: other.id)
     }
 
@@ -409,7 +435,7 @@ extension Node {
         }
         // The message names the like it answers, and has applied it (PROTOCOL.md section 8.5).
         let seen = max(try replica.contiguousSeq(of: other), theirLike.seq)
-        let sent = try write(caller.uid) { w, now throws(RecordError) in
+        let sent = try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
             try w.chat(to: other, peerSeq: seen, answers: theirLike.recordID, text: text, at: now)
         }
         return apiMessage(PairView.Message(author: me, seq: sent.record.seq, timestamp: sent.record.timestamp,

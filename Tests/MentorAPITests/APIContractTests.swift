@@ -33,7 +33,11 @@ import MentorAPI
             case .accountLogin:
                 try roundTrip(API.accountLogin, LoginRequest(passphrase: "pw"), account)
                 try roundTrip(API.accountLogin, LoginRequest(), account)
-            case .accountLogout: try roundTrip(API.accountLogout, NoParams(), account)
+            case .accountLogout:
+                try roundTrip(API.accountLogout, LogoutRequest(), account)
+                try roundTrip(API.accountLogout, LogoutRequest(forget: true),
+                              AccountInfo(id: Self.id, name: nil, email: "e@uni.edu", role: "tutor", protected: false, unlocked: false,
+                                          device: "0011223344556677", deviceLabel: "lab-3", deviceState: "revoked", accountKey: false))
             case .accountWhoami: try roundTrip(API.accountWhoami, NoParams(), account)
             case .profileShow:
                 try roundTrip(API.profileShow, ProfileShowRequest(id: "mm1qqqqqq"), Self.card)
@@ -90,6 +94,29 @@ import MentorAPI
                     DoctorCheck(name: "c", ok: true, detail: "hmm", fix: "maybe", warning: true)], ok: false))
             case .replicaDigest:
                 try roundTrip(API.replicaDigest, NoParams(), ReplicaDigest(digest: "00ff", records: 12))
+            case .deviceList:
+                try roundTrip(API.deviceList, NoParams(), DevicesResult(devices: [
+                    DeviceInfo(id: "0011223344556677", label: "laptop", created: 5, expires: nil, state: "current", lastSeen: 9, this: true),
+                    DeviceInfo(id: "8899aabbccddeeff", label: "lab-3", created: 6, expires: 7, state: "expired", lastSeen: nil, this: false)],
+                    accountKey: true))
+            case .deviceRevoke:
+                try roundTrip(API.deviceRevoke, DeviceRequest(id: "8899"),
+                              DeviceInfo(id: "8899aabbccddeeff", label: "lab-3", created: 6, expires: nil, state: "revoked", lastSeen: 8, this: false))
+            case .deviceLink:
+                try roundTrip(API.deviceLink, LinkRequest(label: "lab-3", expires: 28800, passphrase: "pw"),
+                              LinkStart(code: "qpzry-9x8gf", device: "0011223344556677", label: "lab-3", until: 600000))
+                try roundTrip(API.deviceLink, LinkRequest(), LinkStart(code: "qpzry-9x8gf", device: "00", label: "x", until: 1))
+            case .deviceLinkStatus:
+                try roundTrip(API.deviceLinkStatus, NoParams(), LinkStatus(state: "linked", account: Self.id, device: "0011223344556677"))
+                try roundTrip(API.deviceLinkStatus, NoParams(), LinkStatus(state: "none"))
+            case .deviceApprove:
+                try roundTrip(API.deviceApprove, ApproveRequest(code: "qpzry-9x8gf"), ApproveResult(device: "00", label: "lab-3", expires: 28800, approved: false))
+                try roundTrip(API.deviceApprove, ApproveRequest(code: "qpzry-9x8gf", confirm: true), ApproveResult(device: "00", label: "x", expires: nil, approved: true))
+            case .accountExport:
+                try roundTrip(API.accountExport, NoParams(), AccountKeyExport(id: Self.id, key: "AAEC"))
+            case .accountImport:
+                try roundTrip(API.accountImport, ImportRequest(key: "AAEC", email: "a@uni.edu", passphrase: "pw", label: "laptop"), account)
+                try roundTrip(API.accountImport, ImportRequest(key: "AAEC", email: "a@uni.edu"), account)
             }
         }
     }
@@ -164,8 +191,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 21)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 21)
+        #expect(APIMethod.allCases.count == 28)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 28)
     }
 }
 

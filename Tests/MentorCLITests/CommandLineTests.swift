@@ -321,7 +321,7 @@ extension CommandLineTests {
             for line in ["--email ADDR", "--name NAME", "--role student|tutor", "--passphrase"] {
                 #expect(signup.contains(line))
             }
-            #expect(MentormateCLI.Signup.usage == "mentormate signup --email ADDR --name NAME --role student|tutor [--passphrase]")
+            #expect(MentormateCLI.Signup.usage == "mentormate signup --email ADDR [--name NAME] [--role student|tutor] [--passphrase] [--import FILE] [--label NAME]")
             #expect(MentormateCLI.Chat.usage == "mentormate chat [--follow] ID [MESSAGE]")
             #expect(MentormateCLI.Feed.usage == "mentormate feed [--course C] [--limit N]")
         }
@@ -412,7 +412,14 @@ extension CommandLineTests {
 
         @Test func signupNeedsItsFieldsAndARole() {
             expectError(["signup", "--name", "A", "--role", "tutor"], "`signup` needs --email ADDR")
-            expectError(["signup", "--email", "a@u.edu", "--name", "A"], "`signup` needs --role student|tutor")
+            expectError(["signup", "--email", "a@u.edu", "--name", "A"], "missing --role")
+            expectError(["signup", "--email", "a@u.edu", "--role", "tutor"], "missing --name")
+            expectError(["signup", "--email", "a@u.edu", "--import", "f", "--name", "A"],
+                        "--name and --role do not go with --import: the account has its card already")
+            expectError(["signup", "--email", "a@u.edu", "--name", "A", "--role", "tutor", "--label", "x"], "--label goes with --import")
+            expectError(["device", "link", "--expires", "8"], "--expires '8' is not a duration of 1 minute to 365 days")
+            expectError(["device", "link", "--expires", "30s"], "--expires '30s' is not a duration of 1 minute to 365 days")
+            expectError(["device", "revoke"], "`device revoke` needs ID")
             expectError(["signup", "--email", "a@u.edu", "--name", "A", "--role", "tutr"],
                         "--role must be student or tutor, not 'tutr'; did you mean tutor?")
             expectError(["signup", "--email", "ana", "--name", "A", "--role", "tutor"], "--email needs an e-mail address, not 'ana'")

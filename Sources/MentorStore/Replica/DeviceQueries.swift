@@ -47,6 +47,24 @@ extension Replica {
         }
     }
 
+    /// What an edit of `account`'s card has seen: the pointwise maximum of the clocks of the
+    /// card's current entries (winners and conflicts), so a new edit written with it dominates
+    /// every one of them (PROTOCOL.md §8.3).
+    public func cardClock(of account: PublicKey) throws(StoreError) -> VectorClock {
+        try read { db throws(StoreError) in
+            var pairs: [(PublicKey, UInt64)] = []
+            for row in try db.query("""
+                SELECT c.clock FROM card_entries c JOIN authors a ON a.id = c.author WHERE a.key = ?
+                """, [.blob(account.bytes)]) {
+                guard let bytes = row.blob(0) else { continue }
+                var reader = ByteReader(bytes)
+                guard let clock = try? VectorClock.decode(from: &reader, maxEntries: Limits.maxClockEntries + 1) else { continue }
+                pairs += clock.entries.map { ($0.key, $0.seq) }
+            }
+            return VectorClock(pairs)
+        }
+    }
+
     /// The account a device key was certified by, if any (the first, should several have).
     public func account(ofDevice device: PublicKey) throws(StoreError) -> PublicKey? {
         try read { db throws(StoreError) in

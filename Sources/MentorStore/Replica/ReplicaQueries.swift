@@ -257,6 +257,13 @@ extension Replica {
         }
     }
 
+    /// Every signing key this replica holds records of: accounts and devices.
+    public func allAuthorKeys() throws(StoreError) -> [PublicKey] {
+        try read { db throws(StoreError) in
+            try db.query("SELECT key FROM authors ORDER BY key").compactMap { $0.blob(0).flatMap(PublicKey.init(bytes:)) }
+        }
+    }
+
     /// Every account key this replica knows (for resolving ID prefixes): device keys left out.
     public func knownAuthors() throws(StoreError) -> [PublicKey] {
         try read { db throws(StoreError) in

@@ -1,0 +1,220 @@
+import Foundation
+import MentorAPI
+import MentorCore
+import MentorCrypto
+import MentorStore
+
+/// One person, many machines (PROTOCOL.md §6.2): the caller's devices, revoking one, leaving a
+/// shared machine, and moving the account key between machines with an export file.
+extension Node {
+    /// Which of the caller's keys signs a record (`write`).
+    enum Signer: Equatable, Sendable {
+        /// This machine's device key: card edits.
+        case everyday
+        /// The account key: certificates and revocations.
+        case account
+        /// The account key too, for now: likes, withdrawals, unmatches and messages are sealed
+        /// with it (PROTOCOL.md §7).
+        case sealing
+    }
+
+    /// A device key's printed ID: its first 8 bytes in hex.
+    static func deviceID(_ key: PublicKey) -> String { Hex.encode(Array(key.bytes.prefix(8))) }
+
+    static func state(of d: DeviceState, at now: UInt64) -> String {
+        d.revokedAfter != nil ? "revoked" : (d.expires.map { now > $0 } ?? false) ? "expired" : "current"
+    }
+
+    /// Refuses to sign with a device the account revoked or whose certificate expired: every
+    /// node would refuse the record (`device-revoked`, `device-expired`).
+    func checkStanding(of writer: RecordWriter) throws {
+        let devices = try replica.devices(of: writer.account)
+        guard let d = devices.first(where: { $0.device == writer.author }) else {
+            throw RPCError(.notAllowed, "this machine's device key has no certificate from your account yet; finish `mentormate device link` first")
+        }
+        switch Self.state(of: d, at: config.now()) {
+        case "revoked":
+            throw RPCError(.notAllowed, "this device (\(d.label), \(Self.deviceID(d.device))) was revoked: every node refuses what it signs. Link this machine again with `mentormate device link`, or use another of your devices")
+        case "expired":
+            throw RPCError(.notAllowed, "this device's certificate (\(d.label), \(Self.deviceID(d.device))) expired: every node refuses what it signs now. Link this machine again with `mentormate device link`")
+        default:
+            return
+        }
+    }
+
+    /// This machine's device, as `whoami` shows it.
+    func deviceFacts(_ uid: UInt32, account: PublicKey) throws -> (id: String?, label: String?, state: String?) {
+        guard let writer = writers[uid], writer.isDevice else { return (nil, nil, nil) }
+        let id = Self.deviceID(writer.author)
+        guard let d = try replica.devices(of: account).first(where: { $0.device == writer.author }) else {
+            return (id, nil, "unconfirmed")
+        }
+        return (id, d.label, Self.state(of: d, at: config.now()))
+    }
+
+    func deviceList(_ caller: Requester) throws -> DevicesResult {
+        let me = try me(caller)
+        let this = writers[caller.uid]?.author
+        let now = config.now()
+        let devices = try replica.devices(of: me).map { d in
+            DeviceInfo(id: Self.deviceID(d.device), label: d.label, created: Int64(clamping: d.created),
+                       expires: d.expires.map { Int64(clamping: $0) }, state: Self.state(of: d, at: now),
+                       lastSeen: d.lastSeen.map { Int64(clamping: $0) }, this: d.device == this)
+        }
+        return DevicesResult(devices: devices, accountKey: accountKeys[caller.uid] != nil)
+    }
+
+    /// The caller's device named by a hex prefix of its ID (at least 4 digits).
+    func resolveDevice(_ text: String, of account: PublicKey) throws -> DeviceState {
+        let prefix = text.trimmingCharacters(in: .whitespaces).lowercased()
+        guard prefix.count >= 4, prefix.count <= 64, prefix.allSatisfy({ $0.isHexDigit }) else {
+            throw RPCError(.invalidValue, "\"\(text)\" is not a device ID: give at least 4 hex digits of one (`mentormate device list` shows them)")
+        }
+        let matches = try replica.devices(of: account).filter { Hex.encode($0.device.bytes).hasPrefix(prefix) }
+        guard let d = matches.first else {
+            throw RPCError(.notFound, "your account has no device \(prefix); `mentormate device list` shows them")
+        }
+        guard matches.count == 1 else {
+            throw RPCError(.ambiguous, "\(prefix) matches \(matches.count) of your devices; give more digits")
+        }
+        return d
+    }
+
+    func deviceRevoke(_ request: DeviceRequest, _ caller: Requester) throws -> DeviceInfo {
+        let me = try me(caller)
+        let d = try resolveDevice(request.id, of: me)
+        if d.revokedAfter != nil { throw RPCError(.notAllowed, "device \(d.label) (\(Self.deviceID(d.device))) is revoked already") }
+        // What this node holds of the device stays valid; anything it signs after is refused.
+        let last = try replica.contiguousSeq(of: d.device)
+        try write(caller.uid, as: .account) { w, now throws(RecordError) in try w.revoke(d.device, lastSeq: last, at: now) }
+        logger.info("device revoked", ["uid": "\(caller.uid)", "device": Self.deviceID(d.device), "last_seq": "\(last)"])
+        guard let after = try deviceList(caller).devices.first(where: { $0.id == Self.deviceID(d.device) }) else {
+            throw RPCError(.internalError, "the device is missing after its revocation")
+        }
+        return after
+    }
+
+    /// `logout --forget`: this machine's device revokes itself, its key file is deleted and the
+    /// user's account leaves this node (the public records stay, as on every node).
+    func forget(_ caller: Requester) throws -> AccountInfo {
+        guard let a = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
+        guard accountKeys[caller.uid] == nil, !FileManager.default.fileExists(atPath: config.accountKeyPath(uid: caller.uid)) else {
+            throw RPCError(.notAllowed, "this node holds your account key: forgetting it here would lose the account. Export it first (`mentormate account export FILE`), import it on another machine, then revoke this device from there (`mentormate device revoke ID`)")
+        }
+        guard let writer = writers[caller.uid] else { throw try lockedError(caller.uid) }
+        guard writer.isDevice else {
+            throw RPCError(.notAllowed, "this account has no device keys (it was made before they existed): its only key is here")
+        }
+        let facts = try deviceFacts(caller.uid, account: a.account)
+        if facts.state == "current" {
+            try write(caller.uid) { w, now throws(RecordError) in try w.revoke(w.author, lastSeq: 0, at: now) }
+        }
+        try replica.lock(a.account)
+        writers[caller.uid] = nil
+        accountKeys[caller.uid] = nil
+        localKeys.remove(a.account)
+        try replica.removeNodeAccount(uid: caller.uid)
+        let path = config.keyPath(uid: caller.uid)
+        do { try FileManager.default.removeItem(atPath: path) } catch {
+            logger.log(.error, "could not delete a forgotten device key", ["path": path, "error": "\(error)"])
+            throw RPCError(.internalError, "the device was revoked but its key file \(path) could not be deleted: \(error)")
+        }
+        logger.info("device forgotten", ["uid": "\(caller.uid)", "device": facts.id ?? "?"])
+        changes.publish(.accountsChanged)
+        let card = try replica.card(of: a.account)
+        return AccountInfo(id: a.account.id, name: card?.card.name, email: a.email, role: card?.card.role?.rawValue,
+                           protected: a.protected, unlocked: false, device: facts.id, deviceLabel: facts.label,
+                           deviceState: "revoked", accountKey: false)
+    }
+
+    // MARK: Moving the account key
+
+    func accountExport(_ caller: Requester) throws -> AccountKeyExport {
+        let me = try me(caller)
+        guard let keys = accountKeys[caller.uid] else {
+            if writers[caller.uid] == nil { throw try lockedError(caller.uid) }
+            throw RPCError(.notAllowed, "this node does not hold your account key (this machine is a linked device); export from the machine you signed up on")
+        }
+        return AccountKeyExport(id: me.id, key: Data(keys.seed).base64EncodedString())
+    }
+
+    /// Every free check of an import (before Argon2id): the key, the e-mail, and that this
+    /// node knows the account's records (a certificate written before they arrived would take
+    /// a seq the account already used elsewhere).
+    func importedKeys(_ request: ImportRequest, _ caller: Requester) throws -> SigningKeyPair {
+        guard try replica.nodeAccount(uid: caller.uid) == nil else {
+            throw RPCError(.alreadyExists, "you already have an account on this node (one per user); see `mentormate whoami`")
+        }
+        guard let seed = Data(base64Encoded: request.key).map(Array.init), seed.count == 32,
+              let keys = try? SigningKeyPair(seed: seed) else {
+            throw RPCError(.invalidValue, "key must be the base64 of a 32-byte account key seed (the client reads it from an export file)")
+        }
+        try checkEmail(request.email.trimmingCharacters(in: .whitespaces))
+        if let passphrase = request.passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
+        guard try replica.contiguousSeq(of: keys.publicKey.key) > 0 else {
+            throw RPCError(.notFound, "this node has not received account \(keys.publicKey.key.shortID)…'s records yet: wait until it has synced with a node that has them (`mentormate status`), then import again")
+        }
+        return keys
+    }
+
+    /// `signup --import FILE`: the account key from an export file, and a new device key for
+    /// this machine that it certifies.
+    func accountImport(_ request: ImportRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
+        _ = try importedKeys(request, caller)
+        let path = config.keyPath(uid: caller.uid), accountPath = config.accountKeyPath(uid: caller.uid)
+        guard let prepared, let keys = prepared.keys, let accountKeys = prepared.accountKeys,
+              let temporary = prepared.temporaryPath, let accountTemporary = prepared.accountTemporaryPath else {
+            throw RPCError(.internalError, "the keys were not prepared; import again")
+        }
+        guard rename(temporary, path) == 0, rename(accountTemporary, accountPath) == 0 else {
+            try? FileManager.default.removeItem(atPath: path)
+            throw RPCError(.internalError, "could not put the account key in place at \(accountPath)")
+        }
+        let account = accountKeys.publicKey.key
+        let label = try deviceLabel(request.label)
+        do {
+            try replica.addNodeAccount(NodeAccount(uid: caller.uid, account: account, email: request.email.trimmingCharacters(in: .whitespaces),
+                                                   protected: request.passphrase != nil, created: config.now()))
+            try unlock(uid: caller.uid, keys: keys, account: account, accountKeys: accountKeys)
+            localKeys.insert(account)
+            try write(caller.uid, as: .account) { w, now throws(RecordError) in
+                try w.certify(DeviceCertificate(device: keys.publicKey.key, label: label, created: now), at: now)
+            }
+        } catch {
+            writers[caller.uid] = nil
+            self.accountKeys[caller.uid] = nil
+            localKeys.remove(account)
+            try? replica.lock(account)
+            try? replica.removeNodeAccount(uid: caller.uid)
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: accountPath)
+            throw error
+        }
+        logger.info("account imported", ["uid": "\(caller.uid)", "account": account.shortID, "device": Self.deviceID(keys.publicKey.key)])
+        changes.publish(.accountsChanged)
+        return try accountInfo(caller.uid)
+    }
+
+    /// A device label as given (1 … 64 bytes of text, no control characters), or this node's.
+    func deviceLabel(_ given: String?) throws -> String {
+        guard let given else { return config.deviceLabel }
+        let label = given.trimmingCharacters(in: .whitespaces)
+        guard !label.isEmpty, label.utf8.count <= DeviceCertificate.maxLabelBytes,
+              !label.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw RPCError(.invalidValue, "a device label is 1 to \(DeviceCertificate.maxLabelBytes) bytes of text without control characters")
+        }
+        return label
+    }
+}
+
+// MARK: Linking (the transport arrives with the `link` sync message)
+
+extension Node {
+    func deviceLink(_ request: LinkRequest, _ caller: Requester) throws -> LinkStart {
+        throw RPCError(.notAllowed, "linking a device over the network is not built yet")
+    }
+    func deviceLinkStatus(_ caller: Requester) throws -> LinkStatus { LinkStatus(state: "none") }
+    func deviceApprove(_ request: ApproveRequest, _ caller: Requester) throws -> ApproveResult {
+        throw RPCError(.notAllowed, "linking a device over the network is not built yet")
+    }
+}
