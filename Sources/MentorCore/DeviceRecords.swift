@@ -8,8 +8,10 @@ public struct DeviceCertificate: RecordSchema, Equatable {
     public static let maxClockEntries = 0
     public static let publicMerge = PublicMerge.devices
 
-    public enum Tag: UInt8, CaseIterable { case device = 1, label = 2, created = 3, expires = 4 }
+    public enum Tag: UInt8, CaseIterable { case device = 1, label = 2, created = 3, expires = 4, encryptionKey = 5, keyring = 6 }
     public static let maxLabelBytes = 64
+    /// A box of a keyring for one device: 72 bytes of box around 1 + 36 × epochs.
+    public static let keyringBoxRange = (72 + 1 + 36)...(72 + 1 + 36 * EncryptionKey.maxEpochs)
 
     /// The certified device key.
     public var device: PublicKey
@@ -19,9 +21,16 @@ public struct DeviceCertificate: RecordSchema, Equatable {
     public var created: UInt64
     /// After this time (ms) the device's records are refused everywhere; nil: never.
     public var expires: UInt64?
+    /// The account's newest encryption key (PROTOCOL.md §7.5): what likes and messages to the
+    /// account are sealed to.
+    public var encryptionKey: EncryptionKey
+    /// Every encryption key of the account, in a box only the device opens (`DeviceBox`).
+    public var keyring: [UInt8]
 
-    public init(device: PublicKey, label: String, created: UInt64, expires: UInt64? = nil) {
+    public init(device: PublicKey, label: String, created: UInt64, expires: UInt64? = nil,
+                encryptionKey: EncryptionKey, keyring: [UInt8]) {
         self.device = device; self.label = label; self.created = created; self.expires = expires
+        self.encryptionKey = encryptionKey; self.keyring = keyring
     }
 
     public init(body: [UInt8]) throws(RecordError) {
@@ -34,6 +43,11 @@ public struct DeviceCertificate: RecordSchema, Equatable {
         expires = try f.u64(Tag.expires.rawValue, "expires", what: what)
         if let expires, expires <= created {
             throw RecordError(.invalidBody, "\(what) expires (\(expires)) no later than it was created (\(created))")
+        }
+        encryptionKey = try EncryptionKey(f.require(f[Tag.encryptionKey.rawValue], "encryption key", what: what), what: what)
+        keyring = try f.require(f[Tag.keyring.rawValue], "keyring", what: what)
+        guard Self.keyringBoxRange.contains(keyring.count), (keyring.count - 73) % 36 == 0 else {
+            throw RecordError(.invalidBody, "\(what) keyring box is \(keyring.count) bytes; it must be 73 + 36 × epochs (1 … \(EncryptionKey.maxEpochs)) + 36")
         }
     }
 
@@ -53,7 +67,36 @@ public struct DeviceCertificate: RecordSchema, Equatable {
         f.set(Tag.label.rawValue, text: label)
         f.set(Tag.created.rawValue, u64: created)
         if let expires { f.set(Tag.expires.rawValue, u64: expires) }
+        f.set(Tag.encryptionKey.rawValue, encryptionKey.encoded)
+        f.set(Tag.keyring.rawValue, keyring)
         return f.encoded
+    }
+}
+
+/// One of an account's encryption keys, as records publish it: its epoch (1, 2, … — a new one
+/// at each revocation that rotates) and its X25519 public key (PROTOCOL.md §7.5).
+public struct EncryptionKey: Hashable, Sendable {
+    public static let maxEpochs = 64
+    public var epoch: UInt32
+    public var publicKey: [UInt8]
+
+    public init(epoch: UInt32, publicKey: [UInt8]) { self.epoch = epoch; self.publicKey = publicKey }
+
+    /// `epoch u32 ‖ X25519 public 32`.
+    public init(_ bytes: [UInt8], what: String) throws(RecordError) {
+        guard bytes.count == 36 else { throw RecordError(.malformed, "\(what) encryption key must be 36 bytes, is \(bytes.count)") }
+        var r = ByteReader(bytes)
+        epoch = try r.u32("epoch")
+        publicKey = try r.raw(32, "encryption key")
+        guard epoch >= 1, epoch <= UInt32(Self.maxEpochs) else {
+            throw RecordError(.invalidBody, "\(what) encryption key epoch \(epoch) is outside 1 … \(Self.maxEpochs)")
+        }
+    }
+
+    public var encoded: [UInt8] {
+        var w = ByteWriter(capacity: 36)
+        w.u32(epoch); w.raw(publicKey)
+        return w.bytes
     }
 }
 
@@ -68,15 +111,22 @@ public struct DeviceRevocation: RecordSchema, Equatable {
     public static let maxClockEntries = 0
     public static let publicMerge = PublicMerge.devices
 
-    public enum Tag: UInt8, CaseIterable { case device = 1, lastSeq = 2 }
+    public enum Tag: UInt8, CaseIterable { case device = 1, lastSeq = 2, encryptionKey = 3, grants = 4 }
+    /// A grant: the device key and a `DeviceBox` of `epoch u32 ‖ secret 32`.
+    public static let grantLength = 32 + 72 + 36
 
     public var device: PublicKey
     /// The device's records up to this seq stay valid; later ones are refused.
     public var lastSeq: UInt64
+    /// The account's next encryption key, which the revoked device never receives, and its
+    /// secret boxed for each of the account's other current devices (account-signed only).
+    public var rotation: (key: EncryptionKey, grants: [(device: PublicKey, box: [UInt8])])?
 
-    public init(device: PublicKey, lastSeq: UInt64) {
-        self.device = device; self.lastSeq = lastSeq
+    public init(device: PublicKey, lastSeq: UInt64, rotation: (key: EncryptionKey, grants: [(device: PublicKey, box: [UInt8])])? = nil) {
+        self.device = device; self.lastSeq = lastSeq; self.rotation = rotation
     }
+
+    public static func == (a: DeviceRevocation, b: DeviceRevocation) -> Bool { a.body == b.body }
 
     public init(body: [UInt8]) throws(RecordError) {
         let what = "revocation"
@@ -86,6 +136,28 @@ public struct DeviceRevocation: RecordSchema, Equatable {
         guard lastSeq <= Limits.maxSeq else {
             throw RecordError(.invalidBody, "\(what) last seq \(lastSeq) is above the maximum \(Limits.maxSeq)")
         }
+        switch (f[Tag.encryptionKey.rawValue], f[Tag.grants.rawValue]) {
+        case (nil, nil):
+            rotation = nil
+        case (let key?, let grants?):
+            guard !grants.isEmpty, grants.count % Self.grantLength == 1,
+                  Int(grants[0]) * Self.grantLength + 1 == grants.count, grants[0] <= UInt8(Limits.maxDevicesPerAccount) else {
+                throw RecordError(.invalidBody, "\(what) grants must be a count (≤ \(Limits.maxDevicesPerAccount)) and that many \(Self.grantLength)-byte grants")
+            }
+            var list: [(device: PublicKey, box: [UInt8])] = []
+            var offset = 1
+            while offset < grants.count {
+                guard let device = PublicKey(bytes: Array(grants[offset..<offset + 32])) else { throw RecordError(.malformed, "\(what) grant device") }
+                guard list.last.map({ $0.device < device }) ?? true else {
+                    throw RecordError(.malformed, "\(what) grants must be sorted by device key, each device once")
+                }
+                list.append((device, Array(grants[offset + 32..<offset + Self.grantLength])))
+                offset += Self.grantLength
+            }
+            rotation = (try EncryptionKey(key, what: what), list)
+        default:
+            throw RecordError(.malformed, "\(what) has an encryption key without grants, or grants without a key")
+        }
     }
 
     public static func validate(record: Record) throws(RecordError) {
@@ -94,6 +166,9 @@ public struct DeviceRevocation: RecordSchema, Equatable {
             throw RecordError(.invalidBody, "an account key cannot be revoked; certify new devices and keep the account key safe instead")
         }
         if record.isDeviceSigned {
+            guard revocation.rotation == nil else {
+                throw RecordError(.invalidBody, "a device revoking itself cannot rotate the account's encryption key; the account key does that")
+            }
             guard revocation.device == record.author else {
                 throw RecordError(.invalidBody, "a device may revoke only itself; the account key revokes other devices")
             }
@@ -107,6 +182,10 @@ public struct DeviceRevocation: RecordSchema, Equatable {
         var f = FieldList()
         f.set(Tag.device.rawValue, device.bytes)
         f.set(Tag.lastSeq.rawValue, u64: lastSeq)
+        if let rotation {
+            f.set(Tag.encryptionKey.rawValue, rotation.key.encoded)
+            f.set(Tag.grants.rawValue, [UInt8(rotation.grants.count)] + rotation.grants.sorted { $0.device < $1.device }.flatMap { $0.device.bytes + $0.box })
+        }
         return f.encoded
     }
 }

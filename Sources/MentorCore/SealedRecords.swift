@@ -5,11 +5,15 @@
 /// clear would tell everyone who likes or talks to whom. The causal dependency on the other
 /// side travels inside the box (`peerSeq`).
 public struct SealedBody: Equatable, Sendable {
-    public enum Tag: UInt8, CaseIterable { case pairTag = 1, box = 2, selfBox = 3 }
+    public enum Tag: UInt8, CaseIterable { case pairTag = 1, box = 2, selfBox = 3, senderKey = 4 }
     public static let tagLength = 32
     /// nonce 24 ‖ ciphertext ‖ tag 16
     public static let boxOverhead = 24 + 16
+    /// Sealed with the account's Ed25519 key (no sender key): the self box holds the counterpart.
     public static let selfBoxLength = boxOverhead + PublicKey.length
+    /// Sealed with an account encryption key (PROTOCOL.md §7.5): the self box holds the
+    /// counterpart and the counterpart's encryption key it was sealed to.
+    public static let selfBoxLengthV2 = boxOverhead + PublicKey.length + 32
 
     /// BLAKE2b keyed by the pair key over "tag" ‖ type ‖ author: lets an account recognize a
     /// record meant for it with one hash (plus one X25519 per distinct author, cached) instead
@@ -17,15 +21,20 @@ public struct SealedBody: Equatable, Sendable {
     public var pairTag: [UInt8]
     public var box: [UInt8]
     public var selfBox: [UInt8]
+    /// The author account's encryption key (X25519 public) it was sealed with; nil: sealed
+    /// with the account's Ed25519 key itself (PROTOCOL.md §7.3).
+    public var senderKey: [UInt8]?
 
-    public init(pairTag: [UInt8], box: [UInt8], selfBox: [UInt8]) {
-        self.pairTag = pairTag; self.box = box; self.selfBox = selfBox
+    public init(pairTag: [UInt8], box: [UInt8], selfBox: [UInt8], senderKey: [UInt8]? = nil) {
+        self.pairTag = pairTag; self.box = box; self.selfBox = selfBox; self.senderKey = senderKey
     }
 
     public init(body: [UInt8], what: String, maxPlaintext: Int) throws(RecordError) {
         let f = try FieldList.decode(body, known: Set(Tag.allCases.map(\.rawValue)), what: what)
         pairTag = try f.require(f.bytes(Tag.pairTag.rawValue, "pair tag", length: Self.tagLength, what: what), "pair tag", what: what)
-        selfBox = try f.require(f.bytes(Tag.selfBox.rawValue, "self box", length: Self.selfBoxLength, what: what), "self box", what: what)
+        senderKey = try f.bytes(Tag.senderKey.rawValue, "sender key", length: 32, what: what)
+        let selfLength = senderKey == nil ? Self.selfBoxLength : Self.selfBoxLengthV2
+        selfBox = try f.require(f.bytes(Tag.selfBox.rawValue, "self box", length: selfLength, what: what), "self box", what: what)
         box = try f.require(f[Tag.box.rawValue], "box", what: what)
         guard box.count > Self.boxOverhead, box.count <= Self.boxOverhead + maxPlaintext else {
             throw RecordError(.invalidBody, "\(what) box is \(box.count) bytes; must be \(Self.boxOverhead + 1)...\(Self.boxOverhead + maxPlaintext)")
@@ -37,6 +46,7 @@ public struct SealedBody: Equatable, Sendable {
         f.set(Tag.pairTag.rawValue, pairTag)
         f.set(Tag.box.rawValue, box)
         f.set(Tag.selfBox.rawValue, selfBox)
+        if let senderKey { f.set(Tag.senderKey.rawValue, senderKey) }
         return f.encoded
     }
 }
@@ -54,11 +64,11 @@ extension SealedRecordSchema {
     public init(body: [UInt8]) throws(RecordError) {
         self.init(sealed: try SealedBody(body: body, what: Self.name, maxPlaintext: Payload.maxBytes))
     }
-    /// The pair key is computed from the account keys, so only the account key seals: a
-    /// device-signed sealed record is refused until sealing to an account's devices exists.
+    /// A device holds the account's encryption keys, not its Ed25519 key: what a device signs
+    /// is sealed with an encryption key and names it (PROTOCOL.md §7.5).
     public static func validate(record: Record) throws(RecordError) {
-        guard !record.isDeviceSigned else {
-            throw RecordError(.invalidBody, "a \(name) must be signed by the account key in this version of the protocol, not by a device key")
+        guard !record.isDeviceSigned || (try? SealedBody(body: record.body, what: name, maxPlaintext: Limits.maxBodyBytes))?.senderKey != nil else {
+            throw RecordError(.invalidBody, "a \(name) signed by a device key must be sealed with the account's encryption key (field 4, the sender key)")
         }
     }
     public var body: [UInt8] { sealed.encoded }

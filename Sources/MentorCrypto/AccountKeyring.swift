@@ -8,11 +8,69 @@ import MentorCore
 /// by accounts that never certified a device.
 public struct AccountKeyring: Sendable, Equatable {
     /// At most this many epochs (one per revocation, and the first).
-    public static let maxEpochs = 64
+    public static let maxEpochs = EncryptionKey.maxEpochs
     /// X25519 secret keys by epoch (1, 2, …).
     public private(set) var secrets: [UInt32: [UInt8]] = [:]
 
     public init() {}
+
+    /// The account's encryption keys of epochs `epochs`, derived from its key (PROTOCOL.md
+    /// §7.5): `BLAKE2b-256 keyed with the account's 32-byte seed over "mentormate epoch v1" ‖
+    /// u32(epoch)`, used as an X25519 secret. The account key can make any epoch's key again
+    /// (an export file holds the seed alone); a device receives them in boxes.
+    public static func derived(from account: SigningKeyPair, epochs: ClosedRange<UInt32>) -> AccountKeyring {
+        var k = AccountKeyring()
+        var seed = account.seed
+        defer { zeroize(&seed) }
+        for e in epochs where e >= 1 {
+            var w = ByteWriter(capacity: 4); w.u32(e)
+            k.secrets[e] = BLAKE2b.hash(Array("mentormate epoch v1".utf8) + w.bytes, key: seed, outputLength: 32)
+        }
+        return k
+    }
+
+    /// This keyring in a box for `device` of `account` (a certificate's field 6).
+    public func box(for device: PublicKey, of account: PublicKey) throws(CryptoError) -> [UInt8] {
+        try box(for: device, of: account, ephemeralSecret: nil, nonce: nil)
+    }
+
+    /// With a fixed ephemeral secret and nonce: the protocol's test vectors only.
+    func box(for device: PublicKey, of account: PublicKey, ephemeralSecret: [UInt8]?, nonce: [UInt8]?) throws(CryptoError) -> [UInt8] {
+        try DeviceBox.seal(encoded, to: device, associatedData: Self.keyringContext + account.bytes + device.bytes,
+                           ephemeralSecret: ephemeralSecret, nonce: nonce)
+    }
+
+    /// Opens a certificate's keyring box with the device key it was made for.
+    public static func open(_ box: [UInt8], device: SigningKeyPair, of account: PublicKey) -> AccountKeyring? {
+        guard let plain = DeviceBox.open(box, device: device, associatedData: keyringContext + account.bytes + device.publicKey.bytes) else { return nil }
+        return try? AccountKeyring(encoded: plain)
+    }
+
+    /// One epoch's secret in a box for `device` (a revocation's grant).
+    public func grant(epoch: UInt32, for device: PublicKey, of account: PublicKey) throws(CryptoError) -> [UInt8] {
+        try grant(epoch: epoch, for: device, of: account, ephemeralSecret: nil, nonce: nil)
+    }
+
+    func grant(epoch: UInt32, for device: PublicKey, of account: PublicKey, ephemeralSecret: [UInt8]?, nonce: [UInt8]?) throws(CryptoError) -> [UInt8] {
+        guard let secret = secrets[epoch] else { throw CryptoError(.invalidKeyLength, "no encryption key of epoch \(epoch) to grant") }
+        var w = ByteWriter(capacity: 36); w.u32(epoch); w.raw(secret)
+        var e = ByteWriter(capacity: 4); e.u32(epoch)
+        return try DeviceBox.seal(w.bytes, to: device, associatedData: Self.grantContext + account.bytes + device.bytes + e.bytes,
+                                  ephemeralSecret: ephemeralSecret, nonce: nonce)
+    }
+
+    /// Opens a grant meant for `device`, for the epoch the revocation names.
+    public static func openGrant(_ box: [UInt8], epoch: UInt32, device: SigningKeyPair, of account: PublicKey) -> AccountKeyring? {
+        var e = ByteWriter(capacity: 4); e.u32(epoch)
+        guard let plain = DeviceBox.open(box, device: device, associatedData: grantContext + account.bytes + device.publicKey.bytes + e.bytes),
+              plain.count == 36 else { return nil }
+        var k = AccountKeyring()
+        guard Array(plain.prefix(4)) == e.bytes, (try? k.add(epoch: epoch, secret: Array(plain.suffix(32)))) != nil else { return nil }
+        return k
+    }
+
+    static let keyringContext = Array("mentormate keyring v1".utf8)
+    static let grantContext = Array("mentormate grant v1".utf8)
 
     /// A keyring holding one fresh key at `epoch`.
     public static func fresh(epoch: UInt32 = 1) -> AccountKeyring {
@@ -94,13 +152,20 @@ public enum DeviceBox {
     static let context = Array("mentormate device box v1".utf8)
 
     public static func seal(_ plaintext: [UInt8], to device: PublicKey, associatedData: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try seal(plaintext, to: device, associatedData: associatedData, ephemeralSecret: nil, nonce: nil)
+    }
+
+    /// With a fixed ephemeral secret and nonce: the protocol's test vectors only.
+    static func seal(_ plaintext: [UInt8], to device: PublicKey, associatedData: [UInt8],
+                     ephemeralSecret fixed: [UInt8]?, nonce: [UInt8]?) throws(CryptoError) -> [UInt8] {
         let d = try X25519.publicKey(fromEd25519: SigningPublicKey(bytes: device.bytes))
-        var (ephemeralPublic, ephemeralSecret) = X25519.generateKeyPair()
+        var ephemeralSecret = fixed ?? X25519.generateKeyPair().secretKey
         defer { zeroize(&ephemeralSecret) }
+        let ephemeralPublic = try X25519.publicKey(fromSecret: ephemeralSecret)
         var shared = try X25519.sharedSecret(secretKey: ephemeralSecret, publicKey: d)
         defer { zeroize(&shared) }
         let key = BLAKE2b.hash(context + ephemeralPublic + device.bytes, key: shared, outputLength: 32)
-        return ephemeralPublic + (try XChaCha20Poly1305.seal(plaintext, key: key, associatedData: associatedData))
+        return ephemeralPublic + (try XChaCha20Poly1305.seal(plaintext, key: key, associatedData: associatedData, nonce: nonce))
     }
 
     public static func open(_ box: [UInt8], device: SigningKeyPair, associatedData: [UInt8]) -> [UInt8]? {

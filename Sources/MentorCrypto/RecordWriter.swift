@@ -15,6 +15,10 @@ public struct RecordWriter: Sendable {
     public private(set) var lastSeq: UInt64
     /// The network's requirement, when this writer is to meet it itself.
     public var accountWork: AccountWork.Requirement?
+    /// The account's newest encryption key: with it, likes, messages and unmatches are sealed
+    /// with version 2 (PROTOCOL.md §7.5), as every device must; without it, with the account's
+    /// Ed25519 key (version 1: only the account key can).
+    public var sealingKey: SealingKey?
 
     public init(keys: SigningKeyPair, account: PublicKey? = nil, lastSeq: UInt64 = 0, accountWork: AccountWork.Requirement? = nil) {
         self.keys = keys
@@ -39,15 +43,22 @@ public struct RecordWriter: Sendable {
     }
 
     /// A like (or a withdrawal) of `target`; `peerSeq` is the highest seq of the target's records
-    /// this account had applied.
-    public mutating func like(_ target: PublicKey, liked: Bool = true, peerSeq: UInt64 = 0, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(Like.self, LikePayload(target: target, liked: liked, peerSeq: peerSeq), at: timestamp)
+    /// this account had applied. `to`: the target's newest encryption key, for version-2 sealing
+    /// (nil: the X25519 form of its account key).
+    public mutating func like(_ target: PublicKey, liked: Bool = true, peerSeq: UInt64 = 0, to key: [UInt8]? = nil,
+                              at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(Like.self, LikePayload(target: target, liked: liked, peerSeq: peerSeq), to: key, at: timestamp)
     }
 
     /// A message to `recipient`, answering the recipient's like `answers` (its record ID), with
     /// `peerSeq` the highest seq of the recipient's records this account had applied.
-    public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text), at: timestamp)
+    public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String, key: [UInt8]? = nil,
+                              at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text), to: key, at: timestamp)
+    }
+
+    public mutating func unmatch(_ target: PublicKey, peerSeq: UInt64, to key: [UInt8]? = nil, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(Unmatch.self, UnmatchPayload(target: target, peerSeq: peerSeq), to: key, at: timestamp)
     }
 
     /// Certifies `device` as one of this account's devices (the account key only).
@@ -55,24 +66,63 @@ public struct RecordWriter: Sendable {
         try next(.device, body: certificate.body, at: timestamp)
     }
 
+    /// Certifies `device` with the account's encryption keys of epochs 1 … `epoch` (derived
+    /// from the account key, PROTOCOL.md §7.5) in a box for it.
+    public mutating func certify(_ device: PublicKey, label: String, expires: UInt64? = nil, epoch: UInt32, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        let keyring = AccountKeyring.derived(from: keys, epochs: 1...max(epoch, 1))
+        let cert: DeviceCertificate
+        do {
+            guard let current = keyring.current else { throw CryptoError(.invalidParameters, "no encryption key") }
+            cert = DeviceCertificate(device: device, label: label, created: timestamp, expires: expires,
+                                     encryptionKey: EncryptionKey(epoch: current.epoch, publicKey: current.publicKey),
+                                     keyring: try keyring.box(for: device, of: account))
+        } catch {
+            throw RecordError(.invalidBody, "cannot certify device \(device.shortID)…: its key is not a usable Ed25519 key (\(error))")
+        }
+        return try certify(cert, at: timestamp)
+    }
+
     /// Revokes `device` (the account key), or — with `device` this writer's own key — itself,
-    /// naming this record's seq as its last.
-    public mutating func revoke(_ device: PublicKey, lastSeq: UInt64, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+    /// naming this record's seq as its last. The account key rotates the encryption key: with
+    /// `rotateTo` (the next epoch) and the devices that stay, each gets the new key in a grant.
+    public mutating func revoke(_ device: PublicKey, lastSeq: UInt64, rotateTo epoch: UInt32? = nil, keeping devices: [PublicKey] = [],
+                                at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         let last = device == author ? self.lastSeq + 1 : lastSeq
-        return try next(.revoke, body: DeviceRevocation(device: device, lastSeq: last).body, at: timestamp)
+        var revocation = DeviceRevocation(device: device, lastSeq: last)
+        if let epoch, !isDevice {
+            let keyring = AccountKeyring.derived(from: keys, epochs: epoch...epoch)
+            do {
+                guard let current = keyring.current else { throw CryptoError(.invalidParameters, "no encryption key") }
+                var grants: [(device: PublicKey, box: [UInt8])] = []
+                for d in devices where d != device && grants.count < Limits.maxDevicesPerAccount {
+                    grants.append((d, try keyring.grant(epoch: epoch, for: d, of: account)))
+                }
+                revocation.rotation = (EncryptionKey(epoch: epoch, publicKey: current.publicKey), grants)
+            } catch {
+                throw RecordError(.invalidBody, "cannot rotate the encryption key: \(error)")
+            }
+        }
+        return try next(.revoke, body: revocation.body, at: timestamp)
     }
 
-    public mutating func unmatch(_ target: PublicKey, peerSeq: UInt64, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(Unmatch.self, UnmatchPayload(target: target, peerSeq: peerSeq), at: timestamp)
-    }
-
-    public mutating func sealed<S: SealedRecordSchema>(_ schema: S.Type, _ payload: S.Payload, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        guard payload.counterpart != author else {
+    public mutating func sealed<S: SealedRecordSchema>(_ schema: S.Type, _ payload: S.Payload, to key: [UInt8]? = nil,
+                                                       at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        guard payload.counterpart != account else {
             throw RecordError(.invalidBody, "an account cannot send a \(S.name) to itself")
         }
         let body: S
-        do { body = try S.seal(payload, from: keys) } catch {
-            throw RecordError(.invalidBody, "cannot seal a \(S.name) to \(payload.counterpart.shortID)…: its key is not a usable Ed25519 key (\(error.message))")
+        do {
+            if let sealingKey {
+                let theirKey = try key ?? X25519.publicKey(fromEd25519: SigningPublicKey(bytes: payload.counterpart.bytes))
+                body = try S.seal(payload, with: sealingKey, to: theirKey)
+            } else {
+                guard !isDevice else {
+                    throw CryptoError(.invalidParameters, "a device seals with the account's encryption key, and this writer has none")
+                }
+                body = try S.seal(payload, from: keys)
+            }
+        } catch {
+            throw RecordError(.invalidBody, "cannot seal a \(S.name) to \(payload.counterpart.shortID)…: \((error as? CryptoError)?.message ?? "\(error)")")
         }
         return try next(S.type, body: body.body, at: timestamp)
     }

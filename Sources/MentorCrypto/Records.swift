@@ -60,41 +60,58 @@ public struct VerifiedRecord: Sendable, Hashable {
     }
 }
 
-/// The secrets two accounts share, derived from their Ed25519 keys (converted to X25519):
-/// a pair key only they can compute, from which come the tag that marks their sealed records
-/// and the key that encrypts them.
+/// The secrets two accounts share: a pair key only they can compute, from which come the tag
+/// that marks their sealed records and the key that encrypts them. Version 1 agrees on it with
+/// the two accounts' Ed25519 keys (converted to X25519, PROTOCOL.md §7.3); version 2 with an
+/// encryption key of each (§7.5), which every current device of the account holds.
 public struct PairSecrets: Sendable {
     public let me: PublicKey
     public let other: PublicKey
     private let pairKey: [UInt8]
 
     static let context = Array("mentormate pair v1".utf8)
+    static let contextV2 = Array("mentormate pair v2".utf8)
 
     public init(me: SigningKeyPair, other: PublicKey) throws(CryptoError) {
         let otherSigning = try SigningPublicKey(bytes: other.bytes)
-        let shared = try X25519.sharedSecret(secretKey: X25519.secretKey(fromEd25519: me),
-                                             publicKey: X25519.publicKey(fromEd25519: otherSigning))
-        let (lo, hi) = me.publicKey.key < other ? (me.publicKey.key, other) : (other, me.publicKey.key)
-        self.me = me.publicKey.key
-        self.other = other
-        self.pairKey = BLAKE2b.hash(Self.context + lo.bytes + hi.bytes, key: shared, outputLength: 32)
+        var secret = X25519.secretKey(fromEd25519: me)
+        defer { zeroize(&secret) }
+        var shared = try X25519.sharedSecret(secretKey: secret, publicKey: X25519.publicKey(fromEd25519: otherSigning))
+        defer { zeroize(&shared) }
+        self.init(me: me.publicKey.key, other: other, shared: shared, context: Self.context)
     }
 
-    /// The tag of a sealed record of `type` written by `author` (one of the pair).
+    /// Version 2: `mySecret` is one of my account's encryption keys (or the X25519 form of its
+    /// Ed25519 key), `theirKey` the other account's public encryption key the record names.
+    public init(me: PublicKey, mySecret: [UInt8], other: PublicKey, theirKey: [UInt8]) throws(CryptoError) {
+        var shared = try X25519.sharedSecret(secretKey: mySecret, publicKey: theirKey)
+        defer { zeroize(&shared) }
+        self.init(me: me, other: other, shared: shared, context: Self.contextV2)
+    }
+
+    private init(me: PublicKey, other: PublicKey, shared: [UInt8], context: [UInt8]) {
+        let (lo, hi) = me < other ? (me, other) : (other, me)
+        self.me = me
+        self.other = other
+        self.pairKey = BLAKE2b.hash(context + lo.bytes + hi.bytes, key: shared, outputLength: 32)
+    }
+
+    /// The tag of a sealed record of `type` written by `author` (one of the pair's accounts).
     public func tag(type: RecordType, author: PublicKey) -> [UInt8] {
         BLAKE2b.hash(Array("tag".utf8) + [type.rawValue] + author.bytes, key: pairKey, outputLength: SealedBody.tagLength)
     }
 
     var encryptionKey: [UInt8] { BLAKE2b.hash(Array("enc".utf8), key: pairKey, outputLength: 32) }
 
-    /// Encrypts a payload for the pair, bound to the record type, author and tag.
-    public func seal(_ plaintext: [UInt8], type: RecordType, author: PublicKey) throws(CryptoError) -> [UInt8] {
+    /// Encrypts a payload for the pair, bound to the record type, author account and tag (and,
+    /// in version 2, the sender's encryption key).
+    public func seal(_ plaintext: [UInt8], type: RecordType, author: PublicKey, senderKey: [UInt8]? = nil) throws(CryptoError) -> [UInt8] {
         let tag = tag(type: type, author: author)
-        return try XChaCha20Poly1305.seal(plaintext, key: encryptionKey, associatedData: [type.rawValue] + author.bytes + tag)
+        return try XChaCha20Poly1305.seal(plaintext, key: encryptionKey, associatedData: [type.rawValue] + author.bytes + tag + (senderKey ?? []))
     }
 
     public func open(_ body: SealedBody, type: RecordType, author: PublicKey) throws(CryptoError) -> [UInt8] {
-        try XChaCha20Poly1305.open(body.box, key: encryptionKey, associatedData: [type.rawValue] + author.bytes + body.pairTag)
+        try XChaCha20Poly1305.open(body.box, key: encryptionKey, associatedData: [type.rawValue] + author.bytes + body.pairTag + (body.senderKey ?? []))
     }
 }
 
@@ -115,6 +132,36 @@ public enum SelfBox {
         guard let plain = try? XChaCha20Poly1305.open(box, key: key(author), associatedData: [type.rawValue]) else { return nil }
         return PublicKey(bytes: plain)
     }
+
+    /// Version 2: keyed by the author account's encryption key, so that every device holding
+    /// it learns the counterpart and the counterpart's encryption key the record was sealed to.
+    static func keyV2(_ secret: [UInt8]) -> [UInt8] {
+        BLAKE2b.hash(Array("mentormate self v2".utf8), key: secret, outputLength: 32)
+    }
+
+    static func sealV2(counterpart: PublicKey, theirKey: [UInt8], secret: [UInt8], senderKey: [UInt8], type: RecordType) throws(CryptoError) -> [UInt8] {
+        try XChaCha20Poly1305.seal(counterpart.bytes + theirKey, key: keyV2(secret), associatedData: [type.rawValue] + senderKey)
+    }
+
+    static func openV2(_ box: [UInt8], secret: [UInt8], senderKey: [UInt8], type: RecordType) -> (PublicKey, [UInt8])? {
+        guard let plain = try? XChaCha20Poly1305.open(box, key: keyV2(secret), associatedData: [type.rawValue] + senderKey),
+              plain.count == 64, let counterpart = PublicKey(bytes: Array(plain.prefix(32))) else { return nil }
+        return (counterpart, Array(plain.suffix(32)))
+    }
+}
+
+/// What a writer seals version-2 records with: its account, and the secret and public key of
+/// the account's newest encryption key.
+public struct SealingKey: Sendable {
+    public let account: PublicKey
+    public let epoch: UInt32
+    public let secret: [UInt8]
+    public let publicKey: [UInt8]
+
+    public init(account: PublicKey, epoch: UInt32, secret: [UInt8]) throws(CryptoError) {
+        self.account = account; self.epoch = epoch; self.secret = secret
+        self.publicKey = try X25519.publicKey(fromSecret: secret)
+    }
 }
 
 extension SealedRecordSchema {
@@ -127,21 +174,71 @@ extension SealedRecordSchema {
                               selfBox: try SelfBox.seal(counterpart: payload.counterpart, author: author, type: type))
         return Self(sealed: body)
     }
+
+    /// Version 2 (PROTOCOL.md §7.5): sealed with the author account's encryption key `key` to
+    /// the counterpart's encryption key `theirKey` (its newest; for an account that has none,
+    /// the X25519 form of its Ed25519 key).
+    public static func seal(_ payload: Payload, with key: SealingKey, to theirKey: [UInt8]) throws(CryptoError) -> Self {
+        let secrets = try PairSecrets(me: key.account, mySecret: key.secret, other: payload.counterpart, theirKey: theirKey)
+        let body = SealedBody(pairTag: secrets.tag(type: type, author: key.account),
+                              box: try secrets.seal(payload.plaintext, type: type, author: key.account, senderKey: key.publicKey),
+                              selfBox: try SelfBox.sealV2(counterpart: payload.counterpart, theirKey: theirKey, secret: key.secret,
+                                                          senderKey: key.publicKey, type: type),
+                              senderKey: key.publicKey)
+        return Self(sealed: body)
+    }
 }
 
-/// Opens sealed records for one local account.
+/// Opens sealed records for one local account: with its Ed25519 key where this node holds it
+/// (version 1, and version 2 sealed to an account that had no encryption key yet), and with
+/// the encryption keys of its keyring (version 2).
 public struct SealedOpener: Sendable {
-    public let account: SigningKeyPair
+    public let account: PublicKey
+    /// The account key, where this node holds it.
+    public let accountKeys: SigningKeyPair?
+    /// This node's device key of the account: it opens the keyrings and grants meant for it.
+    public let device: SigningKeyPair?
+    public private(set) var keyring: AccountKeyring
     private var cache: [PublicKey: PairSecrets] = [:]
+    private var cacheV2: [[UInt8]: PairSecrets] = [:]
 
-    public init(account: SigningKeyPair) { self.account = account }
+    public init(account: SigningKeyPair) {
+        self.init(account: account.publicKey.key, accountKeys: account, device: nil, keyring: AccountKeyring())
+    }
 
-    /// Secrets with `other`, cached (one X25519 per counterpart).
+    public init(account: PublicKey, accountKeys: SigningKeyPair?, device: SigningKeyPair?, keyring: AccountKeyring) {
+        self.account = account; self.accountKeys = accountKeys; self.device = device; self.keyring = keyring
+    }
+
+    /// Adds encryption keys (a certificate or a rotation reached this device).
+    public mutating func learn(_ more: AccountKeyring) { keyring.merge(more) }
+
+    /// The key new records are sealed with: the keyring's newest epoch.
+    public var sealingKey: SealingKey? {
+        keyring.current.flatMap { try? SealingKey(account: account, epoch: $0.epoch, secret: $0.secret) }
+    }
+
+    /// Version-1 secrets with `other`, cached (one X25519 per counterpart).
     public mutating func secrets(with other: PublicKey) -> PairSecrets? {
         if let s = cache[other] { return s }
-        guard let s = try? PairSecrets(me: account, other: other) else { return nil }
+        guard let accountKeys, let s = try? PairSecrets(me: accountKeys, other: other) else { return nil }
         cache[other] = s
         return s
+    }
+
+    /// Version-2 secrets from my `secret` and the other's `theirKey`, cached.
+    private mutating func secrets(mySecret: [UInt8], other: PublicKey, theirKey: [UInt8]) -> PairSecrets? {
+        let key = mySecret + other.bytes + theirKey
+        if let s = cacheV2[key] { return s }
+        guard let s = try? PairSecrets(me: account, mySecret: mySecret, other: other, theirKey: theirKey) else { return nil }
+        cacheV2[key] = s
+        return s
+    }
+
+    /// My secrets a version-2 record may be sealed to: every epoch of the keyring, and the
+    /// X25519 form of the account key where held (a sender who saw no encryption key of mine).
+    private var candidateSecrets: [[UInt8]] {
+        keyring.secrets.sorted { $0.key > $1.key }.map(\.value) + (accountKeys.map { [X25519.secretKey(fromEd25519: $0)] } ?? [])
     }
 
     /// If the record concerns this account (it wrote it, or it is the counterpart), returns
@@ -150,30 +247,58 @@ public struct SealedOpener: Sendable {
         let r = v.record
         guard let schema = RecordSchemas.schema(for: r.type), schema.publicMerge == .sealed,
               let sealed = try? SealedBody(body: r.body, what: schema.name, maxPlaintext: Limits.maxBodyBytes) else { return nil }
-        let me = account.publicKey.key
+        let me = account
+        let author = r.account
         let other: PublicKey
-        if r.author == me {
-            guard let o = SelfBox.open(sealed.selfBox, author: account, type: r.type) else { return nil }
-            other = o
+        let secrets: PairSecrets
+        if let senderKey = sealed.senderKey {
+            if author == me {
+                guard let mine = keyring.secret(forPublicKey: senderKey),
+                      let (o, theirKey) = SelfBox.openV2(sealed.selfBox, secret: mine.secret, senderKey: senderKey, type: r.type),
+                      let s = self.secrets(mySecret: mine.secret, other: o, theirKey: theirKey) else { return nil }
+                other = o
+                secrets = s
+            } else {
+                other = author
+                var found: PairSecrets?
+                for candidate in candidateSecrets {
+                    if let s = secretsIfTagged(candidate, other: author, senderKey: senderKey, sealed, r.type) { found = s; break }
+                }
+                guard let found else { return nil }
+                secrets = found
+            }
         } else {
-            other = r.author
+            guard let accountKeys else { return nil }
+            if author == me {
+                guard let o = SelfBox.open(sealed.selfBox, author: accountKeys, type: r.type) else { return nil }
+                other = o
+            } else {
+                other = author
+            }
+            guard let s = self.secrets(with: other) else { return nil }
+            secrets = s
         }
-        guard other != me, let s = secrets(with: other), s.tag(type: r.type, author: r.author) == sealed.pairTag,
-              let plain = try? s.open(sealed, type: r.type, author: r.author) else { return nil }
+        guard other != me, secrets.tag(type: r.type, author: author) == sealed.pairTag,
+              let plain = try? secrets.open(sealed, type: r.type, author: author) else { return nil }
         let kind: PairEntry.Kind
         switch r.type {
         case .like:
-            guard let p = try? LikePayload(plaintext: plain), p.counterpart == (r.author == me ? other : me) else { return nil }
+            guard let p = try? LikePayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
             kind = .like(p.liked, peerSeq: p.peerSeq)
         case .chat:
-            guard let p = try? ChatPayload(plaintext: plain), p.counterpart == (r.author == me ? other : me) else { return nil }
+            guard let p = try? ChatPayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
             kind = .chat(peerSeq: p.peerSeq, answers: p.answers, text: p.text)
         case .unmatch:
-            guard let p = try? UnmatchPayload(plaintext: plain), p.counterpart == (r.author == me ? other : me) else { return nil }
+            guard let p = try? UnmatchPayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
             kind = .unmatch(peerSeq: p.peerSeq)
         default:
             return nil
         }
-        return (other, PairEntry(author: r.author, seq: r.seq, timestamp: r.timestamp, recordID: v.id, kind: kind))
+        return (other, PairEntry(author: author, seq: r.seq, timestamp: r.timestamp, recordID: v.id, kind: kind))
+    }
+
+    private mutating func secretsIfTagged(_ mySecret: [UInt8], other: PublicKey, senderKey: [UInt8], _ sealed: SealedBody, _ type: RecordType) -> PairSecrets? {
+        guard let s = secrets(mySecret: mySecret, other: other, theirKey: senderKey), s.tag(type: type, author: other) == sealed.pairTag else { return nil }
+        return s
     }
 }

@@ -541,11 +541,12 @@ public final class Node: @unchecked Sendable {
     /// `accountKeys`, where this node holds them, seal and open the account's likes and
     /// messages and certify devices.
     func unlock(uid: UInt32, keys: SigningKeyPair, account: PublicKey, accountKeys: SigningKeyPair?) throws {
-        let opener = accountKeys ?? (keys.publicKey.key == account ? keys : nil)
-        if let opener { try replica.unlock(opener) }
+        let held = accountKeys ?? (keys.publicKey.key == account ? keys : nil)
+        let device = keys.publicKey.key == account ? nil : keys
+        try replica.unlock(account: account, accountKeys: held, device: device)
         let last = try replica.contiguousSeq(of: keys.publicKey.key)
         writers[uid] = RecordWriter(keys: keys, account: account, lastSeq: last)
-        self.accountKeys[uid] = opener
+        self.accountKeys[uid] = held
     }
 
     func rebuildCardIndex() throws {
@@ -616,19 +617,33 @@ public final class Node: @unchecked Sendable {
     func write(_ uid: UInt32, as signer: Signer = .everyday, _ make: (inout RecordWriter, UInt64) throws(RecordError) -> VerifiedRecord) throws -> VerifiedRecord {
         guard let everyday = writers[uid] else { throw try lockedError(uid) }
         var writer = everyday
-        if signer != .everyday {
+        switch signer {
+        case .account:
             guard let keys = accountKeys[uid] else {
-                throw RPCError(.notAllowed, signer == .sealing
-                    ? "likes, passes' undo, unmatches and messages are sealed with the account key, which is not on this node (a linked device): use the machine that holds it — sealing from every device is the next part of issue 15"
-                    : "this needs your account key, which is not on this node: do it on the machine you signed up on or imported the account to")
+                throw RPCError(.notAllowed, "this needs your account key, which is not on this node: do it on the machine you signed up on or imported the account to")
             }
             writer = RecordWriter(keys: keys, lastSeq: 0)
-        } else if writer.isDevice {
-            try checkStanding(of: writer)
+        case .sealing:
+            // With the account's encryption key, by this machine's device (PROTOCOL.md §7.5);
+            // an account that has none yet seals with its account key.
+            if let key = replica.sealingKey(for: everyday.account) {
+                if writer.isDevice { try checkStanding(of: writer) }
+                writer.sealingKey = key
+            } else if let keys = accountKeys[uid] {
+                writer = RecordWriter(keys: keys, lastSeq: 0)
+            } else {
+                throw RPCError(.notAllowed, "this device has not received your account's encryption keys yet (its certificate has not arrived); wait for it to sync, then try again")
+            }
+        case .everyday:
+            if writer.isDevice { try checkStanding(of: writer) }
         }
         // Another node using the same key may have moved the sequence on.
         let held = try replica.contiguousSeq(of: writer.author)
-        if held > writer.lastSeq { writer = RecordWriter(keys: writer.keys, account: writer.account, lastSeq: held) }
+        if held > writer.lastSeq {
+            let key = writer.sealingKey
+            writer = RecordWriter(keys: writer.keys, account: writer.account, lastSeq: held)
+            writer.sealingKey = key
+        }
         let record: VerifiedRecord
         do { record = try make(&writer, config.now()) } catch {
             throw RPCError(.invalidValue, error.message)
@@ -643,7 +658,10 @@ public final class Node: @unchecked Sendable {
         guard outcome == .applied else {
             throw RPCError(.internalError, "the new record was not applied (\(outcome)); nothing was changed")
         }
-        if writer.author == everyday.author { writers[uid] = writer }
+        if writer.author == everyday.author {
+            writer.sealingKey = nil
+            writers[uid] = writer
+        }
         afterApply([record.record], pairs: report.pairs)
         changes.publish(.applied([AppliedRecord(record)]))
         return record

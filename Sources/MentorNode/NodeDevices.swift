@@ -18,6 +18,12 @@ extension Node {
         case sealing
     }
 
+    /// The key `other`'s likes and messages are sealed to: its newest encryption key (nil: the
+    /// X25519 form of its account key, for an account that published none).
+    func sealTo(_ other: PublicKey) throws -> [UInt8]? {
+        try replica.encryptionKey(of: other)?.publicKey
+    }
+
     /// A device key's printed ID: its first 8 bytes in hex.
     static func deviceID(_ key: PublicKey) -> String { Hex.encode(Array(key.bytes.prefix(8))) }
 
@@ -86,7 +92,17 @@ extension Node {
         if d.revokedAfter != nil { throw RPCError(.notAllowed, "device \(d.label) (\(Self.deviceID(d.device))) is revoked already") }
         // What this node holds of the device stays valid; anything it signs after is refused.
         let last = try replica.contiguousSeq(of: d.device)
-        try write(caller.uid, as: .account) { w, now throws(RecordError) in try w.revoke(d.device, lastSeq: last, at: now) }
+        // A new encryption key for the devices that stay: the revoked one never receives it
+        // (PROTOCOL.md §7.5).
+        let now = config.now()
+        let keeping = try replica.devices(of: me).filter { $0.device != d.device && Self.state(of: $0, at: now) == "current" }.map(\.device)
+        let epoch = try replica.encryptionEpoch(of: me) + 1
+        guard epoch <= UInt32(EncryptionKey.maxEpochs) else {
+            throw RPCError(.limitReached, "this account has rotated its encryption key \(EncryptionKey.maxEpochs - 1) times, the most it can")
+        }
+        try write(caller.uid, as: .account) { w, now throws(RecordError) in
+            try w.revoke(d.device, lastSeq: last, rotateTo: epoch, keeping: keeping, at: now)
+        }
         logger.info("device revoked", ["uid": "\(caller.uid)", "device": Self.deviceID(d.device), "last_seq": "\(last)"])
         guard let after = try deviceList(caller).devices.first(where: { $0.id == Self.deviceID(d.device) }) else {
             throw RPCError(.internalError, "the device is missing after its revocation")
@@ -177,8 +193,9 @@ extension Node {
                                                    protected: request.passphrase != nil, created: config.now()))
             try unlock(uid: caller.uid, keys: keys, account: account, accountKeys: accountKeys)
             localKeys.insert(account)
+            let epoch = max(try replica.encryptionEpoch(of: account), 1)
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
-                try w.certify(DeviceCertificate(device: keys.publicKey.key, label: label, created: now), at: now)
+                try w.certify(keys.publicKey.key, label: label, epoch: epoch, at: now)
             }
         } catch {
             writers[caller.uid] = nil

@@ -106,7 +106,7 @@ extension Node {
                 try w.profile(ProfileCard(name: name, role: role, work: prepared.work), at: now)
             }
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
-                try w.certify(DeviceCertificate(device: keys.publicKey.key, label: config.deviceLabel, created: now), at: now)
+                try w.certify(keys.publicKey.key, label: config.deviceLabel, epoch: 1, at: now)
             }
         } catch {
             // Leave nothing half-made: no row, no keys.
@@ -370,7 +370,8 @@ extension Node {
             guard cards[other] != nil else { throw RPCError(.notFound, "\(other.shortID)… has no card on this node yet") }
             _ = try replica.removePass(account: me, target: other)
             let seen = try replica.contiguousSeq(of: other)
-            try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, at: now) }
+            let key = try sealTo(other)
+            try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, to: key, at: now) }
         }
         let after = try replica.pairView(account: me, other: other)
         return LikeResult(id: other.id, matched: after.matched)
@@ -394,7 +395,8 @@ extension Node {
         // The peer seq says which of their messages this account had seen: those it had not,
         // written against the like being withdrawn, are not shown (PROTOCOL.md section 8.5).
         let seen = try replica.contiguousSeq(of: other)
-        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, at: now) }
+        let key = try sealTo(other)
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, to: key, at: now) }
         return UndoResult(id: other.id, undone: .like)
     }
 
@@ -415,7 +417,8 @@ extension Node {
             throw RPCError(.notAllowed, "you are not matched with \(other.shortID)…")
         }
         let seen = try replica.contiguousSeq(of: other)
-        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, at: now) }
+        let key = try sealTo(other)
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, to: key, at: now) }
         return AccountResult(id: other.id)
     }
 
@@ -435,8 +438,9 @@ extension Node {
         }
         // The message names the like it answers, and has applied it (PROTOCOL.md section 8.5).
         let seen = max(try replica.contiguousSeq(of: other), theirLike.seq)
+        let key = try sealTo(other)
         let sent = try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
-            try w.chat(to: other, peerSeq: seen, answers: theirLike.recordID, text: text, at: now)
+            try w.chat(to: other, peerSeq: seen, answers: theirLike.recordID, text: text, key: key, at: now)
         }
         return apiMessage(PairView.Message(author: me, seq: sent.record.seq, timestamp: sent.record.timestamp,
                                            recordID: sent.id, text: text), me: me)

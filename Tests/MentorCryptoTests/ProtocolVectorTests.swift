@@ -476,12 +476,45 @@ extension ProtocolVectors {
             if (try? AccountID.parse(authorID)) != .exact(record.author) { fail("author-id does not parse back to the author's key") }
 
             if vector["work-nonce"] != nil { checkWork(record) }
+            if record.type == .device || record.type == .revoke { checkDeviceKeys(record, account: author) }
             let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
             if isSealed {
                 checkSealed(verified, author: author)
             } else if vector["counterpart-seed"] != nil {
                 fail("a public record has sealed-record lines")
             }
+        }
+
+        /// Section 7.5: the epoch secret is derived from the account key, its public key is the
+        /// one the record publishes, and the box (a certificate's keyring, or a rotation's grant)
+        /// opens with the device's key to the documented plaintext.
+        private mutating func checkDeviceKeys(_ record: Record, account: SigningKeyPair) {
+            guard let seed = bytes("device-seed"), let device = try? SigningKeyPair(seed: seed), let secret = bytes("epoch-secret") else {
+                fail("a certificate or revocation without device-seed and epoch-secret lines"); return
+            }
+            var published: EncryptionKey?
+            var opened: [UInt8]?
+            var documented: [UInt8]?
+            if record.type == .device, let cert = try? DeviceCertificate(body: record.body) {
+                if cert.device != device.publicKey.key { fail("device-seed is not the certified device's") }
+                published = cert.encryptionKey
+                opened = AccountKeyring.open(cert.keyring, device: device, of: record.account)?.encoded
+                documented = bytes("keyring")
+            } else if let revocation = try? DeviceRevocation(body: record.body), let rotation = revocation.rotation {
+                published = rotation.key
+                if let g = rotation.grants.first(where: { $0.device == device.publicKey.key }),
+                   let k = AccountKeyring.openGrant(g.box, epoch: rotation.key.epoch, device: device, of: record.account),
+                   let s = k.secrets[rotation.key.epoch] {
+                    var w = ByteWriter(); w.u32(rotation.key.epoch); w.raw(s)
+                    opened = w.bytes
+                }
+                documented = bytes("grant")
+            }
+            guard let published else { fail("no encryption key in the record"); return }
+            let derived = AccountKeyring.derived(from: account, epochs: published.epoch...published.epoch).secrets[published.epoch]
+            same(secret, derived ?? [], "epoch-secret (BLAKE2b-256 keyed with the account seed over \"mentormate epoch v1\" ‖ u32 epoch)")
+            same(published.publicKey, (try? X25519.publicKey(fromSecret: secret)) ?? [], "the published encryption key (X25519 public of epoch-secret)")
+            same(documented ?? [], opened ?? [], "keyring / grant (the box opened with device-seed)")
         }
 
         /// Section 6.1: the work lines follow from the formulas, the nonce is the card's field 9,
@@ -628,8 +661,9 @@ extension ProtocolVectors {
     enum Content: Sendable {
         case profile(ProfileCard)
         case sealed(RecordType, to: Party, payload: any SealedPayload)
-        /// A certificate or revocation (types 5 and 6), signed by the author.
-        case devices(RecordType, body: [UInt8])
+        /// A certificate or revocation (types 5 and 6), signed by the author, with the lines
+        /// that show its keys (`device-seed`, `epoch-secret`, `keyring` or `grant`).
+        case devices(RecordType, body: [UInt8], lines: [(String, String)])
         /// A card edit signed by a device key for `account` (format version 2), with a clock.
         case deviceProfile(account: Party, clock: VectorClock, card: ProfileCard)
     }
@@ -702,6 +736,82 @@ extension ProtocolVectors {
             return v.bytes("record-id") ?? []    // always present: `vector(for:)` writes it
         }
         let anaLikeID = try recordID(like, number: 3), benLikeID = try recordID(likeBack, number: 4)
+        return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
+                              anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana)
+    }
+
+    /// V9–V12: Ana's devices (PROTOCOL.md §6.2, §7.5). Boxes use fixed ephemeral keys and
+    /// nonces: 32 bytes of `0x40 + N` and 24 bytes of `0xc0 + N` for vector N.
+    static func deviceSpecs(ana: Party) throws -> [Spec] {
+        let laptop = try anaLaptop(), lab = try anaLab()
+        let epochs = AccountKeyring.derived(from: ana.keys, epochs: 1...2)
+        guard let secret1 = epochs.secrets[1], let secret2 = epochs.secrets[2] else { return [] }
+        let public1 = try X25519.publicKey(fromSecret: secret1), public2 = try X25519.publicKey(fromSecret: secret2)
+        let first = AccountKeyring.derived(from: ana.keys, epochs: 1...1)
+        func fixed(_ n: Int) -> (ephemeral: [UInt8], nonce: [UInt8]) {
+            ([UInt8](repeating: UInt8(0x40 + n), count: 32), [UInt8](repeating: UInt8(0xc0 + n), count: 24))
+        }
+        let certTime = start + 4320 * minute, labTime = start + 4340 * minute
+        let laptopBox = try first.box(for: laptop.key, of: ana.key, ephemeralSecret: fixed(9).ephemeral, nonce: fixed(9).nonce)
+        let labBox = try first.box(for: lab.key, of: ana.key, ephemeralSecret: fixed(11).ephemeral, nonce: fixed(11).nonce)
+        let grant = try epochs.grant(epoch: 2, for: lab.key, of: ana.key, ephemeralSecret: fixed(12).ephemeral, nonce: fixed(12).nonce)
+        let laptopCert = DeviceCertificate(device: laptop.key, label: "laptop", created: certTime,
+                                           encryptionKey: EncryptionKey(epoch: 1, publicKey: public1), keyring: laptopBox)
+        let labCert = DeviceCertificate(device: lab.key, label: "lab-3", created: labTime, expires: labTime + 8 * 60 * minute,
+                                        encryptionKey: EncryptionKey(epoch: 1, publicKey: public1), keyring: labBox)
+        let revocation = DeviceRevocation(device: laptop.key, lastSeq: 1,
+                                          rotation: (EncryptionKey(epoch: 2, publicKey: public2), [(lab.key, grant)]))
+        var grantPlain = ByteWriter(); grantPlain.u32(2); grantPlain.raw(secret2)
+        return [
+            Spec(name: "device-cert", title: "Ana certifies her laptop",
+                 summary: """
+                 Ana's account key signs, at her seq 5, a certificate (type 5, format version 1) for her \
+                 laptop's device key: label `laptop`, created at the record's own time, no expiry (field 4 \
+                 absent), her encryption key of epoch 1 (field 5) and her keyring — epoch 1's secret — in a \
+                 box only the laptop opens (field 6, section 7.5). From now on the laptop's key signs records \
+                 for Ana's account.
+                 """,
+                 author: ana, seq: 5, timestamp: certTime,
+                 content: .devices(.device, body: laptopCert.body, lines: [
+                    ("device-seed", Hex.encode(laptop.keys.seed)), ("epoch-secret", Hex.encode(secret1)),
+                    ("keyring", Hex.encode(first.encoded))])),
+            Spec(name: "device-card", title: "Ana's laptop edits her card",
+                 summary: """
+                 The laptop's first record (seq 1 of its own key) is a card edit for Ana's account: format \
+                 version 2, the account key at offset 5 and the laptop's key, which signs, at offset 37. Its \
+                 clock names Ana's account key at seq 2, the last card edit the laptop had seen (section 8.3): \
+                 the new bio supersedes every write of the account up to there.
+                 """,
+                 author: laptop, seq: 1, timestamp: start + 4330 * minute,
+                 content: .deviceProfile(account: ana, clock: VectorClock([(ana.key, 2)]),
+                                         card: ProfileCard(bio: "Maths PhD student. Now writing from my laptop."))),
+            Spec(name: "device-cert-expiring", title: "Ana lends herself a lab machine for 8 hours",
+                 summary: """
+                 Ana's seq 6 certifies the key of lab machine `lab-3` with an expiry 8 hours after it was \
+                 created (field 4): records the lab key signs dated later are refused everywhere \
+                 (`device-expired`, section 10).
+                 """,
+                 author: ana, seq: 6, timestamp: labTime,
+                 content: .devices(.device, body: labCert.body, lines: [
+                    ("device-seed", Hex.encode(lab.keys.seed)), ("epoch-secret", Hex.encode(secret1)),
+                    ("keyring", Hex.encode(first.encoded))])),
+            Spec(name: "device-revoke", title: "Ana revokes her laptop",
+                 summary: """
+                 The laptop is lost. Ana's seq 7 revokes its key with last seq 1: the laptop's card edit \
+                 (`device-card`) stays, and anything it signs at seq 2 or later is refused everywhere \
+                 (`device-revoked`) and removed from replicas that had it. The revocation rotates her \
+                 encryption key to epoch 2 (field 3) and grants it to the device that stays, `lab-3` \
+                 (field 4): the laptop cannot read what is sealed to Ana from now on.
+                 """,
+                 author: ana, seq: 7, timestamp: start + 5760 * minute,
+                 content: .devices(.revoke, body: revocation.body, lines: [
+                    ("device-seed", Hex.encode(lab.keys.seed)), ("epoch-secret", Hex.encode(secret2)),
+                    ("grant", Hex.encode(grantPlain.bytes))])),
+        ]
+    }
+
+    static func storySpecs(ana: Party, ben: Party, photo: PhotoRef, greeting: String, reply: String, like: Spec, likeBack: Spec,
+                           anaLikeID: [UInt8], benLikeID: [UInt8]) throws -> [Spec] {
         return [
             Spec(name: "profile-full", title: "Ana's first profile card, every field",
                  summary: """
@@ -755,43 +865,6 @@ extension ProtocolVectors {
                  """,
                  author: try cy(), seq: 1, timestamp: start + 2880 * minute,
                  content: .profile(ProfileCard(name: "Cy Okafor", role: .student, work: cyWorkNonce))),
-            Spec(name: "device-cert", title: "Ana certifies her laptop",
-                 summary: """
-                 Ana's account key signs, at her seq 5, a certificate (type 5, format version 1) for her \
-                 laptop's device key: label `laptop`, created at the record's own time, no expiry (field 4 \
-                 absent). From now on the laptop's key signs records for Ana's account.
-                 """,
-                 author: ana, seq: 5, timestamp: start + 4320 * minute,
-                 content: .devices(.device, body: DeviceCertificate(device: try anaLaptop().key, label: "laptop",
-                                                                    created: start + 4320 * minute).body)),
-            Spec(name: "device-card", title: "Ana's laptop edits her card",
-                 summary: """
-                 The laptop's first record (seq 1 of its own key) is a card edit for Ana's account: format \
-                 version 2, the account key at offset 5 and the laptop's key, which signs, at offset 37. Its \
-                 clock names Ana's account key at seq 2, the last card edit the laptop had seen (section 8.3): \
-                 the new bio supersedes every write of the account up to there.
-                 """,
-                 author: try anaLaptop(), seq: 1, timestamp: start + 4330 * minute,
-                 content: .deviceProfile(account: ana, clock: VectorClock([(ana.key, 2)]),
-                                         card: ProfileCard(bio: "Maths PhD student. Now writing from my laptop."))),
-            Spec(name: "device-cert-expiring", title: "Ana lends herself a lab machine for 8 hours",
-                 summary: """
-                 Ana's seq 6 certifies the key of lab machine `lab-3` with an expiry 8 hours after it was \
-                 created (field 4): records the lab key signs dated later are refused everywhere \
-                 (`device-expired`, section 10).
-                 """,
-                 author: ana, seq: 6, timestamp: start + 4340 * minute,
-                 content: .devices(.device, body: DeviceCertificate(device: try anaLab().key, label: "lab-3",
-                                                                    created: start + 4340 * minute,
-                                                                    expires: start + 4340 * minute + 8 * 60 * minute).body)),
-            Spec(name: "device-revoke", title: "Ana revokes her laptop",
-                 summary: """
-                 The laptop is lost. Ana's seq 7 revokes its key with last seq 1: the laptop's card edit \
-                 (`device-card`) stays, and anything it signs at seq 2 or later is refused everywhere \
-                 (`device-revoked`) and removed from replicas that had it.
-                 """,
-                 author: ana, seq: 7, timestamp: start + 5760 * minute,
-                 content: .devices(.revoke, body: DeviceRevocation(device: try anaLaptop().key, lastSeq: 1).body)),
         ]
     }
 
@@ -822,9 +895,10 @@ extension ProtocolVectors {
         var account: Party?
         var clock = VectorClock()
         switch spec.content {
-        case .devices(let deviceType, let deviceBody):
+        case .devices(let deviceType, let deviceBody, let lines):
             type = deviceType
             body = deviceBody
+            extraLines = lines
         case .deviceProfile(let owner, let deviceClock, let card):
             type = .profile
             body = card.body

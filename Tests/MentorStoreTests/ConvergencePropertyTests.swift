@@ -40,8 +40,8 @@ import MentorCrypto
         // second edit that its revocation (last seq 1) then removes wherever it had arrived.
         let cyLaptop = keyPair(60), cyLab = keyPair(61)
         let cyKey = keys[cy].publicKey.key
-        add(try? w[cy].certify(DeviceCertificate(device: cyLaptop.publicKey.key, label: "laptop", created: 1100), at: 1100))
-        add(try? w[cy].certify(DeviceCertificate(device: cyLab.publicKey.key, label: "lab", created: 1200, expires: 4700), at: 1200))
+        add(try? w[cy].certify(cyLaptop.publicKey.key, label: "laptop", epoch: 1, at: 1100))
+        add(try? w[cy].certify(cyLab.publicKey.key, label: "lab", expires: 4700, epoch: 1, at: 1200))
         var cyLaptopW = RecordWriter(keys: cyLaptop, account: cyKey), cyLabW = RecordWriter(keys: cyLab, account: cyKey)
         let cySeen = VectorClock([(cyKey, 1)])
         add(try? cyLaptopW.next(.profile, body: ProfileCard(bio: "cy laptop").body, clock: cySeen, at: 2400))

@@ -17,8 +17,8 @@ import MentorCrypto
     static func accountChain(labExpires: UInt64? = nil) throws -> (VerifiedRecord, VerifiedRecord, VerifiedRecord, RecordWriter) {
         var w = RecordWriter(keys: ana)
         let card = try w.profile(ProfileCard(name: "Ana", role: .student, bio: "first"), at: 1000)
-        let c1 = try w.certify(DeviceCertificate(device: laptop.publicKey.key, label: "laptop", created: 1001), at: 1001)
-        let c2 = try w.certify(DeviceCertificate(device: lab.publicKey.key, label: "lab-3", created: 1002, expires: labExpires), at: 1002)
+        let c1 = try w.certify(laptop.publicKey.key, label: "laptop", epoch: 1, at: 1001)
+        let c2 = try w.certify(lab.publicKey.key, label: "lab-3", expires: labExpires, epoch: 1, at: 1002)
         return (card, c1, c2, w)
     }
 
@@ -150,17 +150,17 @@ import MentorCrypto
         // A device cannot certify another device.
         var laptopW = RecordWriter(keys: Self.laptop, account: Self.anaKey)
         #expect(throws: RecordError.self) {
-            _ = try laptopW.certify(DeviceCertificate(device: Self.mallory.publicKey.key, label: "evil", created: 1), at: 3000)
+            _ = try laptopW.certify(Self.mallory.publicKey.key, label: "evil", epoch: 1, at: 3000)
         }
         // Nor revoke another one.
         #expect(throws: RecordError.self) { _ = try laptopW.revoke(Self.lab.publicKey.key, lastSeq: 0, at: 3000) }
         // The account cannot certify or revoke its own key.
         var w = RecordWriter(keys: Self.ana, lastSeq: 5)
         #expect(throws: RecordError.self) {
-            _ = try w.certify(DeviceCertificate(device: Self.anaKey, label: "me", created: 1), at: 3000)
+            _ = try w.certify(Self.anaKey, label: "me", epoch: 1, at: 3000)
         }
         #expect(throws: RecordError.self) { _ = try w.revoke(Self.anaKey, lastSeq: 1, at: 3000) }
-        // Sealed records stay the account key's until sealing to devices exists.
+        // A device has no Ed25519 account key to seal with: without an encryption key it cannot.
         #expect(throws: RecordError.self) { _ = try laptopW.like(Self.mallory.publicKey.key, at: 3000) }
         // A device certified by Ana cannot write for Mallory: its record waits for a
         // certificate from Mallory that never comes.

@@ -29,7 +29,7 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 
 /// SQL that takes a replica back from migration 12 (device certificates and revocations).
 let undoMigration12 = """
-    DROP TABLE device_certs; DROP TABLE device_revocations;
+    DROP TABLE device_certs; DROP TABLE device_revocations; DROP TABLE account_keys;
     """
 
 /// SQL that takes a replica back from migration 11 and the later ones (for tests of older

@@ -558,7 +558,7 @@ struct ApplyBatch {
     /// Local accounts that are not unlocked (their sealed records wait in `unopened`).
     private var lockedAccounts: [PublicKey]?
 
-    private mutating func openSealed(_ v: VerifiedRecord, authorID: Int64? = nil) throws(StoreError) {
+    private mutating func openSealed(_ v: VerifiedRecord, authorID: Int64? = nil, only: PublicKey? = nil) throws(StoreError) {
         if let authorID {
             if lockedAccounts == nil {
                 lockedAccounts = try db.query("SELECT key FROM local_accounts").compactMap { $0.blob(0).flatMap(PublicKey.init(bytes:)) }
@@ -569,7 +569,7 @@ struct ApplyBatch {
                     .run([.blob(key.bytes), .integer(authorID), .integer(Int64(v.record.seq)), .blob(v.id)])
             }
         }
-        for key in openers.keys.sorted() {
+        for key in openers.keys.sorted() where only == nil || only == key {
             guard var opener = openers[key] else { continue }
             let opened = opener.open(v)
             openers[key] = opener
@@ -586,7 +586,14 @@ struct ApplyBatch {
     /// Opens, for an account that is being unlocked, the sealed records it has not seen: all
     /// held ones the first time, afterwards only those that arrived while it was locked.
     mutating func openPending(for account: PublicKey) throws(StoreError) {
-        let scanned = try db.queryOne("SELECT scanned FROM local_accounts WHERE key = ?", [.blob(account.bytes)])?.int64(0) == 1
+        try openUnseen(for: account)
+        var unchanged = ReconDirty()   // opening sealed records adds or removes no record
+        try finish(recon: &unchanged)
+    }
+
+    private mutating func openUnseen(for account: PublicKey, all: Bool = false) throws(StoreError) {
+        let wasScanned = try db.queryOne("SELECT scanned FROM local_accounts WHERE key = ?", [.blob(account.bytes)])?.int64(0) == 1
+        let scanned = !all && wasScanned
         var rows: [[UInt8]] = []
         if scanned {
             try db.forEachRow("""
@@ -605,10 +612,8 @@ struct ApplyBatch {
         try db.execute("UPDATE local_accounts SET scanned = 1 WHERE key = ?", [.blob(account.bytes)])
         for bytes in rows {
             guard let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
-            try openSealed(v)
+            try openSealed(v, only: account)
         }
-        var unchanged = ReconDirty()   // opening sealed records adds or removes no record
-        try finish(recon: &unchanged)
     }
 
     // MARK: End of batch
@@ -617,6 +622,8 @@ struct ApplyBatch {
     /// reconciliation tree's leaves the batch changed go into `recon` (the replica brings the
     /// tree up to date in batches of its own, `Replica.settleRecon`).
     mutating func finish(recon pending: inout ReconDirty) throws(StoreError) {
+        // A keyring that grew may open records that arrived before its keys did.
+        while let account = keyringsGrew.popFirst() { try openUnseen(for: account, all: true) }
         let update = try db.cachedStatement("UPDATE authors SET contiguous = ?, forked = ? WHERE id = ?")
         for (key, a) in authors where a.dirty {
             try update.run([.integer(Int64(a.contiguous)), .integer(a.forked ? 1 : 0), .integer(a.id)])
@@ -692,6 +699,13 @@ struct ApplyBatch {
         switch r.type {
         case .device:
             guard let cert = try? DeviceCertificate(body: r.body) else { return }
+            try noteEncryptionKey(cert.encryptionKey, of: r.account)
+            if var opener = openers[r.account], let device = opener.device, device.publicKey.key == cert.device,
+               let keyring = AccountKeyring.open(cert.keyring, device: device, of: r.account) {
+                opener.learn(keyring)
+                openers[r.account] = opener
+                keyringsGrew.insert(r.account)
+            }
             let certified = try statement("SELECT count(DISTINCT device) FROM device_certs WHERE account = ?")
                 .queryOne([.blob(r.account.bytes)])?.int(0) ?? 0
             let already = try statement("SELECT 1 FROM device_certs WHERE account = ? AND device = ? LIMIT 1")
@@ -706,6 +720,16 @@ struct ApplyBatch {
             try releasePending(of: cert.device)
         case .revoke:
             guard let revocation = try? DeviceRevocation(body: r.body) else { return }
+            if let rotation = revocation.rotation {
+                try noteEncryptionKey(rotation.key, of: r.account)
+                if var opener = openers[r.account], let device = opener.device,
+                   let grant = rotation.grants.first(where: { $0.device == device.publicKey.key }),
+                   let keyring = AccountKeyring.openGrant(grant.box, epoch: rotation.key.epoch, device: device, of: r.account) {
+                    opener.learn(keyring)
+                    openers[r.account] = opener
+                    keyringsGrew.insert(r.account)
+                }
+            }
             try statement("""
                 INSERT OR IGNORE INTO device_revocations(account, device, record_id, last_seq) VALUES (?, ?, ?, ?)
                 """).run([.blob(r.account.bytes), .blob(revocation.device.bytes), .blob(v.id), .integer(Int64(clamping: revocation.lastSeq))])
@@ -713,6 +737,36 @@ struct ApplyBatch {
         default:
             return
         }
+    }
+
+    /// Accounts whose keyring on this node grew in this batch: their sealed records are opened
+    /// again at its end (some may be sealed to the new keys).
+    private(set) var keyringsGrew: Set<PublicKey> = []
+
+    private func noteEncryptionKey(_ key: EncryptionKey, of account: PublicKey) throws(StoreError) {
+        try statement("INSERT OR IGNORE INTO account_keys(account, epoch, public) VALUES (?, ?, ?)")
+            .run([.blob(account.bytes), .integer(Int64(key.epoch)), .blob(key.publicKey)])
+    }
+
+    /// The encryption keys `device` of `account` received in the certificates and rotations
+    /// this replica holds (what a node's device can open when it is unlocked).
+    func keyring(of account: PublicKey, for device: SigningKeyPair) throws(StoreError) -> AccountKeyring {
+        var keyring = AccountKeyring()
+        let rows = try db.query("""
+            SELECT r.bytes FROM records r JOIN authors a ON a.id = r.author WHERE a.key = ? AND r.type IN (?, ?)
+            """, [.blob(account.bytes), .integer(Int64(RecordType.device.rawValue)), .integer(Int64(RecordType.revoke.rawValue))])
+        for row in rows {
+            guard let bytes = row.blob(0), let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
+            if v.record.type == .device, let cert = try? DeviceCertificate(body: v.record.body), cert.device == device.publicKey.key,
+               let k = AccountKeyring.open(cert.keyring, device: device, of: account) {
+                keyring.merge(k)
+            } else if v.record.type == .revoke, let rotation = (try? DeviceRevocation(body: v.record.body))?.rotation,
+                      let grant = rotation.grants.first(where: { $0.device == device.publicKey.key }),
+                      let k = AccountKeyring.openGrant(grant.box, epoch: rotation.key.epoch, device: device, of: account) {
+                keyring.merge(k)
+            }
+        }
+        return keyring
     }
 
     /// Removes what a revoked device signed past its last seq, for the account it signed for.

@@ -281,6 +281,42 @@ public final class Replica: @unchecked Sendable {
         }
     }
 
+    /// Starts opening `account`'s sealed records on this node: with its account key where the
+    /// node holds it, and with the encryption keys `device` received (its certificate and the
+    /// rotations since, PROTOCOL.md §7.5) — more arrive with later certificates and rotations.
+    public func unlock(account: PublicKey, accountKeys: SigningKeyPair?, device: SigningKeyPair?) throws(StoreError) {
+        try write { db throws(StoreError) in
+            try db.execute("INSERT OR IGNORE INTO local_accounts(key) VALUES (?)", [.blob(account.bytes)])
+            var batch = ApplyBatch(db: db, settings: settings, openers: [:])
+            let keyring = try device.map { d throws(StoreError) in try batch.keyring(of: account, for: d) } ?? AccountKeyring()
+            batch.openers[account] = SealedOpener(account: account, accountKeys: accountKeys, device: device, keyring: keyring)
+            try batch.openPending(for: account)
+            openers[account] = batch.openers[account]
+        }
+    }
+
+    /// The key `account`'s likes and messages are sealed with on this node (its newest
+    /// encryption key this node's device received); nil: none (seal with the account key).
+    public func sealingKey(for account: PublicKey) -> SealingKey? {
+        (try? read { _ throws(StoreError) in openers[account]?.sealingKey }) ?? nil
+    }
+
+    /// The newest encryption key `account` published (what to seal to); nil: none, seal to
+    /// the X25519 form of its account key.
+    public func encryptionKey(of account: PublicKey) throws(StoreError) -> EncryptionKey? {
+        try read { db throws(StoreError) in
+            guard let row = try db.queryOne("SELECT epoch, public FROM account_keys WHERE account = ? ORDER BY epoch DESC, public LIMIT 1",
+                                            [.blob(account.bytes)]),
+                  let epoch = row.int64(0), let key = row.blob(1) else { return nil }
+            return EncryptionKey(epoch: UInt32(clamping: epoch), publicKey: key)
+        }
+    }
+
+    /// The newest epoch `account` published (0: none).
+    public func encryptionEpoch(of account: PublicKey) throws(StoreError) -> UInt32 {
+        try encryptionKey(of: account)?.epoch ?? 0
+    }
+
     /// Stops opening sealed records for `account` (its materialized view stays).
     public func lock(_ account: PublicKey) throws(StoreError) {
         try write(countsUnchanged: true) { _ throws(StoreError) in openers[account] = nil }

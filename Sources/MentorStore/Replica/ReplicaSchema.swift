@@ -293,6 +293,14 @@ enum ReplicaSchema {
                 last_seq    INTEGER NOT NULL,             -- the device's records above it are refused
                 PRIMARY KEY (account, device, record_id)
             ) WITHOUT ROWID;
+            -- The accounts' encryption keys their certificates and rotations publish (PROTOCOL.md
+            -- §7.5): likes and messages are sealed to an account's newest.
+            CREATE TABLE account_keys (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                epoch       INTEGER NOT NULL,
+                public      BLOB NOT NULL CHECK (length(public) = 32),
+                PRIMARY KEY (account, epoch, public)
+            ) WITHOUT ROWID;
             """)
         return m
     }
