@@ -153,6 +153,7 @@ import MentorCore
         // The longest label fits exactly the most a `link` message carries.
         let longest = try LinkOffer.make(code: LinkCode.generate(), device: Self.device, label: String(repeating: "x", count: 64), expires: 1)
         #expect(longest.encoded.count == LinkOffer.maxEncodedLength && LinkOffer.maxEncodedLength == 155)
+        #expect(SyncLimits.maxLinkOffer == LinkOffer.maxEncodedLength, "what a `link` message carries at most")
         #expect(try LinkOffer.decode(longest.encoded) == longest)
     }
 
