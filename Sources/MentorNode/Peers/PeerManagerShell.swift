@@ -6,8 +6,8 @@ import MentorStore
 
 // What the peer manager's pieces ask of it, as their shell (`ShellQueue` and the `*Shell`
 // protocols: `DialShell`, `LinkShell`, `ApplyShell`, `PhotoShell`, `PushShell`, `NearbyShell`,
-// `LinkOfferShell`, `NoticeShell`). All on the manager's `queue`. `PeerManager.swift` holds the shell's own
-// work: the listener and the links, adopting, establishing and closing them.
+// `LinkOfferShell`, `NoticeShell`). All on the manager's `queue`. `PeerManager.swift` holds
+// the shell's own work: the listener and the links, adopting, establishing and closing them.
 
 extension PeerManager {
     // Common to their protocols: the links, the queue's timers, the wire.
