@@ -5,10 +5,11 @@ import MentorNet
 import MentorStore
 
 /// One link of the peer manager and, once established, its session: the per-link state the
-/// shell keeps (the driver, its timers, what waits unsent, the pacer and the `here` gate, the blob being
-/// received, what `event.sync` last said, the replica's cursors). Confined to the peer
-/// manager's queue; the decisions about it are made by the pieces beside it (`SyncDriver`,
-/// `AckPacer`, `MessageGate`s, `PhotoExchange` over `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
+/// shell keeps (the driver, its timers, what waits unsent, the pacer, the `here` and `link`
+/// gates, the blob being received, what `event.sync` last said, the replica's cursors). Confined
+/// to the peer manager's queue; the decisions about it are made by the pieces beside it
+/// (`SyncDriver`, `AckPacer`, `MessageGate`, `PhotoExchange` over `BlobFetcher`,
+/// `SyncEventThrottle`, `CursorTable`).
 final class PeerConnection {
     let link: PeerLink
     /// How the link came to be (an incoming link from an address found over mDNS
