@@ -2,7 +2,8 @@
 /// detects any error of up to 4 characters. Account IDs are bech32 strings with the
 /// human-readable part "mm", so they start with "mm1".
 public enum Bech32 {
-    static let alphabet = Array("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
+    /// The 32 data characters (lower case), by value: no `1`, `b`, `i` or `o`.
+    public static let alphabet = Array("qpzry9x8gf2tvdw0s3jn54khce6mua7l".utf8)
     static let reverse: [Int8] = {
         var table = [Int8](repeating: -1, count: 128)
         for (i, c) in alphabet.enumerated() { table[Int(c)] = Int8(i) }
@@ -76,6 +77,11 @@ public enum Bech32 {
         guard polymod(expand(hrp) + values) == 1 else { throw .badChecksum }
         guard let data = convertBits(Array(values.dropLast(6)), from: 5, to: 8, pad: false) else { throw .badPadding }
         return data
+    }
+
+    /// The value (0 ... 31) of a lower-case data character; nil for any other byte.
+    public static func value(of character: UInt8) -> UInt8? {
+        character < 128 && reverse[Int(character)] >= 0 ? UInt8(reverse[Int(character)]) : nil
     }
 
     /// True if every character is in the bech32 data alphabet (used to validate ID prefixes).

@@ -41,6 +41,12 @@ public struct CryptoError: Error, Equatable, CustomStringConvertible, Sendable {
         public static let passphraseNotExpected = Code("passphraseNotExpected")
         /// A system call on a key file or its directory failed (permissions, disk full, ...).
         public static let keyFileIO = Code("keyFileIO")
+        /// What was typed is not a link code (PROTOCOL.md §13.8): the wrong number of
+        /// characters, a character outside the code's alphabet, a misplaced dash.
+        public static let invalidLinkCode = Code("invalidLinkCode")
+        /// A link offer breaks its format (§13.8): a field of the wrong length or out of range,
+        /// a label that is empty, too long or holds control characters, trailing bytes.
+        public static let invalidLinkOffer = Code("invalidLinkOffer")
 
         /// Lets a `catch` clause match on a code: `catch CryptoError.Code.wrongPassphrase { ... }`.
         public static func ~= (pattern: Code, error: any Error) -> Bool {

@@ -40,8 +40,12 @@ import MentorSystem
 ///   the links the push tree keeps eager, `ihave` on the others — grafts an announced ID whose
 ///   body does not come within `graftTimeout`, and prunes a link its duplicates came over.
 /// - Nearby now: `NearbyAccounts` (`NearbyShell`/`NearbyLink`) sends `here` after hello and
-///   after a signup, takes peers' at their rate (`HereGate`), and hands the accounts direct
+///   after a signup, takes peers' at their rate (a `MessageGate`), and hands the accounts direct
 ///   links named (never relays) to the feed and the budget gate.
+/// - Linking a device (PROTOCOL.md §13.8): `LinkOffers` (`LinkOfferShell`/`LinkOfferLink`)
+///   sends this node's device offer (`offerLink`) to every link that is up and to each new one,
+///   takes peers' at their rate (a `MessageGate`), and keeps them, bounded, for the node to
+///   find by code ID (`linkOffers(codeID:)`).
 /// - Photos: `PhotoExchange` (`PhotoShell`/`PhotoLink`, over `BlobFetcher` and `PhotoSync`)
 ///   fetches the photos current cards name and the replica lacks, one blob per link each way,
 ///   once links catching up have caught up, within the photo and author budgets (§13.4, §13.6).
@@ -82,6 +86,7 @@ public final class PeerManager: @unchecked Sendable {
     let photos: PhotoExchange<PeerManager>
     let relay: PushRelay<PeerManager>
     let nearby: NearbyAccounts<PeerManager>
+    let offers: LinkOffers<PeerManager>
     let notifier: PeerNotifier<PeerManager>
     /// The storage budgets (on `applyQueue` or `queue` as each method says; behind its own lock).
     private let budgetGate: BudgetGate
@@ -113,6 +118,7 @@ public final class PeerManager: @unchecked Sendable {
             node.setNearby(all)
             budgetGate.setNearby(all)
         }, clock: settings.clock)
+        self.offers = LinkOffers(clock: settings.clock, now: settings.now)
         self.notifier = PeerNotifier(board: board, interval: settings.syncEventInterval, broadcast: { node.broadcast($0, $1) },
                                      clock: settings.clock)
         self.photos = PhotoExchange(fetcher: .init(retry: settings.blobRetry, deferral: settings.photoDeferral,
@@ -134,6 +140,7 @@ public final class PeerManager: @unchecked Sendable {
         dials.shell = self
         relay.shell = self
         nearby.shell = self
+        offers.shell = self
         notifier.shell = self
     }
 
@@ -184,6 +191,18 @@ public final class PeerManager: @unchecked Sendable {
     public var pushCounters: (bodies: Int, duplicates: Int, announced: Int) { board.pushCounters }
     /// The node-wide storage budget now (`status.storage`). Never waits on `queue`.
     public var storage: StorageStatus { budgetGate.storage }
+    /// Offers this node's device for linking (PROTOCOL.md §13.8; nil: withdraws it): sent to
+    /// every established link now and to each link that comes up while it stands — until it is
+    /// withdrawn or replaced, or its `expires` (at most `LinkOffer.lifetime` from now) passes by
+    /// `settings.now`. Returns at once; the sending happens on the manager's queue.
+    public func offerLink(_ offer: LinkOffer?) {
+        queue.async { [self] in offers.offer(offer) }
+    }
+
+    /// The device offers linked peers sent under `codeID` and still live, newest first (the
+    /// node then looks for the one its code `matches`). Never waits on `queue`.
+    public func linkOffers(codeID: UInt16) -> [LinkOffer] { offers.offers(codeID: codeID) }
+
     /// Times the replica was asked for the photos it lacks (for tests: work, not time).
     public var photoLookupCount: Int { queue.sync { photos.listings } }
     /// Blobs received and stored since start (for tests and metrics).
@@ -225,7 +244,10 @@ public final class PeerManager: @unchecked Sendable {
         serials += 1
         let connection = PeerConnection(link: link, via: via, staticIndex: staticIndex,
                                     pacer: AckPacer(recordsPerSecond: settings.recordsPerSecond, burst: settings.recordsBurst, now: settings.clock()),
-                                    serial: serials, here: HereGate(burst: settings.hereBurst, period: settings.herePeriod))
+                                    serial: serials,
+                                    here: MessageGate(tag: SyncMessage.hereTag, burst: settings.hereBurst, period: settings.herePeriod),
+                                    linkOffers: MessageGate(tag: SyncMessage.linkTag, burst: settings.linkOfferBurst,
+                                                            period: settings.linkOfferPeriod))
         connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
                                                             settings: settings.sync, hashing: ReconHash.hashing),
                                        settings: settings.driver, host: LinkHost(shell: self, connection: connection, clock: settings.clock))
@@ -235,7 +257,9 @@ public final class PeerManager: @unchecked Sendable {
         link.onEstablished = { [unowned self, unowned connection] key in self.established(connection, key) }
         link.onMessage = { [unowned self, unowned connection] bytes in
             guard !self.stopped, !connection.closing else { return }
-            if self.nearby.admit(bytes, from: connection) { connection.driver.receive(bytes: bytes) }
+            if self.nearby.admit(bytes, from: connection), self.offers.admit(bytes, from: connection) {
+                connection.driver.receive(bytes: bytes)
+            }
         }
         link.onWritable = { [unowned connection] in connection.flushUnsent() }
         link.onClosed = { [unowned self] reason in self.closed(id, reason) }
@@ -270,6 +294,7 @@ public final class PeerManager: @unchecked Sendable {
         relay.linkUp(connection)
         connection.driver.start(salt: SecureRandom.bytes(SyncMessage.saltBytes), held: UInt64(held))
         nearby.linkEstablished(connection)
+        offers.linkEstablished(connection)
         photos.linkEstablished()
     }
 

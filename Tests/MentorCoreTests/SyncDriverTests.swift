@@ -26,6 +26,9 @@ private final class FakeHost: SyncHost {
     func serveBlob(hash: [UInt8]) -> String? { "not asked" }
     func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8]) -> String? { nil }
     func finished(_ reason: String, blame: Bool) { finished.append((reason, blame)) }
+    var offers: [[UInt8]] = []
+    var offerProblem: String?
+    func linkOffer(_ offer: [UInt8]) -> String? { offers.append(offer); return offerProblem }
 }
 
 private func record(_ seq: UInt64) -> [UInt8] {
@@ -195,5 +198,18 @@ private func record(_ seq: UInt64) -> [UInt8] {
         host.sent = []
         driver.fire(.round)   // never scheduled on a responder
         #expect(host.sent.isEmpty)
+    }
+
+    /// `link` (PROTOCOL.md §13.8): the offer reaches the host as it came; one the host finds
+    /// malformed ends the session as an offence, with the host's reason.
+    @Test func aLinkOfferGoesToTheHostAndOneItRefusesEndsTheSessionWithBlame() {
+        let (driver, host) = established(.responder)
+        driver.receive(bytes: SyncMessage.link([1, 2, 3]).encoded)
+        driver.receive(bytes: SyncMessage.link([]).encoded)
+        #expect(host.offers == [[1, 2, 3], []] && host.finished.isEmpty)
+        host.offerProblem = "malformed link offer: link offer label is empty"
+        driver.receive(bytes: SyncMessage.link([4]).encoded)
+        #expect(host.finished.count == 1 && host.finished[0].blame)
+        #expect(host.finished.first?.reason == "protocol violation: malformed link offer: link offer label is empty")
     }
 }

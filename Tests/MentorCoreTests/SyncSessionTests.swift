@@ -71,6 +71,8 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
                     ReconItem(depth: 4, prefix: 0xFFFF, .ids([1, 2, 3])),
                     ReconItem(depth: 2, prefix: 0x1200, .need([9]))]),
             .caughtUp,
+            .link(Array(repeating: 9, count: SyncLimits.maxLinkOffer)),
+            .link([]),
         ]
         for m in messages { #expect(try SyncMessage.decode(m.encoded) == m) }
         #expect(SyncMessage.hello(salt: saltA, held: 7).encoded.count == 26)
@@ -83,7 +85,7 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
                                        .recon([ReconItem(depth: 1, prefix: 0x1000, .ids([4, 5])),
                                                ReconItem(depth: 0, prefix: 0, .split([.init(nibble: 3, count: 2, fingerprint: 1)]))]),
                                        .caughtUp, .ihave([Array(repeating: 1, count: 32), Array(repeating: 2, count: 32)]), .prune,
-                                       .graft([Array(repeating: 3, count: 32)])]
+                                       .graft([Array(repeating: 3, count: 32)]), .link(Array(repeating: 4, count: 96)), .link([])]
         for m in messages {
             let b = m.encoded
             for n in 0..<b.count { #expect(code(Array(b.prefix(n))) != nil, "prefix \(n) of \(m) accepted") }
@@ -135,7 +137,7 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
     }
 
     @Test func messagesBeforeHelloOrASecondHelloClose() {
-        for m in [SyncMessage.recon([]), .caughtUp, .records([recordBytes(key(1), 1)]), .ack(count: 1), .here([])] {
+        for m in [SyncMessage.recon([]), .caughtUp, .records([recordBytes(key(1), 1)]), .ack(count: 1), .here([]), .link([1])] {
             var s = SyncSession(role: .responder, hashing: plainHashing)
             _ = s.start(salt: saltA, held: 0)
             #expect(closes(s.receive(m)).first?.contains("before hello") == true, "\(m)")
@@ -323,6 +325,21 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
         var unsorted = ByteWriter(); unsorted.u8(7); unsorted.u16(2); unsorted.raw(key(2).bytes); unsorted.raw(key(1).bytes)
         #expect(code(unsorted.bytes) == .malformed)
         #expect(code(SyncMessage.here([key(1), key(2)]).encoded) == nil)
+    }
+
+    /// `link` (PROTOCOL.md §13.8): its length checked before anything is read, its bytes handed
+    /// to the shell as they came (the offer's cryptography is the shell's), none = withdrawn.
+    @Test func aLinkOfferIsBoundedAndHandedToTheShellAsItCame() {
+        var over = ByteWriter(); over.u8(0x0e); over.u16(UInt16(SyncLimits.maxLinkOffer + 1))
+        #expect(code(over.bytes) == .tooLarge, "checked before reading")
+        var short = ByteWriter(); short.u8(0x0e); short.u16(10); short.raw([1, 2, 3])
+        #expect(code(short.bytes) == .malformed, "more bytes announced than follow")
+        #expect(SyncMessage.link([0xAA, 0xBB]).encoded == [0x0e, 0x00, 0x02, 0xAA, 0xBB])
+        var (s, _) = established(.responder)
+        #expect(s.receive(bytes: SyncMessage.link([5, 6, 7]).encoded) == [.linkOffer([5, 6, 7])])
+        #expect(s.receive(bytes: SyncMessage.link([]).encoded) == [.linkOffer([])], "a withdrawal")
+        #expect(closes(s.receive(bytes: over.bytes)).first?.contains("link offer of 156 bytes") == true)
+        #expect(s.isClosed)
     }
 
     @Test func blobPartsOverTheirLimitsOrPastTheirTotalAreRefused() {

@@ -33,7 +33,11 @@ import Testing
         ("ihave", .ihave([[UInt8](repeating: 0x01, count: 32), [UInt8](repeating: 0x02, count: 32)])),
         ("prune", .prune),
         ("graft", .graft([[UInt8](repeating: 0x03, count: 32)])),
+        ("link", .link(Hex.decode(linkOffer)!)),
+        ("link-withdraw", .link([])),
     ]
+    /// The offer of PROTOCOL.md §13.8's `mm-link` vector (checked there by `LinkOfferTests`).
+    static let linkOffer = "037b4444444444444444444444444444444444444444444444444444444444444444056c61622d33000102030405060708090a0b0c0d0e0f0000018bcfee8fc0eb90f6ced57cf1d5a8f3df5726f597d682f3c2ac30675ee87af7c7c082b2c011"
 
     static func documented() throws -> [String: String] {
         let doc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -60,7 +60,7 @@ struct ReconPair {
             case .close(let why), .end(let why):
                 Issue.record("side \(side) closed: \(why)")
                 return
-            case .fetch, .progress, .serveBlob, .peerAccounts, .blobPart, .tree:
+            case .fetch, .progress, .serveBlob, .peerAccounts, .blobPart, .tree, .linkOffer:
                 break
             }
         }

@@ -34,6 +34,11 @@ import MentorSystem
         func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: PeerConnection) -> String? { nil }
         func sessionFinished(_ connection: PeerConnection, reason: String, blame: Bool) { finished.append((reason, blame)) }
         func sessionRan(_ connection: PeerConnection) { ran += 1 }
+        var offers: [[UInt8]] = []
+        func linkOffer(_ offer: [UInt8], on connection: PeerConnection) -> String? {
+            offers.append(offer)
+            return offer == [0xBA, 0xD0] ? "malformed link offer: bad" : nil
+        }
     }
 
     final class Dialled: @unchecked Sendable {
@@ -54,7 +59,8 @@ import MentorSystem
         let link = PeerLink(stream: stream, role: .responder, identity: .generate(), queue: queue)
         let connection = PeerConnection(link: link, via: .incoming, staticIndex: nil,
                                         pacer: AckPacer(recordsPerSecond: 100, burst: 100, now: .now), serial: 1,
-                                        here: HereGate(burst: 8, period: .seconds(30)))
+                                        here: MessageGate(tag: SyncMessage.hereTag, burst: 8, period: .seconds(30)),
+                                        linkOffers: MessageGate(tag: SyncMessage.linkTag, burst: 4, period: .seconds(30)))
         connection.driver = SyncDriver(session: SyncSession(role: .responder, hashing: ReconHash.hashing), settings: settings,
                                        host: LinkHost(shell: shell, connection: connection))
         return connection
@@ -154,6 +160,9 @@ import MentorSystem
         host.apply([[1, 2, 3]])
         host.progress(sent: 1, received: 2)
         host.didRun()
+        #expect(host.linkOffer([1, 2]) == nil && host.linkOffer([0xBA, 0xD0]) == "malformed link offer: bad",
+                "the offer reaches the shell, and the shell's reason comes back")
+        #expect(shell.offers == [[1, 2], [0xBA, 0xD0]])
         host.finished("bad frame", blame: true)
         #expect(shell.sent == [.prune] && shell.applied == [[[1, 2, 3]]] && shell.progressed == 1 && shell.ran == 1)
         #expect(shell.finished.count == 1 && shell.finished[0] == ("bad frame", true))
@@ -165,6 +174,8 @@ import MentorSystem
         host.send(.prune)
         host.finished("again", blame: true)
         host.peerAccounts([account])
-        #expect(shell.sent.count == 1 && shell.finished.count == 1 && shell.nearby == 1, "nothing after the link is gone")
+        #expect(host.linkOffer([1, 2]) == nil)
+        #expect(shell.sent.count == 1 && shell.finished.count == 1 && shell.nearby == 1 && shell.offers.count == 2,
+                "nothing after the link is gone")
     }
 }

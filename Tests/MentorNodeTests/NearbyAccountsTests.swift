@@ -17,7 +17,7 @@ import Testing
         var closing = false
         var sessionIsEstablished = true
         var accounts: Set<PublicKey> = []
-        var here = HereGate(burst: 2, period: .seconds(30))
+        var here = MessageGate(tag: SyncMessage.hereTag, burst: 2, period: .seconds(30))
         var hereTimer: DispatchWorkItem?
         var received: [[UInt8]] = []
         init(serial: Int) { self.serial = serial }

@@ -13,6 +13,7 @@ import Testing
         #expect(s.wantBurst == 256 && s.wantPeriod == .seconds(30), "want: 256 at once, 256 per 30 s")
         #expect(s.treeBurst == 512 && s.treePeriod == .seconds(30), "ihave/prune/graft: 512 at once, 512 per 30 s")
         #expect(s.hereBurst == 8 && s.herePeriod == .seconds(30), "here: 8 at once, 8 per 30 s")
+        #expect(s.linkOfferBurst == 4 && s.linkOfferPeriod == .seconds(30), "link: 4 at once, 4 per 30 s")
         #expect(s.graftTimeout == .seconds(1), "an announced ID waits 1 s for its body")
         #expect(s.blobAnswerTimeout == .seconds(30), "a wantBlob unanswered for 30 s ends its link")
         #expect(s.lazyPush)

@@ -52,11 +52,16 @@ public protocol SyncHost: AnyObject {
     /// A lazy-push signal from the peer (`ihave`, `prune`, `graft`; PROTOCOL §13.7): the node's
     /// push tree is the host's, shared by its links. Hosts without lazy push ignore it.
     func pushSignal(_ signal: PushSignal)
+    /// The peer offers a device for linking (`link`, PROTOCOL §13.8): an encoded `LinkOffer`,
+    /// or empty when it withdraws its offers. A reason to close the link for, if the peer is at
+    /// fault (the offer is malformed). Hosts that do not link devices ignore it.
+    func linkOffer(_ offer: [UInt8]) -> String?
 }
 
 public extension SyncHost {
     func didRun() {}
     func pushSignal(_ signal: PushSignal) {}
+    func linkOffer(_ offer: [UInt8]) -> String? { nil }
 }
 
 /// Runs one link's `SyncSession` against a `SyncHost`: the one interpreter of `SyncDirective`s,
@@ -281,6 +286,8 @@ public final class SyncDriver {
                 }
             case .tree(let signal):
                 host.pushSignal(signal)
+            case .linkOffer(let offer):
+                if let problem = host.linkOffer(offer) { pending = session.violation(problem)[...] + pending }
             }
         }
     }

@@ -45,6 +45,9 @@ public enum SyncLimits {
     public static let maxBatchBytes = 1024 * 1024
     /// Record IDs in one `ihave` or `graft` (lazy push, PROTOCOL.md §13.7): 32 KiB of IDs.
     public static let maxTreeIDs = 1024
+    /// Bytes of the offer in one `link` message (PROTOCOL.md §13.8: `LinkOffer.maxEncodedLength`,
+    /// an offer with a 64-byte label).
+    public static let maxLinkOffer = 155
     /// The largest record encoding `Record.decode` accepts.
     public static let maxRecordBytes = Record.maxEncodedBytes
 }
@@ -116,6 +119,9 @@ public struct ReconItem: Equatable, Hashable, Sendable {
 ///     ihave    0x0b ‖ count u16 (1 ... 1024) ‖ count × record ID 32 bytes (strictly ascending)
 ///     prune    0x0c
 ///     graft    0x0d ‖ count u16 (1 ... 1024) ‖ count × record ID 32 bytes (strictly ascending)
+///     link     0x0e ‖ length u16 (0 ... 155) ‖ length bytes: a device offered for linking
+///              (PROTOCOL.md §13.8; the bytes are a `LinkOffer`, which this layer does not read),
+///              or none: the sender withdraws what it offered
 ///
 /// A hello of another version decodes (version and nothing else) so that the session can say
 /// which version the peer speaks. Decoding is strict: every count and length is checked against
@@ -150,17 +156,22 @@ public enum SyncMessage: Equatable, Sendable {
     case prune
     /// Send me the records with these IDs, and send bodies eagerly again.
     case graft([[UInt8]])
+    /// Linking a device (PROTOCOL.md §13.8): the encoding of the sender's `LinkOffer` (checked by
+    /// the shell, which holds the cryptography), or empty: the sender withdraws its offers.
+    case link([UInt8])
 
     /// A v2 hello.
     public static func hello(salt: [UInt8], held: UInt64) -> SyncMessage {
         .hello(version: protocolVersion, salt: salt, held: held)
     }
 
-    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8, recon = 9, caughtUp = 10, ihave = 11, prune = 12, graft = 13 }
+    enum Tag: UInt8 { case hello = 1, records = 2, ack = 3, want = 4, wantBlob = 5, blob = 6, here = 7, summary = 8, recon = 9, caughtUp = 10, ihave = 11, prune = 12, graft = 13, link = 14 }
     /// The first byte of an encoded `here`, for a shell that rates messages before decoding them.
     public static let hereTag = Tag.here.rawValue
     /// The first byte of an encoded `recon` (rated by the shell like `here`).
     public static let reconTag = Tag.recon.rawValue
+    /// The first byte of an encoded `link` (rated by the shell like `here`).
+    public static let linkTag = Tag.link.rawValue
     /// The first bytes of the lazy-push messages (rated together by the shell).
     public static let treeTags: Set<UInt8> = [Tag.ihave.rawValue, Tag.prune.rawValue, Tag.graft.rawValue]
 
@@ -209,6 +220,10 @@ public enum SyncMessage: Equatable, Sendable {
             for id in ids { w.raw(id) }
         case .prune:
             w.u8(Tag.prune.rawValue)
+        case .link(let offer):
+            w.u8(Tag.link.rawValue)
+            w.u16(UInt16(offer.count))
+            w.raw(offer)
         }
         return w.bytes
     }
@@ -315,6 +330,12 @@ public enum SyncMessage: Equatable, Sendable {
                 message = .prune
             case .graft:
                 message = .graft(try Self.decodeIDs(&r, "graft"))
+            case .link:
+                let length = Int(try r.u16("link offer length"))
+                guard length <= SyncLimits.maxLinkOffer else {
+                    throw SyncError(.tooLarge, "link offer of \(length) bytes; at most \(SyncLimits.maxLinkOffer) allowed")
+                }
+                message = .link(try r.raw(length, "link offer"))
             case nil:
                 throw SyncError(.malformed, "unknown sync message type \(tag)")
             }

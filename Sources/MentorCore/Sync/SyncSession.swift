@@ -33,6 +33,10 @@ public enum SyncDirective: Equatable, Sendable {
     /// Lazy push (PROTOCOL.md §13.7): what the peer said about the push tree, for the shell's
     /// `PushTree` (a `graft`'s bodies are queued by the session itself).
     case tree(PushSignal)
+    /// The peer offers a device for linking (PROTOCOL.md §13.8): the encoded `LinkOffer`, or
+    /// empty when it withdraws its offers. The shell checks the bytes (a malformed offer is a
+    /// violation: it hands the session its reason).
+    case linkOffer([UInt8])
 }
 
 /// What a peer said about lazy push (`SyncDirective.tree`).
@@ -341,6 +345,8 @@ public struct SyncSession: Sendable {
             out.append(.tree(.announced(ids)))
         case .prune:
             out.append(.tree(.pruned))
+        case .link(let offer):
+            out.append(.linkOffer(offer))
         case .graft(let ids):
             // The bodies it asks for, read like a round's IDs (unknown ones are skipped: no
             // answer, no offence); past `maxQueuedIDs` the rest is left to the next round.
@@ -578,6 +584,7 @@ public struct SyncSession: Sendable {
         case .ihave: "ihave"
         case .prune: "prune"
         case .graft: "graft"
+        case .link: "link"
         }
     }
 

@@ -41,6 +41,9 @@ protocol LinkShell: ShellQueue {
     func sessionFinished(_ connection: PeerConnection, reason: String, blame: Bool)
     /// The driver carried out what one input said (photos may wait for this link to catch up).
     func sessionRan(_ connection: PeerConnection)
+    /// The peer's device offer (`link`, §13.8; empty: withdrawn); a reason to close for, if
+    /// the offer is malformed.
+    func linkOffer(_ offer: [UInt8], on connection: PeerConnection) -> String?
 }
 
 extension PeerManager: LinkShell {}
@@ -125,6 +128,11 @@ final class LinkHost: SyncHost {
     func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8]) -> String? {
         guard let connection else { return nil }
         return shell.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)
+    }
+
+    func linkOffer(_ offer: [UInt8]) -> String? {
+        guard let connection else { return nil }
+        return shell.linkOffer(offer, on: connection)
     }
 
     func finished(_ reason: String, blame: Bool) {

@@ -14,7 +14,7 @@ protocol NearbyLink: AnyObject, SendableMetatype {
     var accounts: Set<PublicKey> { get }
     /// How often the peer may make us update "nearby now", and the timer that takes a `here`
     /// the gate kept once its bucket has a token again.
-    var here: HereGate { get set }
+    var here: MessageGate { get set }
     var hereTimer: DispatchWorkItem? { get set }
     /// Hands a message from the peer to the link's session (`SyncDriver.receive`).
     func receive(_ bytes: [UInt8])
@@ -34,7 +34,7 @@ protocol NearbyShell: ShellQueue, SendableMetatype {
 /// `here` with the accounts living on its node, and again to every link after a signup; the
 /// accounts the peers of open links named are "nearby now" (direct links only, never relays) —
 /// handed to the node's feed and the budget gate through `setNearby`. A `here` over the link's
-/// rate (`HereGate`) is no offence: the newest is kept and handed to the session when the
+/// rate (its `MessageGate`) is no offence: the newest is kept and handed to the session when the
 /// bucket has refilled (one timer per link). Owned by the shell, which hands over the events (a
 /// link established, a message received, the accounts changed here or named there).
 ///
@@ -88,7 +88,7 @@ final class NearbyAccounts<Shell: NearbyShell>: @unchecked Sendable {
         setNearby(all)
     }
 
-    /// Takes the `here` the link's gate kept once its bucket has a token again (`HereGate`).
+    /// Takes the `here` the link's gate kept once its bucket has a token again (`MessageGate`).
     private func awaitRefill(_ link: Link) {
         let timer = DispatchWorkItem { [weak self, weak link] in
             guard let self, let link else { return }

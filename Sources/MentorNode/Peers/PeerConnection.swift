@@ -5,10 +5,11 @@ import MentorNet
 import MentorStore
 
 /// One link of the peer manager and, once established, its session: the per-link state the
-/// shell keeps (the driver, its timers, what waits unsent, the pacer and the `here` gate, the blob being
-/// received, what `event.sync` last said, the replica's cursors). Confined to the peer
-/// manager's queue; the decisions about it are made by the pieces beside it (`SyncDriver`,
-/// `AckPacer`, `HereGate`, `PhotoExchange` over `BlobFetcher`, `SyncEventThrottle`, `CursorTable`).
+/// shell keeps (the driver, its timers, what waits unsent, the pacer, the `here` and `link`
+/// gates, the blob being received, what `event.sync` last said, the replica's cursors). Confined
+/// to the peer manager's queue; the decisions about it are made by the pieces beside it
+/// (`SyncDriver`, `AckPacer`, `MessageGate`, `PhotoExchange` over `BlobFetcher`,
+/// `SyncEventThrottle`, `CursorTable`).
 final class PeerConnection {
     let link: PeerLink
     /// How the link came to be (an incoming link from an address found over mDNS
@@ -48,14 +49,19 @@ final class PeerConnection {
     var cursors = CursorTable<ReconCursor>()
     /// Kinds of "not taken now" already logged at info on this link.
     var notNowLogged: Set<String> = []
-    /// How often the peer may make us update "nearby now" (`HereGate`; the driver rates `recon`,
-    /// `want` and the lazy-push messages, §13.4), and the timer that takes a `here` it kept once
-    /// its bucket has a token again.
-    var here: HereGate
+    /// How often the peer may make us update "nearby now" (a `MessageGate` of `here`; the driver
+    /// rates `recon`, `want` and the lazy-push messages, §13.4), and the timer that takes a
+    /// `here` it kept once its bucket has a token again.
+    var here: MessageGate
     var hereTimer: DispatchWorkItem?
+    /// Likewise for the peer's device offers (`link`, §13.8; `LinkOffers`).
+    var linkOffers: MessageGate
+    var linkOffersTimer: DispatchWorkItem?
 
-    init(link: PeerLink, via: LinkOrigin, staticIndex: Int?, pacer: AckPacer, serial: UInt64, here: HereGate) {
+    init(link: PeerLink, via: LinkOrigin, staticIndex: Int?, pacer: AckPacer, serial: UInt64, here: MessageGate,
+         linkOffers: MessageGate) {
         self.here = here
+        self.linkOffers = linkOffers
         self.serial = serial
         self.link = link
         self.via = via
@@ -70,6 +76,7 @@ final class PeerConnection {
         for timer in timers.values { timer.cancel() }
         timers = [:]
         hereTimer?.cancel()
+        linkOffersTimer?.cancel()
         blobTimer?.cancel()
     }
 

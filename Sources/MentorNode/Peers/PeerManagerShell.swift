@@ -6,8 +6,8 @@ import MentorStore
 
 // What the peer manager's pieces ask of it, as their shell (`ShellQueue` and the `*Shell`
 // protocols: `DialShell`, `LinkShell`, `ApplyShell`, `PhotoShell`, `PushShell`, `NearbyShell`,
-// `NoticeShell`). All on the manager's `queue`. `PeerManager.swift` holds the shell's own
-// work: the listener and the links, adopting, establishing and closing them.
+// `LinkOfferShell`, `NoticeShell`). All on the manager's `queue`. `PeerManager.swift` holds
+// the shell's own work: the listener and the links, adopting, establishing and closing them.
 
 extension PeerManager {
     // Common to their protocols: the links, the queue's timers, the wire.
@@ -49,6 +49,7 @@ extension PeerManager {
     func announceSync(_ connection: PeerConnection) { notifier.sync(connection) }
     func publishNearby() { nearby.publish() }
     func answerBlobRequest(_ hash: [UInt8], on connection: PeerConnection) { photos.answer(hash, on: connection) }
+    func linkOffer(_ offer: [UInt8], on connection: PeerConnection) -> String? { offers.received(offer, from: connection) }
 
     func blobPart(hash: [UInt8], total: UInt32, offset: UInt32, bytes: [UInt8], on connection: PeerConnection) -> String? {
         photos.blobPart(hash: hash, total: total, offset: offset, bytes: bytes, on: connection)

@@ -5,7 +5,7 @@ import MentorNet
 extension PeerManager {
     /// What the peer manager and its pieces are configured with: the links and the listener,
     /// the session's settings, dialling and redial backoff, the penalties, the per-link rates
-    /// (records, `recon`, `want`, `here`, lazy push), photos and the storage budgets, and the
+    /// (records, `recon`, `want`, `here`, `link`, lazy push), photos and the storage budgets, and the
     /// wall clock and randomness injected for tests. The daemon fills it from its own settings
     /// (`Daemon/Mentormated.swift`); `driver` (in `LinkHost.swift`) derives each link's.
     public struct Settings: Sendable {
@@ -64,6 +64,12 @@ extension PeerManager {
         /// refill, however fast it comes.
         public var hereBurst = 8
         public var herePeriod: Duration = .seconds(30)
+        /// `link` messages (device offers, PROTOCOL.md §13.8) taken from a peer, likewise: an
+        /// honest node sends one per link and per `device link` (two when it replaces an offer:
+        /// the withdrawal, then the new one); one over the rate is no offence, the newest is kept
+        /// and taken when the bucket has refilled.
+        public var linkOfferBurst = 4
+        public var linkOfferPeriod: Duration = .seconds(30)
         /// Lazy push (PROTOCOL.md §13.7): `ihave`, `prune` and `graft` messages a peer may send
         /// together, a burst of `treeBurst` refilled at that rate per `treePeriod`; past it the
         /// session ends as an offence. An honest node sends at most 128 `ihave`s and 128

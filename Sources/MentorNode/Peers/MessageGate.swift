@@ -1,14 +1,15 @@
 import MentorCore
 
-/// How often a link's peer may make us update "nearby now" (PROTOCOL.md §13.4: `here`, 8 at
-/// once, refilled 8 per 30 s). One over the rate is no offence: the newest is kept (one per
-/// link, replacing an older one) and taken when the bucket has a token again, so a flood costs
-/// one decode and one nearby update per refill, however fast it comes. Other messages pass
-/// without touching the bucket.
+/// How often a link's peer may send one kind of message of which only the newest matters
+/// (PROTOCOL.md §13.4: `here`, 8 at once, refilled 8 per 30 s, for "nearby now"; `link`, 4 per
+/// 30 s, for the device offers it holds). One over the rate is no offence: the newest is kept
+/// (one per link, replacing an older one) and taken when the bucket has a token again, so a
+/// flood costs one decode and one update per refill, however fast it comes. Messages of other
+/// types pass without touching the bucket.
 ///
-/// A value type with the clock passed in; the shell owns the one timer per link that `admit`
-/// asks for, and feeds what `refilled` gives back to the driver.
-struct HereGate: Sendable {
+/// A value type with the clock passed in; the shell owns the one timer per link and gate that
+/// `admit` asks for, and feeds what `refilled` gives back to the driver.
+struct MessageGate: Sendable {
     enum Admission: Sendable, Equatable {
         /// Hand the message to the driver now.
         case pass
@@ -18,7 +19,7 @@ struct HereGate: Sendable {
     }
 
     enum Refill: Sendable, Equatable {
-        /// The `here` kept: hand it to the driver now.
+        /// The message kept: hand it to the driver now.
         case take([UInt8])
         /// Still no token: start the timer again.
         case again
@@ -26,20 +27,23 @@ struct HereGate: Sendable {
         case nothing
     }
 
-    /// When a kept `here` is looked at again: one token's refill.
+    /// The message type rated (its first byte, `SyncMessage.hereTag`, `linkTag`).
+    let tag: UInt8
+    /// When a kept message is looked at again: one token's refill.
     let refill: Duration
     private var rate: MessageRate
-    /// The newest `here` over the rate, waiting for a token.
+    /// The newest message over the rate, waiting for a token.
     private(set) var held: [UInt8]?
 
-    init(burst: Int, period: Duration) {
+    init(tag: UInt8, burst: Int, period: Duration) {
+        self.tag = tag
         rate = MessageRate(capacity: burst, per: period)
         refill = period / max(1, burst)
     }
 
     /// A message from the peer at `now`.
     mutating func admit(_ bytes: [UInt8], now: ContinuousClock.Instant) -> Admission {
-        guard bytes.first == SyncMessage.hereTag, !rate.take(now: now) else { return .pass }
+        guard bytes.first == tag, !rate.take(now: now) else { return .pass }
         let arm = held == nil
         held = bytes
         return .hold(armTimer: arm)
