@@ -88,9 +88,12 @@ public struct LinkCode: Sendable, Equatable, CustomStringConvertible {
 /// A new machine's offer of its device key to the machines that hold its account (PROTOCOL.md
 /// §13.8), sent in a `link` message to every directly linked peer while the machine waits:
 ///
-///     codeID u16 ‖ device key 32 ‖ label length u8 ‖ label 1 ... 64 bytes ‖ nonce 16 ‖ expires u64 ‖ mac 32
+///     codeID u16 ‖ device key 32 ‖ label length u8 ‖ label 1 ... 64 bytes ‖ nonce 16 ‖ expires u64
+///     ‖ lifetime u32 ‖ mac 32
 ///
-/// `mac = BLAKE2b-256(key: K, "mentormate link v1" ‖ codeID u16 ‖ device ‖ label ‖ expires u64)`,
+/// `mac = BLAKE2b-256(key: K, "mentormate link v1" ‖ codeID u16 ‖ device ‖ label ‖ expires u64 ‖
+/// lifetime u32)`; `lifetime` is how long the new machine asks its certificate to last, in
+/// seconds (`device link --expires`; 0: no expiry),
 /// `K = Argon2id13(the code's secret characters as ASCII, salt: nonce, 2 passes, 32 MiB)`.
 /// Only who holds the code makes or recognises an offer; the code ID is public. A captured
 /// offer lets an attacker test guesses of the 40-bit secret offline, at one 32 MiB Argon2id
@@ -102,8 +105,8 @@ public struct LinkOffer: Sendable, Equatable {
     /// (as a device certificate's label, §6.2; stricter: no tab or newline either).
     public static let maxLabelBytes = 64
     /// The shortest and longest encodings (a 1-byte and a 64-byte label).
-    public static let minEncodedLength = 2 + 32 + 1 + 1 + nonceLength + 8 + macLength
-    public static let maxEncodedLength = 2 + 32 + 1 + maxLabelBytes + nonceLength + 8 + macLength
+    public static let minEncodedLength = 2 + 32 + 1 + 1 + nonceLength + 8 + 4 + macLength
+    public static let maxEncodedLength = 2 + 32 + 1 + maxLabelBytes + nonceLength + 8 + 4 + macLength
     /// An offer lives at most this long: receivers drop it then, whatever `expires` says.
     public static let lifetime: Duration = .seconds(600)
     /// The Argon2id cost of the MAC key: 2 passes over 32 MiB.
@@ -120,24 +123,27 @@ public struct LinkOffer: Sendable, Equatable {
     public let nonce: [UInt8]
     /// When the offer ends (ms since the Unix epoch, the new machine's clock).
     public let expires: UInt64
+    /// How long the certificate the new machine asks for should last, in seconds; 0: no expiry.
+    public let lifetime: UInt32
     public let mac: [UInt8]
 
     /// An offer of `device` under `code`, with a fresh random nonce. Costs one Argon2id (32 MiB):
     /// run it off any queue that must stay responsive. Throws `.invalidLinkOffer` for a label
     /// that breaks the rules, or Argon2id's error when it cannot run.
-    public static func make(code: LinkCode, device: PublicKey, label: String, expires: UInt64) throws(CryptoError) -> LinkOffer {
-        try make(code: code, device: device, label: label, expires: expires, nonce: SecureRandom.bytes(nonceLength))
+    public static func make(code: LinkCode, device: PublicKey, label: String, expires: UInt64, lifetime: UInt32 = 0) throws(CryptoError) -> LinkOffer {
+        try make(code: code, device: device, label: label, expires: expires, lifetime: lifetime, nonce: SecureRandom.bytes(nonceLength))
     }
 
     /// `make` with a chosen nonce (the documented vector).
-    static func make(code: LinkCode, device: PublicKey, label: String, expires: UInt64, nonce: [UInt8]) throws(CryptoError) -> LinkOffer {
+    static func make(code: LinkCode, device: PublicKey, label: String, expires: UInt64, lifetime: UInt32 = 0, nonce: [UInt8]) throws(CryptoError) -> LinkOffer {
         try checkLabel(Array(label.utf8))
         precondition(nonce.count == nonceLength, "a link offer's nonce is 16 bytes")
-        let mac = try macOf(code: code, device: device, label: label, expires: expires, nonce: nonce)
-        return LinkOffer(codeID: code.codeID, device: device, label: label, nonce: nonce, expires: expires, mac: mac)
+        let mac = try macOf(code: code, device: device, label: label, expires: expires, lifetime: lifetime, nonce: nonce)
+        return LinkOffer(codeID: code.codeID, device: device, label: label, nonce: nonce, expires: expires, lifetime: lifetime, mac: mac)
     }
 
-    private init(codeID: UInt16, device: PublicKey, label: String, nonce: [UInt8], expires: UInt64, mac: [UInt8]) {
+    private init(codeID: UInt16, device: PublicKey, label: String, nonce: [UInt8], expires: UInt64, lifetime: UInt32, mac: [UInt8]) {
+        self.lifetime = lifetime
         self.codeID = codeID; self.device = device; self.label = label
         self.nonce = nonce; self.expires = expires; self.mac = mac
     }
@@ -148,17 +154,17 @@ public struct LinkOffer: Sendable, Equatable {
     /// are equal; throws only when Argon2id cannot run (no memory).
     public func matches(_ code: LinkCode) throws(CryptoError) -> Bool {
         guard code.codeID == codeID else { return false }
-        let expected = try Self.macOf(code: code, device: device, label: label, expires: expires, nonce: nonce)
+        let expected = try Self.macOf(code: code, device: device, label: label, expires: expires, lifetime: lifetime, nonce: nonce)
         return expected.withUnsafeBytes { e in
             mac.withUnsafeBytes { m in sodium_memcmp(e.baseAddress!, m.baseAddress!, Self.macLength) == 0 }
         }
     }
 
     /// The key K and the MAC over the offer's fields; K is zeroed afterwards.
-    static func macOf(code: LinkCode, device: PublicKey, label: String, expires: UInt64, nonce: [UInt8]) throws(CryptoError) -> [UInt8] {
+    static func macOf(code: LinkCode, device: PublicKey, label: String, expires: UInt64, lifetime: UInt32, nonce: [UInt8]) throws(CryptoError) -> [UInt8] {
         var key = try macKey(code: code, nonce: nonce)
         defer { zeroize(&key) }
-        return BLAKE2b.hash(macInput(codeID: code.codeID, device: device, label: label, expires: expires), key: key)
+        return BLAKE2b.hash(macInput(codeID: code.codeID, device: device, label: label, expires: expires, lifetime: lifetime), key: key)
     }
 
     /// `K = Argon2id13(secret ASCII, salt: nonce, keyParameters)`, 32 bytes.
@@ -168,14 +174,15 @@ public struct LinkOffer: Sendable, Equatable {
         return try Argon2id.deriveKey(passphrase: secret, salt: nonce, parameters: keyParameters)
     }
 
-    /// What the MAC covers: `"mentormate link v1" ‖ codeID u16 ‖ device ‖ label ‖ expires u64`.
-    static func macInput(codeID: UInt16, device: PublicKey, label: String, expires: UInt64) -> [UInt8] {
+    /// What the MAC covers: `"mentormate link v1" ‖ codeID u16 ‖ device ‖ label ‖ expires u64 ‖ lifetime u32`.
+    static func macInput(codeID: UInt16, device: PublicKey, label: String, expires: UInt64, lifetime: UInt32) -> [UInt8] {
         var w = ByteWriter()
         w.raw(macContext)
         w.u16(codeID)
         w.raw(device.bytes)
         w.raw(Array(label.utf8))
         w.u64(expires)
+        w.u32(lifetime)
         return w.bytes
     }
 
@@ -188,6 +195,7 @@ public struct LinkOffer: Sendable, Equatable {
         w.raw(labelBytes)
         w.raw(nonce)
         w.u64(expires)
+        w.u32(lifetime)
         w.raw(mac)
         return w.bytes
     }
@@ -217,8 +225,9 @@ public struct LinkOffer: Sendable, Equatable {
             let label = try checkLabel(labelBytes)
             let nonce = try r.raw(nonceLength, "link offer nonce")
             let expires = try r.u64("link offer expires")
+            let lifetime = try r.u32("link offer lifetime")
             let mac = try r.raw(macLength, "link offer mac")
-            return LinkOffer(codeID: codeID, device: device, label: label, nonce: nonce, expires: expires, mac: mac)
+            return LinkOffer(codeID: codeID, device: device, label: label, nonce: nonce, expires: expires, lifetime: lifetime, mac: mac)
         } catch let e as CryptoError {
             throw e
         } catch let e as RecordError {

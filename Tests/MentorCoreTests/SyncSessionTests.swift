@@ -338,7 +338,7 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
         var (s, _) = established(.responder)
         #expect(s.receive(bytes: SyncMessage.link([5, 6, 7]).encoded) == [.linkOffer([5, 6, 7])])
         #expect(s.receive(bytes: SyncMessage.link([]).encoded) == [.linkOffer([])], "a withdrawal")
-        #expect(closes(s.receive(bytes: over.bytes)).first?.contains("link offer of 156 bytes") == true)
+        #expect(closes(s.receive(bytes: over.bytes)).first?.contains("link offer of 160 bytes") == true)
         #expect(s.isClosed)
     }
 

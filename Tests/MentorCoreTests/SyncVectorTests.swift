@@ -37,7 +37,7 @@ import Testing
         ("link-withdraw", .link([])),
     ]
     /// The offer of PROTOCOL.md §13.8's `mm-link` vector (checked there by `LinkOfferTests`).
-    static let linkOffer = "037b4444444444444444444444444444444444444444444444444444444444444444056c61622d33000102030405060708090a0b0c0d0e0f0000018bcfee8fc0eb90f6ced57cf1d5a8f3df5726f597d682f3c2ac30675ee87af7c7c082b2c011"
+    static let linkOffer = "037b4444444444444444444444444444444444444444444444444444444444444444056c61622d33000102030405060708090a0b0c0d0e0f0000018bcfee8fc0000070808320fe123c7314680a96a5d89f19eeb883e0dece9def9f28eed26a212a6f8e04"
 
     static func documented() throws -> [String: String] {
         let doc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

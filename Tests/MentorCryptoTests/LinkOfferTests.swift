@@ -13,6 +13,8 @@ import MentorCore
     static let vectorCode = "mm2te-st7xy"
     static let vectorNonce = Array(UInt8(0x00)...UInt8(0x0f))
     static let vectorExpires: UInt64 = 1_700_000_600_000
+    /// The new machine asks for an 8-hour certificate (`device link --expires 8h`).
+    static let vectorLifetime: UInt32 = 28_800
 
     func offer(_ code: LinkCode, label: String = "lab-3", expires: UInt64 = vectorExpires) throws -> LinkOffer {
         try LinkOffer.make(code: code, device: Self.device, label: label, expires: expires, nonce: Self.vectorNonce)
@@ -135,15 +137,15 @@ import MentorCore
             ([], "truncated while reading link offer code ID"),
             (Array(good.prefix(20)), "truncated while reading link offer device key"),
             (Array(good.prefix(34)), "truncated while reading link offer label length"),
-            (Array(good.dropLast()), "with a 5-byte label is 96 bytes; this one is 95"),
-            (good + [0], "with a 5-byte label is 96 bytes; this one is 97"),
+            (Array(good.dropLast()), "with a 5-byte label is 100 bytes; this one is 99"),
+            (good + [0], "with a 5-byte label is 100 bytes; this one is 101"),
             (with(0, 0x04), "code ID 1147 is not below 1024"),
-            (with(labelLength, 6), "with a 6-byte label is 97 bytes; this one is 96"),
-            (Array(good.prefix(labelLength)) + [0] + good.suffix(56), "label is empty"),
-            (Array(good.prefix(labelLength)) + [65] + [UInt8](repeating: 0x61, count: 65) + good.suffix(56), "at most 155 bytes"),
+            (with(labelLength, 6), "with a 6-byte label is 101 bytes; this one is 100"),
+            (Array(good.prefix(labelLength)) + [0] + good.suffix(60), "label is empty"),
+            (Array(good.prefix(labelLength)) + [65] + [UInt8](repeating: 0x61, count: 65) + good.suffix(60), "at most 159 bytes"),
             (with(35, 0xFF), "label is not valid UTF-8"),
             (with(37, 0x07), "control character U+7"),
-            ([UInt8](repeating: 0, count: 200), "at most 155 bytes; this one is 200"),
+            ([UInt8](repeating: 0, count: 200), "at most 159 bytes; this one is 200"),
         ]
         for (bytes, says) in cases {
             let error = refusal { () throws(CryptoError) in _ = try LinkOffer.decode(bytes) }
@@ -152,7 +154,7 @@ import MentorCore
         }
         // The longest label fits exactly the most a `link` message carries.
         let longest = try LinkOffer.make(code: LinkCode.generate(), device: Self.device, label: String(repeating: "x", count: 64), expires: 1)
-        #expect(longest.encoded.count == LinkOffer.maxEncodedLength && LinkOffer.maxEncodedLength == 155)
+        #expect(longest.encoded.count == LinkOffer.maxEncodedLength && LinkOffer.maxEncodedLength == 159)
         #expect(SyncLimits.maxLinkOffer == LinkOffer.maxEncodedLength, "what a `link` message carries at most")
         #expect(try LinkOffer.decode(longest.encoded) == longest)
     }
@@ -161,7 +163,7 @@ import MentorCore
 
     static func vectorLines() throws -> [(String, String)] {
         let code = try LinkCode.parse(vectorCode)
-        let offer = try LinkOffer.make(code: code, device: device, label: "lab-3", expires: vectorExpires, nonce: vectorNonce)
+        let offer = try LinkOffer.make(code: code, device: device, label: "lab-3", expires: vectorExpires, lifetime: vectorLifetime, nonce: vectorNonce)
         let key = try LinkOffer.macKey(code: code, nonce: vectorNonce)
         return [
             ("code", vectorCode),
@@ -171,8 +173,9 @@ import MentorCore
             ("label", "lab-3"),
             ("nonce", Hex.encode(vectorNonce)),
             ("expires", String(vectorExpires)),
+            ("lifetime", String(vectorLifetime)),
             ("argon2id-key", Hex.encode(key)),
-            ("mac-input", Hex.encode(LinkOffer.macInput(codeID: code.codeID, device: device, label: "lab-3", expires: vectorExpires))),
+            ("mac-input", Hex.encode(LinkOffer.macInput(codeID: code.codeID, device: device, label: "lab-3", expires: vectorExpires, lifetime: vectorLifetime))),
             ("mac", Hex.encode(offer.mac)),
             ("offer", Hex.encode(offer.encoded)),
         ]

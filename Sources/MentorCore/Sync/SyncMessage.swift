@@ -47,7 +47,7 @@ public enum SyncLimits {
     public static let maxTreeIDs = 1024
     /// Bytes of the offer in one `link` message (PROTOCOL.md §13.8: `LinkOffer.maxEncodedLength`,
     /// an offer with a 64-byte label).
-    public static let maxLinkOffer = 155
+    public static let maxLinkOffer = 159
     /// The largest record encoding `Record.decode` accepts.
     public static let maxRecordBytes = Record.maxEncodedBytes
 }
@@ -119,7 +119,7 @@ public struct ReconItem: Equatable, Hashable, Sendable {
 ///     ihave    0x0b ‖ count u16 (1 ... 1024) ‖ count × record ID 32 bytes (strictly ascending)
 ///     prune    0x0c
 ///     graft    0x0d ‖ count u16 (1 ... 1024) ‖ count × record ID 32 bytes (strictly ascending)
-///     link     0x0e ‖ length u16 (0 ... 155) ‖ length bytes: a device offered for linking
+///     link     0x0e ‖ length u16 (0 ... 159) ‖ length bytes: a device offered for linking
 ///              (PROTOCOL.md §13.8; the bytes are a `LinkOffer`, which this layer does not read),
 ///              or none: the sender withdraws what it offered
 ///
