@@ -1,3 +1,4 @@
+import MentorCrypto
 import MentorNet
 import MentorNode
 import Synchronization
@@ -34,6 +35,14 @@ final class DaemonFacts: RuntimeFacts {
     /// The API socket's path once bound.
     func serving(at socketPath: String) {
         later.withLock { $0.socketPath = socketPath }
+    }
+
+    func offerLink(_ offer: LinkOffer?) {
+        later.withLock { $0.peerManager }?.offerLink(offer)
+    }
+
+    func linkOffers(codeID: UInt16) -> [LinkOffer] {
+        later.withLock { $0.peerManager }?.linkOffers(codeID: codeID) ?? []
     }
 
     func runtimeInfo() -> RuntimeInfo {

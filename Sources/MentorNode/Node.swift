@@ -103,6 +103,8 @@ public final class Node: @unchecked Sendable {
     /// Users with a passphrase check (login or signup) admitted and not finished: one at a time
     /// each, so parallel attempts cannot get around the back-off.
     var passphraseChecksInFlight: Set<UInt32> = []
+    /// `device link`s waiting for their approval, by user.
+    var pendingLinks: [UInt32: PendingLink] = [:]
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
 
@@ -379,6 +381,10 @@ public final class Node: @unchecked Sendable {
         var wrongPassphrase = false
         /// A signup's proof-of-work nonce for `keys` (nil when the network asks for none).
         var work: UInt64?
+        /// `device link`: the code and this machine's offer; `device approve`: the offer the
+        /// code matched.
+        var linkCode: LinkCode?
+        var linkOffer: LinkOffer?
     }
 
     /// Slow work the node admitted for a request, done off its queue: a login's passphrase
@@ -389,10 +395,15 @@ public final class Node: @unchecked Sendable {
         /// A new account, or (`importing`) an existing account key brought from an export file:
         /// either way a new device key for this machine.
         case signup(passphrase: String?, importing: SigningKeyPair? = nil)
+        /// `device link`: a new device key (its file protected with `passphrase`), a code and
+        /// the offer (one Argon2id, PROTOCOL.md §13.8).
+        case link(label: String, lifetime: UInt32, passphrase: String?)
+        /// `device approve`: the peers' offers under the code's ID, each tried (one Argon2id each).
+        case approve(LinkCode)
 
         var needsArgon2id: Bool {
             switch self {
-            case .login: true
+            case .login, .link, .approve: true
             case .signup(let passphrase, _): passphrase != nil
             }
         }
@@ -464,6 +475,10 @@ public final class Node: @unchecked Sendable {
             case .accountImport:
                 let request = try API.accountImport.request(from: params)
                 check = .signup(passphrase: request.passphrase, importing: try importedKeys(request, caller))
+            case .deviceLink:
+                check = try linkCheck(try API.deviceLink.request(from: params), caller)
+            case .deviceApprove:
+                check = .approve(try approveCheck(try API.deviceApprove.request(from: params), caller))
             default:
                 return .none
             }
@@ -476,6 +491,8 @@ public final class Node: @unchecked Sendable {
             let what = switch check {
             case .login: "a login of your user is being checked already (one passphrase check at a time per user)"
             case .signup: "a sign-up of your user is under way already (one at a time per user)"
+            case .link: "a `device link` of your user is being prepared already"
+            case .approve: "a `device approve` of your user is being checked already"
             }
             return .refused(RPCError(.limitReached, "\(what); wait for its answer"))
         }
@@ -527,9 +544,14 @@ public final class Node: @unchecked Sendable {
                 try? FileManager.default.removeItem(atPath: accountPath)
                 prepared = PreparedKey(failure: RPCError(.internalError, "could not write the account key: \(error)"))
             }
+        case .link(let label, let lifetime, let passphrase):
+            prepared = prepareLink(caller, label: label, lifetime: lifetime, passphrase: passphrase)
+        case .approve(let code):
+            prepared = findOffer(code)
         }
         let ms = { (d: Duration) in "\(d.components.seconds * 1000 + d.components.attoseconds / 1_000_000_000_000_000)" }
-        logger.debug("passphrase checked", ["uid": "\(caller.uid)", "kind": { if case .login = check { "login" } else { "signup" } }(),
+        logger.debug("passphrase checked", ["uid": "\(caller.uid)", "kind": { switch check {
+                                                case .login: "login"; case .signup: "signup"; case .link: "link"; case .approve: "approve" } }(),
                                             "waited_ms": ms(waited), "took_ms": ms(.now - started),
                                             "outcome": prepared.wrongPassphrase ? "wrong" : prepared.failure == nil ? "ok" : "failed"])
         return prepared
@@ -672,6 +694,12 @@ public final class Node: @unchecked Sendable {
     /// the apply that wrote its `pairs` row (`PairChange`); nothing is compared again here.
     /// Accounts that are locked get no events (their subscribers see the state on unlock).
     func afterApply(_ records: [Record], pairs: [PairChange]) {
+        // A certificate may be the one a `device link` here waits for.
+        if !pendingLinks.isEmpty, records.contains(where: { $0.type == .device }) {
+            do { try finishLinks() } catch {
+                logger.log(.error, "a linked device could not be set up", ["error": "\(error)"])
+            }
+        }
         // The cards the batch touched are read again when the feed is next asked for.
         let touched = records.filter { $0.type == .profile }.map(\.account)
         if !touched.isEmpty {

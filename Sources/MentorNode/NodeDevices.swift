@@ -224,14 +224,190 @@ extension Node {
     }
 }
 
-// MARK: Linking (the transport arrives with the `link` sync message)
+// MARK: Linking a machine (PROTOCOL.md §13.8)
+
+/// A `device link` waiting for its approval: this machine's new device key (its file waits
+/// under `.link` beside where it goes), the code and the offer sent to the peers.
+struct PendingLink: Sendable {
+    var device: SigningKeyPair
+    var code: LinkCode
+    var offer: LinkOffer
+    var label: String
+    var protected: Bool
+    var path: String
+}
 
 extension Node {
-    func deviceLink(_ request: LinkRequest, _ caller: Requester) throws -> LinkStart {
-        throw RPCError(.notAllowed, "linking a device over the network is not built yet")
+    /// The free checks of `device link` (before its Argon2id).
+    func linkCheck(_ request: LinkRequest, _ caller: Requester) throws -> PassphraseCheck {
+        guard try replica.nodeAccount(uid: caller.uid) == nil else {
+            throw RPCError(.alreadyExists, "you already have an account on this node: `device link` is for a machine that does not have it yet")
+        }
+        let label = try deviceLabel(request.label)
+        guard label.unicodeScalars.allSatisfy({ $0.value >= 0x20 && !(0x7F...0x9F).contains($0.value) }) else {
+            throw RPCError(.invalidValue, "a device label has no control characters")
+        }
+        var lifetime: UInt32 = 0
+        if let seconds = request.expires {
+            guard seconds >= 60, seconds <= 365 * 86_400 else {
+                throw RPCError(.invalidValue, "expires is 60 … \(365 * 86_400) seconds (1 minute … 365 days), not \(seconds)")
+            }
+            lifetime = UInt32(seconds)
+        }
+        if let passphrase = request.passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
+        if let other = pendingLinks.first(where: { $0.key != caller.uid && $0.value.offer.expires > config.now() }) {
+            throw RPCError(.limitReached, "another user of this machine (uid \(other.key)) is linking a device; a node offers one at a time — try again when theirs is done (at most 10 minutes)")
+        }
+        return .link(label: label, lifetime: lifetime, passphrase: request.passphrase)
     }
-    func deviceLinkStatus(_ caller: Requester) throws -> LinkStatus { LinkStatus(state: "none") }
-    func deviceApprove(_ request: ApproveRequest, _ caller: Requester) throws -> ApproveResult {
-        throw RPCError(.notAllowed, "linking a device over the network is not built yet")
+
+    /// Off the queue: the new device key (written under a temporary name), a code and the offer.
+    func prepareLink(_ caller: Requester, label: String, lifetime: UInt32, passphrase: String?) -> PreparedKey {
+        let keys = SigningKeyPair.generate()
+        let path = config.keyPath(uid: caller.uid) + ".new-" + Hex.encode(SecureRandom.bytes(6))
+        do {
+            try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            let cost = config.passphraseCost
+            if let passphrase {
+                try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
+                    try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
+                }
+            } else {
+                try KeyFile.write(keys, to: path, passphrase: nil, parameters: cost)
+            }
+            let code = LinkCode.generate()
+            let offer = try LinkOffer.make(code: code, device: keys.publicKey.key, label: label,
+                                           expires: config.now() + Self.linkLifetimeMillis, lifetime: lifetime)
+            var prepared = PreparedKey(keys: keys, temporaryPath: path)
+            prepared.linkCode = code
+            prepared.linkOffer = offer
+            return prepared
+        } catch {
+            try? FileManager.default.removeItem(atPath: path)
+            return PreparedKey(failure: RPCError(.internalError, "could not make this machine's device key: \(error)"))
+        }
+    }
+
+    static let linkLifetimeMillis: UInt64 = 600_000
+
+    func deviceLink(_ request: LinkRequest, _ caller: Requester, prepared: PreparedKey?) throws -> LinkStart {
+        _ = try linkCheck(request, caller)
+        guard let prepared, let keys = prepared.keys, let code = prepared.linkCode, let offer = prepared.linkOffer,
+              let temporary = prepared.temporaryPath else {
+            throw RPCError(.internalError, "the device key was not prepared; run `mentormate device link` again")
+        }
+        if let old = pendingLinks[caller.uid] { try? FileManager.default.removeItem(atPath: old.path) }
+        let path = config.keyPath(uid: caller.uid) + ".link"
+        guard rename(temporary, path) == 0 else {
+            throw RPCError(.internalError, "could not keep the new device key at \(path)")
+        }
+        pendingLinks[caller.uid] = PendingLink(device: keys, code: code, offer: offer, label: offer.label,
+                                               protected: request.passphrase != nil, path: path)
+        runtime.offerLink(offer)
+        logger.info("device link offered", ["uid": "\(caller.uid)", "device": Self.deviceID(keys.publicKey.key),
+                                            "code_id": "\(code.codeID)", "lifetime_s": "\(offer.lifetime)"])
+        return LinkStart(code: code.description, device: Self.deviceID(keys.publicKey.key), label: offer.label,
+                         until: Int64(clamping: offer.expires))
+    }
+
+    func deviceLinkStatus(_ caller: Requester) throws -> LinkStatus {
+        try finishLinks()
+        if let pending = pendingLinks[caller.uid] {
+            guard pending.offer.expires > config.now() else {
+                abandonLink(caller.uid)
+                return LinkStatus(state: "expired", device: Self.deviceID(pending.device.publicKey.key))
+            }
+            return LinkStatus(state: "waiting", device: Self.deviceID(pending.device.publicKey.key))
+        }
+        if let a = try replica.nodeAccount(uid: caller.uid), let writer = writers[caller.uid], writer.isDevice {
+            return LinkStatus(state: "linked", account: a.account.id, device: Self.deviceID(writer.author))
+        }
+        return LinkStatus(state: "none")
+    }
+
+    /// A pending link whose code expired: its offer withdrawn, its key deleted.
+    func abandonLink(_ uid: UInt32) {
+        guard let pending = pendingLinks.removeValue(forKey: uid) else { return }
+        try? FileManager.default.removeItem(atPath: pending.path)
+        runtime.offerLink(nil)
+        logger.info("device link expired", ["uid": "\(uid)", "device": Self.deviceID(pending.device.publicKey.key)])
+    }
+
+    /// Pending links whose certificate has arrived become the user's account on this node:
+    /// the key goes in place, the account is unlocked with it, the offer is withdrawn. Called
+    /// after every applied batch that holds a certificate, and by `device.link.status`.
+    func finishLinks() throws {
+        for (uid, pending) in pendingLinks {
+            guard let account = try replica.account(ofDevice: pending.device.publicKey.key) else { continue }
+            let path = config.keyPath(uid: uid)
+            guard rename(pending.path, path) == 0 else {
+                logger.log(.error, "a linked device's key could not be put in place", ["path": path])
+                continue
+            }
+            pendingLinks[uid] = nil
+            runtime.offerLink(nil)
+            try replica.addNodeAccount(NodeAccount(uid: uid, account: account, email: "", protected: pending.protected, created: config.now()))
+            try unlock(uid: uid, keys: pending.device, account: account, accountKeys: nil)
+            localKeys.insert(account)
+            logger.info("device linked", ["uid": "\(uid)", "account": account.shortID, "device": Self.deviceID(pending.device.publicKey.key)])
+            changes.publish(.accountsChanged)
+        }
+    }
+
+    /// The free checks of `device approve` (before trying the offers): the account key is here,
+    /// this device still stands, the code has the right form.
+    func approveCheck(_ request: ApproveRequest, _ caller: Requester) throws -> LinkCode {
+        let me = try me(caller)
+        guard accountKeys[caller.uid] != nil else {
+            if writers[caller.uid] == nil { throw try lockedError(caller.uid) }
+            throw RPCError(.notAllowed, "approving a device needs your account key, which is not on this node: run `mentormate device approve` on the machine you signed up on or imported the account to")
+        }
+        if let writer = writers[caller.uid], writer.isDevice {
+            let standing = try deviceFacts(caller.uid, account: me).state
+            if standing == "revoked" || standing == "expired" {
+                throw RPCError(.notAllowed, "this machine's device was \(standing == "revoked" ? "revoked" : "expired"): it cannot approve another. Use a device that still stands")
+            }
+        }
+        do { return try LinkCode.parse(request.code) } catch {
+            throw RPCError(.invalidValue, "\(error.message) — type the code `mentormate device link` printed on the new machine")
+        }
+    }
+
+    /// Off the queue: the peers' offers under the code's ID, tried with the code.
+    func findOffer(_ code: LinkCode) -> PreparedKey {
+        for offer in runtime.linkOffers(codeID: code.codeID) {
+            if (try? offer.matches(code)) == true {
+                var prepared = PreparedKey()
+                prepared.linkOffer = offer
+                return prepared
+            }
+        }
+        return PreparedKey(failure: RPCError(.notFound, "no machine on this network is offering a device under this code: check the code, that it is under 10 minutes old, and that both machines are on the same network (`mentormate peers`)"))
+    }
+
+    func deviceApprove(_ request: ApproveRequest, _ caller: Requester, prepared: PreparedKey?) throws -> ApproveResult {
+        let me = try me(caller)
+        _ = try approveCheck(request, caller)
+        guard let offer = prepared?.linkOffer else {
+            throw RPCError(.internalError, "the code was not checked; run `mentormate device approve` again")
+        }
+        let now = config.now()
+        guard offer.expires > now else {
+            throw RPCError(.notAllowed, "this code expired; run `mentormate device link` again on the new machine for a new one")
+        }
+        if try replica.devices(of: me).contains(where: { $0.device == offer.device }) {
+            throw RPCError(.alreadyExists, "this code was used already: device \(Self.deviceID(offer.device)) (\(offer.label)) is linked. A new machine runs `mentormate device link` for a new code")
+        }
+        let lifetime: Int64? = offer.lifetime > 0 ? Int64(offer.lifetime) : nil
+        guard request.confirm == true else {
+            return ApproveResult(device: Self.deviceID(offer.device), label: offer.label, expires: lifetime, approved: false)
+        }
+        let epoch = max(try replica.encryptionEpoch(of: me), 1)
+        try write(caller.uid, as: .account) { w, now throws(RecordError) in
+            try w.certify(offer.device, label: offer.label, expires: lifetime.map { now + UInt64($0) * 1000 }, epoch: epoch, at: now)
+        }
+        logger.info("device approved", ["uid": "\(caller.uid)", "device": Self.deviceID(offer.device), "lifetime_s": "\(offer.lifetime)"])
+        return ApproveResult(device: Self.deviceID(offer.device), label: offer.label, expires: lifetime, approved: true)
     }
 }

@@ -38,9 +38,9 @@ extension Node {
         case .replicaDigest: return try run(API.replicaDigest, params) { _ in try replicaDigest() }
         case .deviceList: return try run(API.deviceList, params) { _ in try deviceList(caller) }
         case .deviceRevoke: return try run(API.deviceRevoke, params) { try deviceRevoke($0, caller) }
-        case .deviceLink: return try run(API.deviceLink, params) { try deviceLink($0, caller) }
+        case .deviceLink: return try run(API.deviceLink, params) { try deviceLink($0, caller, prepared: prepared) }
         case .deviceLinkStatus: return try run(API.deviceLinkStatus, params) { _ in try deviceLinkStatus(caller) }
-        case .deviceApprove: return try run(API.deviceApprove, params) { try deviceApprove($0, caller) }
+        case .deviceApprove: return try run(API.deviceApprove, params) { try deviceApprove($0, caller, prepared: prepared) }
         case .accountExport: return try run(API.accountExport, params) { _ in try accountExport(caller) }
         case .accountImport: return try run(API.accountImport, params) { try accountImport($0, caller, prepared: prepared) }
         }

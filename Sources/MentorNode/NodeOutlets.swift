@@ -1,4 +1,5 @@
 import MentorAPI
+import MentorCrypto
 import MentorNet
 import Synchronization
 
@@ -20,6 +21,17 @@ public protocol NotificationSink: Sendable {
 /// discovery, connected peers, storage). Read on the node's queue: must not wait on it.
 public protocol RuntimeFacts: Sendable {
     func runtimeInfo() -> RuntimeInfo
+    /// Linking a device (PROTOCOL.md §13.8): sends this node's offer on every peer link (nil
+    /// withdraws it). Called on the node's queue: must not wait on it.
+    func offerLink(_ offer: LinkOffer?)
+    /// The live offers the node's peers sent under `codeID`. Called off the node's queue.
+    func linkOffers(codeID: UInt16) -> [LinkOffer]
+}
+
+extension RuntimeFacts {
+    /// Without a peer manager (tests, tools): no offer goes anywhere, none arrives.
+    public func offerLink(_ offer: LinkOffer?) {}
+    public func linkOffers(codeID: UInt16) -> [LinkOffer] { [] }
 }
 
 /// The node's changes, as a stream others subscribe to: the records it applied (written here,

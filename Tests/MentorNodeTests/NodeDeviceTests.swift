@@ -105,3 +105,119 @@ import MentorStore
         #expect(try t.call(ana, "account.whoami")["unlocked"] == true)
     }
 }
+
+/// Linking a machine with a code (PROTOCOL.md §13.8), and what the linked device can read and
+/// write: the conversation, from either machine; revocation rotating the encryption key.
+@Suite struct NodeLinkTests {
+    let ana: UInt32 = 1001, ben: UInt32 = 1002
+
+    /// Through `respond` (the daemon's path): link and approve do their Argon2id off the queue.
+    static func call(_ t: TestNode, _ uid: UInt32, _ method: String, _ params: [String: JSON] = [:]) async throws -> JSON {
+        try await t.node.respond(method, params, caller: Requester(uid: uid, connection: 1)).get()
+    }
+
+    static func failure(_ t: TestNode, _ uid: UInt32, _ method: String, _ params: [String: JSON] = [:]) async -> RPCError? {
+        if case .failure(let e) = await t.node.respond(method, params, caller: Requester(uid: uid, connection: 1)) { return e }
+        return nil
+    }
+
+    @Test func aMachineLinkedWithACodeReadsAndWritesTheConversationUntilRevoked() async throws {
+        let lab = try TestNode(), laptop = try TestNode()
+        let lan = LinkBoard()
+        lab.runtime.board = lan
+        laptop.runtime.board = lan
+        _ = try await Self.call(lab, ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        _ = try await Self.call(lab, ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor"])
+        let benID = try #require(try lab.call(ben, "account.whoami")["id"]?.stringValue)
+        let anaID = try #require(try lab.call(ana, "account.whoami")["id"]?.stringValue)
+        // Ben and Ana match and Ben writes, before the laptop exists.
+        try lab.call(ben, "like", ["id": .string(anaID)])
+        try lab.call(ana, "like", ["id": .string(benID)])
+        try lab.call(ben, "chat.send", ["id": .string(anaID), "text": "hi Ana"])
+
+        let start = try await Self.call(laptop, ana, "device.link", ["label": "laptop", "expires": 28_800])
+        let code = try #require(start["code"]?.stringValue)
+        #expect(try await Self.call(laptop, ana, "device.link.status")["state"] == "waiting")
+        // A wrong code: nothing matches, nothing is linked.
+        let wrong = await Self.failure(lab, ana, "device.approve", ["code": code == "qqqqq-qqqqq" ? "ppppp-ppppp" : "qqqqq-qqqqq"])
+        #expect(wrong?.code == RPCError.Code.notFound.rawValue && wrong?.message.contains("no machine") == true)
+        let garbled = await Self.failure(lab, ana, "device.approve", ["code": "hello"])
+        #expect(garbled?.code == RPCError.Code.invalidValue.rawValue)
+        let preview = try await Self.call(lab, ana, "device.approve", ["code": .string(code)])
+        #expect(preview["label"] == "laptop" && preview["expires"] == 28_800 && preview["approved"] == false)
+        #expect(preview["device"] == start["device"])
+        guard case .exact(let anaKey)? = try? AccountID.parse(anaID) else { Issue.record("no ID"); return }
+        #expect(try lab.node.replica.devices(of: anaKey).count == 1)   // nothing yet
+        let approved = try await Self.call(lab, ana, "device.approve", ["code": .string(code), "confirm": true])
+        #expect(approved["approved"] == true)
+        // Used once: a second approval is refused.
+        let reused = await Self.failure(lab, ana, "device.approve", ["code": .string(code), "confirm": true])
+        #expect(reused?.code == RPCError.Code.alreadyExists.rawValue && reused?.message.contains("used already") == true)
+
+        // The certificate reaches the laptop: linked, with the history readable.
+        try NodeDeviceTests.sync(lab, laptop)
+        let status = try await Self.call(laptop, ana, "device.link.status")
+        #expect(status["state"] == "linked" && status["account"]?.stringValue == anaID)
+        let whoami = try laptop.call(ana, "account.whoami")
+        #expect(whoami["device_state"] == "current" && whoami["account_key"] == false && whoami["id"]?.stringValue == anaID)
+        let history = try laptop.call(ana, "chat.history", ["id": .string(benID)])
+        #expect(history["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue } == ["hi Ana"])
+        let devices = try laptop.call(ana, "device.list")["devices"]?.arrayValue ?? []
+        let expires = devices.first { $0["label"] == "laptop" }?["expires"]?.intValue
+        let created = devices.first { $0["label"] == "laptop" }?["created"]?.intValue
+        #expect(devices.count == 2 && expires != nil && expires == created.map { $0 + 28_800_000 })
+
+        // Ana answers from the laptop; both machines show one conversation, in one order.
+        try laptop.call(ana, "chat.send", ["id": .string(benID), "text": "from my laptop"])
+        try NodeDeviceTests.sync(laptop, lab)
+        let onLab = try lab.call(ana, "chat.history", ["id": .string(benID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        let onLaptop = try laptop.call(ana, "chat.history", ["id": .string(benID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        let forBen = try lab.call(ben, "chat.history", ["id": .string(anaID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        #expect(onLab == ["hi Ana", "from my laptop"] && onLaptop == onLab && forBen == onLab)
+
+        // Revoke the laptop: its writes are refused; Ben's next message is sealed to the new key.
+        let laptopID = try #require(start["device"]?.stringValue)
+        _ = try lab.call(ana, "device.revoke", ["id": .string(laptopID)])
+        try lab.call(ben, "chat.send", ["id": .string(anaID), "text": "after the revocation"])
+        try NodeDeviceTests.sync(lab, laptop)
+        #expect(laptop.error(ana, "chat.send", ["id": .string(benID), "text": "still me?"])?.code == RPCError.Code.notAllowed.rawValue)
+        let laptopAfter = try laptop.call(ana, "chat.history", ["id": .string(benID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        let labAfter = try lab.call(ana, "chat.history", ["id": .string(benID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        #expect(labAfter == ["hi Ana", "from my laptop", "after the revocation"])
+        #expect(laptopAfter == ["hi Ana", "from my laptop"])
+        // A revoked device cannot approve (it holds no account key here anyway) nor write.
+        #expect(try laptop.call(ana, "account.whoami")["device_state"] == "revoked")
+    }
+
+    @Test func aCodeThatExpiresLinksNothingAndLogoutForgetLeavesNoKey() async throws {
+        let lab = try TestNode(), laptop = try TestNode()
+        let lan = LinkBoard()
+        lab.runtime.board = lan
+        laptop.runtime.board = lan
+        _ = try await Self.call(lab, ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        let start = try await Self.call(laptop, ana, "device.link", ["label": "lab-7"])
+        let code = try #require(start["code"]?.stringValue)
+        // A second link on the same machine by another user waits its turn.
+        let busy = await Self.failure(laptop, ben, "device.link", [:])
+        #expect(busy?.code == RPCError.Code.limitReached.rawValue)
+        // The laptop's clock moves 1 s per reading; 10 minutes pass in 600 readings.
+        for _ in 0..<600 { _ = laptop.node.config.now() }
+        #expect(try await Self.call(laptop, ana, "device.link.status")["state"] == "expired")
+        #expect(!FileManager.default.fileExists(atPath: laptop.dir + "/accounts/\(ana).key.link"))
+        #expect(lan.offers(codeID: try LinkCode.parse(code).codeID, except: UUID()).isEmpty)
+        #expect(await Self.failure(lab, ana, "device.approve", ["code": .string(code)])?.code == RPCError.Code.notFound.rawValue)
+
+        // Linked again, then `logout --forget`: revoked, and no key file left.
+        let again = try await Self.call(laptop, ana, "device.link", [:])
+        _ = try await Self.call(lab, ana, "device.approve", ["code": .string(try #require(again["code"]?.stringValue)), "confirm": true])
+        try NodeDeviceTests.sync(lab, laptop)
+        #expect(try await Self.call(laptop, ana, "device.link.status")["state"] == "linked")
+        let forgotten = try laptop.call(ana, "account.logout", ["forget": true])
+        #expect(forgotten["device_state"] == "revoked")
+        #expect(!FileManager.default.fileExists(atPath: laptop.dir + "/accounts/\(ana).key"))
+        #expect(laptop.error(ana, "account.whoami")?.code == RPCError.Code.noAccount.rawValue)
+        try NodeDeviceTests.sync(laptop, lab)
+        let states = try lab.call(ana, "device.list")["devices"]?.arrayValue?.compactMap { $0["state"]?.stringValue }
+        #expect(states?.sorted() == ["current", "revoked"])
+    }
+}

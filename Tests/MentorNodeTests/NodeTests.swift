@@ -87,6 +87,25 @@ final class SettableRuntime: RuntimeFacts, @unchecked Sendable {
         set { lock.withLock { current = newValue } }
     }
     func runtimeInfo() -> RuntimeInfo { info }
+    /// The network the node's link offers travel on (`LinkBoard`); nil: none.
+    var board: LinkBoard? {
+        get { lock.withLock { joined } }
+        set { lock.withLock { joined = newValue } }
+    }
+    private var joined: LinkBoard?
+    let id = UUID()
+    func offerLink(_ offer: LinkOffer?) { board?.set(offer, from: id) }
+    func linkOffers(codeID: UInt16) -> [LinkOffer] { board?.offers(codeID: codeID, except: id) ?? [] }
+}
+
+/// Test nodes "on one network": each one's link offer reaches the others.
+final class LinkBoard: @unchecked Sendable {
+    private let lock = NSLock()
+    private var offers: [UUID: LinkOffer] = [:]
+    func set(_ offer: LinkOffer?, from node: UUID) { lock.withLock { offers[node] = offer } }
+    func offers(codeID: UInt16, except node: UUID) -> [LinkOffer] {
+        lock.withLock { offers.filter { $0.key != node && $0.value.codeID == codeID }.map(\.value) }
+    }
 }
 
 @Suite struct NodeTests {
