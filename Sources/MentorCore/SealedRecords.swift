@@ -59,7 +59,9 @@ public protocol SealedRecordSchema: RecordSchema {
 }
 
 extension SealedRecordSchema {
-    public static var maxClockEntries: Int { 0 }
+    /// A sealed record's clock names only other keys of its author's account (its like
+    /// register's writers, §8.4): never the counterpart, who stays hidden (§12).
+    public static var maxClockEntries: Int { Limits.maxDevicesPerAccount }
     public static var publicMerge: PublicMerge { .sealed }
     public init(body: [UInt8]) throws(RecordError) {
         self.init(sealed: try SealedBody(body: body, what: Self.name, maxPlaintext: Payload.maxBytes))
@@ -142,52 +144,73 @@ public struct LikePayload: SealedPayload {
 /// existed) opens, but the message is never valid.
 public struct ChatPayload: SealedPayload {
     public static let maxTextBytes = 4000
-    public static let maxBytes = maxTextBytes + 96
+    public static let maxBytes = maxTextBytes + 160
     public static let likeIDLength = 32
     public var recipient: PublicKey
+    /// The message's place in the conversation (field 2): 1 + the highest place among the
+    /// pair's messages the sender's node held when it wrote — a Lamport clock over both
+    /// accounts and all their devices (PROTOCOL.md §8.6).
     public var peerSeq: UInt64
     public var text: String
+    /// The recipient's like the message answers (field 4) and the sender's own like (field
+    /// 5): the match it belongs to, by the two likes' record IDs (§8.5).
     public var answers: [UInt8]?
+    public var mine: [UInt8]?
     public var counterpart: PublicKey { recipient }
 
-    public init(recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String) {
-        self.recipient = recipient; self.peerSeq = peerSeq; self.answers = answers; self.text = text
+    public init(recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, mine: [UInt8]? = nil, text: String) {
+        self.recipient = recipient; self.peerSeq = peerSeq; self.answers = answers; self.mine = mine; self.text = text
     }
 
     public init(plaintext: [UInt8]) throws(RecordError) {
         let w = "chat payload"
-        let f = try FieldList.decode(plaintext, known: [1, 2, 3, 4], what: w)
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3, 4, 5], what: w)
         recipient = try f.require(f.key(1, "recipient", what: w), "recipient", what: w)
         peerSeq = try f.require(f.u64(2, "peer seq", what: w), "peer seq", what: w)
         text = try f.require(f.text(3, "text", maxBytes: Self.maxTextBytes, what: w), "text", what: w)
         answers = try f.bytes(4, "answered like", length: Self.likeIDLength, what: w)
+        mine = try f.bytes(5, "own like", length: Self.likeIDLength, what: w)
         guard !text.isEmpty else { throw RecordError(.invalidBody, "chat message is empty") }
     }
 
     public var plaintext: [UInt8] {
         var f = FieldList(); f.set(1, recipient.bytes); f.set(2, u64: peerSeq); f.set(3, text: text)
         if let answers { f.set(4, answers) }
+        if let mine { f.set(5, mine) }
         return f.encoded
     }
 }
 
-/// Ends the match with `target` for good (a tombstone for the pair).
+/// Ends a match with `target`: the one of the two likes `answers` (the target's) and `mine`
+/// (the author's), so that the two may match again with new likes (PROTOCOL.md §8.7). Without
+/// them (written before they existed) it ends every match of the pair, for good.
 public struct UnmatchPayload: SealedPayload {
-    public static let maxBytes = 64
+    public static let maxBytes = 128
     public var target: PublicKey
     public var peerSeq: UInt64
+    public var answers: [UInt8]?
+    public var mine: [UInt8]?
     public var counterpart: PublicKey { target }
 
-    public init(target: PublicKey, peerSeq: UInt64) { self.target = target; self.peerSeq = peerSeq }
+    public init(target: PublicKey, peerSeq: UInt64, answers: [UInt8]? = nil, mine: [UInt8]? = nil) {
+        self.target = target; self.peerSeq = peerSeq; self.answers = answers; self.mine = mine
+    }
 
     public init(plaintext: [UInt8]) throws(RecordError) {
         let w = "unmatch payload"
-        let f = try FieldList.decode(plaintext, known: [1, 2], what: w)
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3, 4], what: w)
         target = try f.require(f.key(1, "target", what: w), "target", what: w)
         peerSeq = try f.require(f.u64(2, "peer seq", what: w), "peer seq", what: w)
+        answers = try f.bytes(3, "their like", length: ChatPayload.likeIDLength, what: w)
+        mine = try f.bytes(4, "own like", length: ChatPayload.likeIDLength, what: w)
+        guard (answers == nil) == (mine == nil) else {
+            throw RecordError(.malformed, "\(w) names one like of the match; it names both or neither")
+        }
     }
 
     public var plaintext: [UInt8] {
-        var f = FieldList(); f.set(1, target.bytes); f.set(2, u64: peerSeq); return f.encoded
+        var f = FieldList(); f.set(1, target.bytes); f.set(2, u64: peerSeq)
+        if let answers, let mine { f.set(3, answers); f.set(4, mine) }
+        return f.encoded
     }
 }

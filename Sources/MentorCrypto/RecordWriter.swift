@@ -45,20 +45,25 @@ public struct RecordWriter: Sendable {
     /// A like (or a withdrawal) of `target`; `peerSeq` is the highest seq of the target's records
     /// this account had applied. `to`: the target's newest encryption key, for version-2 sealing
     /// (nil: the X25519 form of its account key).
+    /// `clock`: the clocks of the account's like entries for `target` the writer holds, so the
+    /// new one supersedes them (§8.4); its own key is left out.
     public mutating func like(_ target: PublicKey, liked: Bool = true, peerSeq: UInt64 = 0, to key: [UInt8]? = nil,
-                              at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(Like.self, LikePayload(target: target, liked: liked, peerSeq: peerSeq), to: key, at: timestamp)
+                              clock: VectorClock = VectorClock(), at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(Like.self, LikePayload(target: target, liked: liked, peerSeq: peerSeq), to: key, clock: clock, at: timestamp)
     }
 
     /// A message to `recipient`, answering the recipient's like `answers` (its record ID), with
     /// `peerSeq` the highest seq of the recipient's records this account had applied.
-    public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, text: String, key: [UInt8]? = nil,
-                              at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, text: text), to: key, at: timestamp)
+    public mutating func chat(to recipient: PublicKey, peerSeq: UInt64, answers: [UInt8]?, mine: [UInt8]? = nil, text: String,
+                              key: [UInt8]? = nil, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(ChatMessage.self, ChatPayload(recipient: recipient, peerSeq: peerSeq, answers: answers, mine: mine, text: text),
+                   to: key, at: timestamp)
     }
 
-    public mutating func unmatch(_ target: PublicKey, peerSeq: UInt64, to key: [UInt8]? = nil, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
-        try sealed(Unmatch.self, UnmatchPayload(target: target, peerSeq: peerSeq), to: key, at: timestamp)
+    /// Ends the match of the likes `answers` (the target's) and `mine` (this account's).
+    public mutating func unmatch(_ target: PublicKey, peerSeq: UInt64, answers: [UInt8]? = nil, mine: [UInt8]? = nil,
+                                 to key: [UInt8]? = nil, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(Unmatch.self, UnmatchPayload(target: target, peerSeq: peerSeq, answers: answers, mine: mine), to: key, at: timestamp)
     }
 
     /// Certifies `device` as one of this account's devices (the account key only).
@@ -106,7 +111,7 @@ public struct RecordWriter: Sendable {
     }
 
     public mutating func sealed<S: SealedRecordSchema>(_ schema: S.Type, _ payload: S.Payload, to key: [UInt8]? = nil,
-                                                       at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+                                                       clock: VectorClock = VectorClock(), at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         guard payload.counterpart != account else {
             throw RecordError(.invalidBody, "an account cannot send a \(S.name) to itself")
         }
@@ -124,7 +129,8 @@ public struct RecordWriter: Sendable {
         } catch {
             throw RecordError(.invalidBody, "cannot seal a \(S.name) to \(payload.counterpart.shortID)…: \((error as? CryptoError)?.message ?? "\(error)")")
         }
-        return try next(S.type, body: body.body, at: timestamp)
+        let seen = VectorClock(clock.entries.filter { $0.key != author }.map { ($0.key, $0.seq) })
+        return try next(S.type, body: body.body, clock: seen, at: timestamp)
     }
 
     /// Signs the next record; `lastSeq` advances only if signing succeeded.

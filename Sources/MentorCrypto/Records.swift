@@ -287,14 +287,15 @@ public struct SealedOpener: Sendable {
             kind = .like(p.liked, peerSeq: p.peerSeq)
         case .chat:
             guard let p = try? ChatPayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
-            kind = .chat(peerSeq: p.peerSeq, answers: p.answers, text: p.text)
+            kind = .chat(peerSeq: p.peerSeq, answers: p.answers, mine: p.mine, text: p.text)
         case .unmatch:
             guard let p = try? UnmatchPayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
-            kind = .unmatch(peerSeq: p.peerSeq)
+            kind = .unmatch(peerSeq: p.peerSeq, answers: p.answers, mine: p.mine)
         default:
             return nil
         }
-        return (other, PairEntry(author: author, seq: r.seq, timestamp: r.timestamp, recordID: v.id, kind: kind))
+        return (other, PairEntry(author: author, seq: r.seq, timestamp: r.timestamp, recordID: v.id, kind: kind,
+                                 clock: r.effectiveClock))
     }
 
     private mutating func secretsIfTagged(_ mySecret: [UInt8], other: PublicKey, senderKey: [UInt8], _ sealed: SealedBody, _ type: RecordType) -> PairSecrets? {

@@ -371,7 +371,10 @@ extension Node {
             _ = try replica.removePass(account: me, target: other)
             let seen = try replica.contiguousSeq(of: other)
             let key = try sealTo(other)
-            try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, to: key, at: now) }
+            // The new like supersedes every like of this account's register, whichever of its
+            // devices wrote it (PROTOCOL.md §8.4).
+            let clock = PairView.likeClock(of: me, in: try replica.pairEntries(account: me, other: other))
+            try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, peerSeq: seen, to: key, clock: clock, at: now) }
         }
         let after = try replica.pairView(account: me, other: other)
         return LikeResult(id: other.id, matched: after.matched)
@@ -396,7 +399,10 @@ extension Node {
         // written against the like being withdrawn, are not shown (PROTOCOL.md section 8.5).
         let seen = try replica.contiguousSeq(of: other)
         let key = try sealTo(other)
-        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.like(other, liked: false, peerSeq: seen, to: key, at: now) }
+        let clock = PairView.likeClock(of: me, in: try replica.pairEntries(account: me, other: other))
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
+            try w.like(other, liked: false, peerSeq: seen, to: key, clock: clock, at: now)
+        }
         return UndoResult(id: other.id, undone: .like)
     }
 
@@ -418,7 +424,12 @@ extension Node {
         }
         let seen = try replica.contiguousSeq(of: other)
         let key = try sealTo(other)
-        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.unmatch(other, peerSeq: seen, to: key, at: now) }
+        // It ends this match — the two likes that stand — and no other (PROTOCOL.md §8.7).
+        let entries = try replica.pairEntries(account: me, other: other)
+        let theirs = PairView.currentLike(of: other, in: entries)?.recordID, mine = PairView.currentLike(of: me, in: entries)?.recordID
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
+            try w.unmatch(other, peerSeq: seen, answers: theirs, mine: mine, to: key, at: now)
+        }
         return AccountResult(id: other.id)
     }
 
@@ -436,11 +447,16 @@ extension Node {
         guard pair?.matched == true, let theirLike = try replica.currentLike(account: me, by: other) else {
             throw RPCError(.notAllowed, "you can chat only after you both liked each other")
         }
-        // The message names the like it answers, and has applied it (PROTOCOL.md section 8.5).
-        let seen = max(try replica.contiguousSeq(of: other), theirLike.seq)
+        // The message names its match — the two likes that stand — and takes the place after
+        // every message of the pair this node holds (PROTOCOL.md sections 8.5, 8.6).
+        let entries = try replica.pairEntries(account: me, other: other)
+        guard let myLike = PairView.currentLike(of: me, in: entries) else {
+            throw RPCError(.notAllowed, "you can chat only after you both liked each other")
+        }
+        let place = PairView.nextPlace(in: entries)
         let key = try sealTo(other)
         let sent = try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
-            try w.chat(to: other, peerSeq: seen, answers: theirLike.recordID, text: text, key: key, at: now)
+            try w.chat(to: other, peerSeq: place, answers: theirLike.recordID, mine: myLike.recordID, text: text, key: key, at: now)
         }
         return apiMessage(PairView.Message(author: me, seq: sent.record.seq, timestamp: sent.record.timestamp,
                                            recordID: sent.id, text: text), me: me)

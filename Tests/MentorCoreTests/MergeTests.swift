@@ -58,8 +58,13 @@ import Testing
 
     func like(_ who: PublicKey, _ seq: UInt64, peer: UInt64 = 0) -> PairEntry { e(who, seq, .like(true, peerSeq: peer)) }
     func withdraw(_ who: PublicKey, _ seq: UInt64, peer: UInt64) -> PairEntry { e(who, seq, .like(false, peerSeq: peer)) }
-    func chat(_ who: PublicKey, _ seq: UInt64, peer: UInt64, answers: [UInt8]?, _ text: String, ts: UInt64 = 0) -> PairEntry {
-        e(who, seq, .chat(peerSeq: peer, answers: answers, text: text), ts: ts)
+    /// A message at `place` (§8.6) naming the match of `mine` (the sender's like) and `answers`
+    /// (the recipient's).
+    func chat(_ who: PublicKey, _ seq: UInt64, place: UInt64, answers: [UInt8]?, mine: [UInt8]?, _ text: String, ts: UInt64 = 0) -> PairEntry {
+        e(who, seq, .chat(peerSeq: place, answers: answers, mine: mine, text: text), ts: ts)
+    }
+    func unmatch(_ who: PublicKey, _ seq: UInt64, answers: [UInt8]?, mine: [UInt8]?) -> PairEntry {
+        e(who, seq, .unmatch(peerSeq: 0, answers: answers, mine: mine))
     }
 
     /// The view for `me`, built from the entries in 40 shuffled orders with duplicates; every
@@ -84,33 +89,33 @@ import Testing
         #expect(!undone.matched && !undone.iLike)
     }
 
-    @Test func chatBeforeTheMatchIsRejectedAndAfterItIsShownInCausalOrder() {
+    @Test func messagesNamingTheMatchAreShownInPlaceOrderOthersRejected() {
         let entries = [
             like(ana, 1),
-            chat(ana, 2, peer: 0, answers: nil, "too early"),                      // Ben's like not seen yet
-            like(ben, 1, peer: 2),
-            chat(ana, 3, peer: 1, answers: id(ben, 1), "hi Ben", ts: 500),
-            chat(ben, 2, peer: 3, answers: id(ana, 1), "hi Ana", ts: 100),    // clock skew: earlier stamp, later causally
-            chat(ben, 3, peer: 1, answers: id(ana, 1), "concurrent", ts: 50),
+            chat(ana, 2, place: 1, answers: nil, mine: id(ana, 1), "too early"),            // no like of Ben's to name
+            like(ben, 1),
+            chat(ana, 3, place: 1, answers: id(ben, 1), mine: id(ana, 1), "hi Ben", ts: 500),
+            chat(ben, 2, place: 2, answers: id(ana, 1), mine: id(ben, 1), "hi Ana", ts: 100),    // clock skew: the place orders
+            chat(ben, 3, place: 2, answers: id(ana, 1), mine: id(ben, 1), "concurrent", ts: 50),
         ]
         for me in [ana, ben] {
             let v = view(me, entries)
             #expect(v.matched && v.rejectedMessages == 1)
-            #expect(v.messages.map(\.text) == ["hi Ben", "hi Ana", "concurrent"])
+            #expect(v.messages.map(\.text) == ["hi Ben", "concurrent", "hi Ana"])
         }
     }
 
-    /// Attack 1 of issue 11: Ana liked Ben (seq 5) and withdrew (seq 6, having seen Ben's records
-    /// up to his seq 3). Ben likes her and writes against her withdrawn like, with a peer seq
-    /// that points before the withdrawal. Neither side shows the messages, in any order.
-    @Test func messagesWrittenAgainstAWithdrawnLikeAreNotShown() {
+    /// Attack 1 of issue 11: Ana liked Ben (seq 5) and withdrew (seq 6). Ben likes her and writes
+    /// naming her withdrawn like, or no like, or the withdrawal, or his own like twice. None is
+    /// shown: the withdrawn like no longer stands.
+    @Test func messagesNamingAWithdrawnLikeAreNotShown() {
         let entries = [
-            like(ana, 5, peer: 3), withdraw(ana, 6, peer: 3),
-            like(ben, 10, peer: 6),
-            chat(ben, 11, peer: 5, answers: id(ana, 5), "cites the withdrawn like"),
-            chat(ben, 12, peer: 5, answers: nil, "names no like at all (the old payload)"),
-            chat(ben, 13, peer: 6, answers: id(ana, 6), "cites the withdrawal itself"),
-            chat(ben, 14, peer: 6, answers: id(ben, 10), "cites his own like"),
+            like(ana, 5), withdraw(ana, 6, peer: 3),
+            like(ben, 10),
+            chat(ben, 11, place: 1, answers: id(ana, 5), mine: id(ben, 10), "cites the withdrawn like"),
+            chat(ben, 12, place: 2, answers: nil, mine: id(ben, 10), "names no like of Ana's"),
+            chat(ben, 13, place: 3, answers: id(ana, 6), mine: id(ben, 10), "cites the withdrawal itself"),
+            chat(ben, 14, place: 4, answers: id(ben, 10), mine: id(ben, 10), "cites his own like twice"),
         ]
         for me in [ana, ben] {
             let v = view(me, entries)
@@ -120,113 +125,101 @@ import Testing
         }
     }
 
-    /// Attack 2 of issue 11: Ben writes before Ana ever liked him, with a huge peer seq. Whatever
-    /// like ID he names — a made-up one, none, or (had he guessed it) her later like's with a
-    /// peer seq below it — nothing appears when Ana likes him, and the match itself still works.
+    /// Attack 2 of issue 11: Ben writes before Ana ever liked him. He cannot name her like — its
+    /// record ID does not exist yet — so whatever he names, nothing appears when she likes him.
     @Test func messagesWrittenBeforeTheRecipientLikedNeverAppear() {
         let before = [
             like(ben, 1),
-            chat(ben, 2, peer: 1_000_000, answers: [UInt8](repeating: 9, count: 32), "made-up like ID"),
-            chat(ben, 3, peer: .max, answers: nil, "no like ID"),
-            chat(ben, 4, peer: 0, answers: id(ana, 1), "Ana's future like, not applied"),
+            chat(ben, 2, place: 1_000_000, answers: [UInt8](repeating: 9, count: 32), mine: id(ben, 1), "made-up like ID"),
+            chat(ben, 3, place: .max, answers: nil, mine: id(ben, 1), "no like ID"),
         ]
         #expect(view(ana, before).messages.isEmpty)
-        let after = before + [like(ana, 1, peer: 4)]
+        let after = before + [like(ana, 1)]
         for me in [ana, ben] {
             let v = view(me, after)
             #expect(v.matched)
             #expect(v.messages.isEmpty, "shown: \(v.messages.map(\.text))")
-            #expect(v.rejectedMessages == 3)
+            #expect(v.rejectedMessages == 2)
         }
-        // Once matched, Ben's real message (answering Ana's like, having applied it) shows.
-        let honest = after + [chat(ben, 5, peer: 1, answers: id(ana, 1), "hello")]
+        // Once matched, Ben's real message (naming both likes) shows.
+        let honest = after + [chat(ben, 5, place: 1, answers: id(ana, 1), mine: id(ben, 1), "hello")]
         #expect(view(ana, honest).messages.map(\.text) == ["hello"])
     }
 
-    /// "The conversation stays visible" after a withdrawal: what Ana had seen when she withdrew
-    /// stays, on both sides; a message Ben wrote that she had not seen does not appear.
-    @Test func withdrawingKeepsTheMessagesSeenAndHidesThoseNotSeen() {
-        let entries = [
-            like(ana, 1), like(ben, 1, peer: 1),
-            chat(ben, 2, peer: 1, answers: id(ana, 1), "seen by Ana"),
-            chat(ana, 2, peer: 2, answers: id(ben, 1), "Ana's answer"),
-            withdraw(ana, 3, peer: 2),
-            chat(ben, 3, peer: 2, answers: id(ana, 1), "written while Ana withdrew, unseen"),
-            chat(ana, 4, peer: 3, answers: id(ben, 1), "Ana after withdrawing"),
+    /// The conversation belongs to its match: when a like of it is withdrawn the match ends and
+    /// its messages are no longer shown; liking again makes a new match, whose conversation
+    /// starts empty — a message naming the old like does not come back.
+    @Test func aNewMatchAfterAWithdrawalStartsAnEmptyConversation() {
+        let first = [
+            like(ana, 1), like(ben, 1),
+            chat(ben, 2, place: 1, answers: id(ana, 1), mine: id(ben, 1), "first match"),
         ]
+        let withdrawn = first + [withdraw(ana, 2, peer: 2)]
         for me in [ana, ben] {
-            let v = view(me, entries)
-            #expect(!v.matched)
-            #expect(v.messages.map(\.text) == ["seen by Ana", "Ana's answer"])
-            #expect(v.rejectedMessages == 2)
+            let v = view(me, withdrawn)
+            #expect(!v.matched && v.messages.isEmpty)
         }
-    }
-
-    /// A like given again after a withdrawal restores the match: messages answering the new like
-    /// are shown, one answering the withdrawn like (written after the withdrawal) is not.
-    @Test func likingAgainAfterAWithdrawalRestoresTheConversation() {
-        let entries = [
-            like(ana, 1), withdraw(ana, 2, peer: 0), like(ana, 3, peer: 1),
-            like(ben, 1, peer: 1),
-            chat(ben, 2, peer: 3, answers: id(ana, 3), "answers the new like"),
-            chat(ben, 3, peer: 1, answers: id(ana, 1), "answers the withdrawn like"),
-        ]
+        let again = withdrawn + [like(ana, 3), chat(ben, 3, place: 2, answers: id(ana, 3), mine: id(ben, 1), "second match")]
         for me in [ana, ben] {
-            let v = view(me, entries)
+            let v = view(me, again)
             #expect(v.matched)
-            #expect(v.messages.map(\.text) == ["answers the new like"])
-            #expect(v.rejectedMessages == 1)
+            #expect(v.messages.map(\.text) == ["second match"])
         }
-        #expect(PairView.currentLike(of: ana, in: entries)?.recordID == id(ana, 3))
-        #expect(PairView.currentLike(of: ana, in: entries + [withdraw(ana, 4, peer: 3)]) == nil)
+        #expect(PairView.currentLike(of: ana, in: again)?.recordID == id(ana, 3))
+        #expect(PairView.currentLike(of: ana, in: again + [withdraw(ana, 4, peer: 3)]) == nil)
     }
 
-    /// Honest concurrency: Ben writes while Ana withdraws, neither having seen the other's
-    /// record. Ana had withdrawn, so the message is hidden — on both sides alike.
-    @Test func aMessageConcurrentWithAWithdrawalIsHiddenOnBothSides() {
-        let entries = [
-            like(ana, 1), like(ben, 1, peer: 1),
-            chat(ben, 2, peer: 1, answers: id(ana, 1), "concurrent with the withdrawal"),
-            withdraw(ana, 2, peer: 1),
-        ]
+    /// Likes from two devices of one account: a register over the devices' clocks. Concurrent
+    /// likes both stand (a message naming either shows); a later withdrawal that saw both ends
+    /// the match; one that saw only one leaves the other standing.
+    @Test func likesFromTwoDevicesAreOneRegisterOverTheirClocks() {
+        let laptop = PublicKey(bytes: [UInt8](repeating: 0x51, count: 32))!, lab = PublicKey(bytes: [UInt8](repeating: 0x52, count: 32))!
+        func deviceLike(_ device: PublicKey, _ seq: UInt64, _ liked: Bool, saw: [(PublicKey, UInt64)] = []) -> PairEntry {
+            PairEntry(author: ana, seq: seq, timestamp: seq * 10, recordID: [UInt8](repeating: UInt8(seq), count: 31) + device.bytes.prefix(1),
+                      kind: .like(liked, peerSeq: 0), clock: VectorClock([(device, seq)] + saw))
+        }
+        let a1 = deviceLike(laptop, 1, true), a2 = deviceLike(lab, 2, true)
+        let entries = [a1, a2, like(ben, 1),
+                       chat(ben, 2, place: 1, answers: a1.recordID, mine: id(ben, 1), "to the laptop's like"),
+                       chat(ben, 3, place: 2, answers: a2.recordID, mine: id(ben, 1), "to the lab's like")]
         for me in [ana, ben] {
             let v = view(me, entries)
-            #expect(v.messages.isEmpty && v.rejectedMessages == 1)
+            #expect(v.matched && v.messages.map(\.text) == ["to the laptop's like", "to the lab's like"])
         }
-        // Had Ana applied it before withdrawing (peer seq 2), it would stay.
-        let seen = Array(entries.dropLast()) + [withdraw(ana, 2, peer: 2)]
-        #expect(view(ben, seen).messages.map(\.text) == ["concurrent with the withdrawal"])
+        let partial = entries + [deviceLike(laptop, 3, false, saw: [])]          // saw its own like only
+        #expect(view(ana, partial).matched)
+        #expect(view(ana, partial).messages.map(\.text) == ["to the lab's like"])
+        let both = entries + [deviceLike(laptop, 3, false, saw: [(lab, 2)])]      // saw both
+        #expect(!view(ana, both).matched && view(ana, both).messages.isEmpty)
+        #expect(PairView.likeClock(of: ana, in: entries) == VectorClock([(laptop, 1), (lab, 2)]))
     }
 
-    @Test func unmatchIsFinalAndEndsTheConversationForBoth() {
-        let entries = [like(ana, 1), like(ben, 1), chat(ana, 2, peer: 1, answers: id(ben, 1), "hello"),
-                       e(ben, 2, .unmatch(peerSeq: 2)), chat(ana, 3, peer: 2, answers: id(ben, 1), "still there?")]
+    @Test func anUnmatchEndsThatMatchOnlyAndTheTwoMayMatchAgain() {
+        let entries = [like(ana, 1), like(ben, 1), chat(ana, 2, place: 1, answers: id(ben, 1), mine: id(ana, 1), "hello"),
+                       unmatch(ben, 2, answers: id(ana, 1), mine: id(ben, 1)),
+                       chat(ana, 3, place: 2, answers: id(ben, 1), mine: id(ana, 1), "still there?")]
+        for me in [ana, ben] {
+            let v = view(me, entries)
+            #expect(v.unmatchedBy == ben && !v.matched)
+            #expect(v.messages.isEmpty && v.rejectedMessages == 0)
+        }
+        // New likes on both sides: a new match, an empty conversation; the old one stays ended.
+        let again = entries + [withdraw(ana, 4, peer: 0), like(ana, 5), withdraw(ben, 3, peer: 0), like(ben, 4),
+                               chat(ben, 5, place: 3, answers: id(ana, 5), mine: id(ben, 4), "hi again")]
+        for me in [ana, ben] {
+            let v = view(me, again)
+            #expect(v.matched && v.unmatchedBy == nil)
+            #expect(v.messages.map(\.text) == ["hi again"])
+        }
+    }
+
+    @Test func anUnmatchNamingNoMatchIsFinalForThePair() {
+        let entries = [like(ana, 1), like(ben, 1), chat(ana, 2, place: 1, answers: id(ben, 1), mine: id(ana, 1), "hello"),
+                       e(ben, 2, .unmatch(peerSeq: 2)), like(ana, 3)]
         let forAna = PairView.build(me: ana, other: ben, entries: entries)
         let forBen = PairView.build(me: ben, other: ana, entries: entries.reversed())
         #expect(forAna.unmatchedBy == ben && forBen.unmatchedBy == ben)
         #expect(!forAna.matched && !forBen.matched)
         #expect(forAna.messages.isEmpty && forBen.messages.isEmpty)
-    }
-}
-
-@Suite struct FeedTests {
-    func key(_ n: UInt8) -> PublicKey { PublicKey(bytes: [UInt8](repeating: n, count: 32))! }
-
-    @Test func studentsSeeTutorsRankedBySharedCoursesThenNearbyThenRecency() {
-        let c = [
-            Feed.Candidate(key: key(1), role: .tutor, courses: [490], updatedAt: 10, nearby: false),
-            Feed.Candidate(key: key(2), role: .tutor, courses: [490, 221], updatedAt: 1, nearby: false),
-            Feed.Candidate(key: key(3), role: .tutor, courses: [490], updatedAt: 5, nearby: true),
-            Feed.Candidate(key: key(4), role: .student, courses: [490], updatedAt: 99, nearby: true),
-            Feed.Candidate(key: key(5), role: .tutor, courses: [100], updatedAt: 50, nearby: false),
-            Feed.Candidate(key: key(6), role: .tutor, courses: [490], updatedAt: 99, nearby: true),
-        ]
-        let feed = Feed.rank(role: .student, courses: [490, 221], excluded: [key(6)], candidates: c, course: nil, limit: 10)
-        #expect(feed.map(\.key) == [key(2), key(3), key(1), key(5)])
-        #expect(feed[0].sharedCourses == [490, 221])
-        let filtered = Feed.rank(role: .student, courses: [], excluded: [], candidates: c, course: 221, limit: 10)
-        #expect(filtered.map(\.key) == [key(2)])
-        let tutorView = Feed.rank(role: .tutor, courses: [490], excluded: [], candidates: c, course: nil, limit: 1)
-        #expect(tutorView.map(\.key) == [key(4)])
     }
 }

@@ -120,7 +120,7 @@ import MentorCore
         #expect(problems.isEmpty, "\(problems)")
         let names = Set(vectors.map(\.name))
         #expect(names.isSuperset(of: ["match-then-chat", "attack-withdrawn-like", "attack-before-the-like",
-                                      "withdrawal-keeps-what-was-seen", "like-again-after-a-withdrawal"]), "\(names)")
+                                      "withdrawal-ends-the-match", "unmatch-then-match-again"]), "\(names)")
         var rng = SeededRandom(seed: 11)
         for v in vectors {
             for (me, other) in [(PairVectors.ana, PairVectors.ben), (PairVectors.ben, PairVectors.ana)] {
@@ -130,7 +130,7 @@ import MentorCore
                     #expect(view.matched == v.matched, "\(v.name): matched")
                     #expect(view.messages.map { PairVectors.label(of: $0.recordID) } == v.shown,
                             "\(v.name): shown for \(me == PairVectors.ana ? "A" : "B")")
-                    #expect(view.rejectedMessages == v.chats - v.shown.count, "\(v.name): rejected")
+                    #expect(view.rejectedMessages == (v.rejected ?? v.chats - v.shown.count), "\(v.name): rejected")
                 }
             }
         }
@@ -196,6 +196,8 @@ enum PairVectors {
         var name = ""
         var entries: [PairEntry] = []
         var chats = 0
+        /// Messages rejected, when not all those not shown (a message of an ended match is gone, not rejected).
+        var rejected: Int?
         var matched: Bool?
         var shown: [String] = []
     }
@@ -225,6 +227,7 @@ enum PairVectors {
             if line.hasPrefix("#") { continue }
             if line.hasPrefix("name: ") { current?.name = String(line.dropFirst(6)); continue }
             if line.hasPrefix("matched: ") { current?.matched = line.hasSuffix("true"); continue }
+            if line.hasPrefix("rejected: "), let n = Int(line.dropFirst(10)) { current?.rejected = n; continue }
             if line.hasPrefix("shown: ") {
                 let list = line.dropFirst(7).split(separator: " ").map(String.init)
                 current?.shown = list == ["none"] ? [] : list
@@ -234,18 +237,19 @@ enum PairVectors {
             guard words.count >= 3, let who = words.first.flatMap({ $0 == "A" ? ana : $0 == "B" ? ben : nil }),
                   let seq = UInt64(words[1]) else { problem("not an entry"); continue }
             var peer: UInt64 = 0
-            var answers: [UInt8]?
+            var answers: [UInt8]?, mine: [UInt8]?
             for option in words.dropFirst(3) {
-                if option.hasPrefix("peer="), let n = UInt64(option.dropFirst(5)) { peer = n }
+                if option.hasPrefix("place="), let n = UInt64(option.dropFirst(6)) { peer = n }
                 else if option.hasPrefix("answers=") { answers = id(String(option.dropFirst(8))) }
+                else if option.hasPrefix("mine=") { mine = id(String(option.dropFirst(5))) }
                 else { problem("unknown option \(option)") }
             }
             let kind: PairEntry.Kind
             switch words[2] {
-            case "like": kind = .like(true, peerSeq: peer)
-            case "withdraw": kind = .like(false, peerSeq: peer)
-            case "chat": kind = .chat(peerSeq: peer, answers: answers, text: words[0] + words[1]); current?.chats += 1
-            case "unmatch": kind = .unmatch(peerSeq: peer)
+            case "like": kind = .like(true, peerSeq: 0)
+            case "withdraw": kind = .like(false, peerSeq: 0)
+            case "chat": kind = .chat(peerSeq: peer, answers: answers, mine: mine, text: words[0] + words[1]); current?.chats += 1
+            case "unmatch": kind = .unmatch(peerSeq: 0, answers: answers, mine: mine)
             default: problem("unknown entry kind"); continue
             }
             current?.entries.append(PairEntry(author: who, seq: seq, timestamp: 1_000 + seq, recordID: id(words[0] + words[1]), kind: kind))
@@ -584,11 +588,11 @@ extension ProtocolVectors {
                 expected = (try? LikePayload(plaintext: payload)).map { p in (PairEntry.Kind.like(p.liked, peerSeq: p.peerSeq), p.counterpart, p.plaintext) }
             case .chat:
                 expected = (try? ChatPayload(plaintext: payload)).map { p in
-                    (PairEntry.Kind.chat(peerSeq: p.peerSeq, answers: p.answers, text: p.text), p.counterpart, p.plaintext)
+                    (PairEntry.Kind.chat(peerSeq: p.peerSeq, answers: p.answers, mine: p.mine, text: p.text), p.counterpart, p.plaintext)
                 }
             case .unmatch:
                 expected = (try? UnmatchPayload(plaintext: payload)).map { p in
-                    (PairEntry.Kind.unmatch(peerSeq: p.peerSeq), p.counterpart, p.plaintext)
+                    (PairEntry.Kind.unmatch(peerSeq: p.peerSeq, answers: p.answers, mine: p.mine), p.counterpart, p.plaintext)
                 }
             default:
                 expected = nil
@@ -836,27 +840,30 @@ extension ProtocolVectors {
             likeBack,
             Spec(name: "chat", title: "Ana writes to Ben (sealed)",
                  summary: """
-                 Ana's seq 4 is a chat message to Ben with peer seq 1: she had applied Ben's records up to his \
-                 seq 1, his like, which the message answers by naming its record ID (the record ID of \
-                 `like-back`). So it was written while the two were matched.
+                 Ana's seq 4 is a chat message to Ben, the first of the conversation (place 1, field 2). It \
+                 names its match by the record IDs of the two likes: Ben's (field 4, the record ID of \
+                 `like-back`) and her own (field 5, that of `like`). Nobody can name a like before it \
+                 exists, so it was written while the two were matched.
                  """,
                  author: ana, seq: 4, timestamp: start + 122 * minute,
-                 content: .sealed(.chat, to: ben, payload: ChatPayload(recipient: ben.key, peerSeq: 1, answers: benLikeID, text: greeting))),
+                 content: .sealed(.chat, to: ben, payload: ChatPayload(recipient: ben.key, peerSeq: 1, answers: benLikeID,
+                                                                       mine: anaLikeID, text: greeting))),
             Spec(name: "chat-reply", title: "Ben answers (sealed)",
                  summary: """
-                 Ben's seq 2 answers with peer seq 4, which orders it after Ana's message, and names Ana's \
-                 like (the record ID of `like`). The text holds a \
-                 U+2014 em dash (3 bytes of UTF-8).
+                 Ben's seq 2 answers at place 2, after Ana's message, and names the same match: Ana's like \
+                 (field 4) and his own (field 5). The text holds a U+2014 em dash (3 bytes of UTF-8).
                  """,
                  author: ben, seq: 2, timestamp: start + 125 * minute,
-                 content: .sealed(.chat, to: ana, payload: ChatPayload(recipient: ana.key, peerSeq: 4, answers: anaLikeID, text: reply))),
+                 content: .sealed(.chat, to: ana, payload: ChatPayload(recipient: ana.key, peerSeq: 2, answers: anaLikeID,
+                                                                       mine: benLikeID, text: reply))),
             Spec(name: "unmatch", title: "Ben unmatches Ana (sealed)",
                  summary: """
-                 Ben's seq 3 unmatches Ana (peer seq 4). The tombstone is final: the pair is no longer matched \
-                 and the conversation is hidden on both sides.
+                 Ben's seq 3 unmatches Ana: it names the match it ends by its two likes, Ana's (field 3) and \
+                 his (field 4). That match is over — not matched, its conversation gone on both sides — and \
+                 new likes would make a new one (section 8.7).
                  """,
                  author: ben, seq: 3, timestamp: start + 1440 * minute,
-                 content: .sealed(.unmatch, to: ana, payload: UnmatchPayload(target: ana.key, peerSeq: 4))),
+                 content: .sealed(.unmatch, to: ana, payload: UnmatchPayload(target: ana.key, peerSeq: 4, answers: anaLikeID, mine: benLikeID))),
             Spec(name: "profile-work", title: "Cy's first card, with proof of work",
                  summary: """
                  Cy joins the built-in network at its default difficulty (section 6.1): her seq 1 sets name \

@@ -46,8 +46,8 @@ import MentorCrypto
         let l0 = try w[0].like(k[1], peerSeq: w[1].lastSeq, at: tick())
         let l1 = try w[1].like(k[0], peerSeq: w[0].lastSeq, at: tick())
         out += [l0, l1]
-        out.append(try w[0].chat(to: k[1], peerSeq: w[1].lastSeq, answers: l1.id, text: "hi", at: tick()))
-        out.append(try w[1].chat(to: k[0], peerSeq: w[0].lastSeq, answers: l0.id, text: "hello", at: tick()))
+        out.append(try w[0].chat(to: k[1], peerSeq: 1, answers: l1.id, mine: l0.id, text: "hi", at: tick()))
+        out.append(try w[1].chat(to: k[0], peerSeq: 2, answers: l0.id, mine: l1.id, text: "hello", at: tick()))
         out.append(try w[2].unmatch(k[3], peerSeq: w[3].lastSeq, at: tick()))
         return out
     }

@@ -63,13 +63,14 @@ import MentorCrypto
         add(deeLikesEve)
         add(eveLikesDee)
         // Conversations, with peerSeq = what the sender had seen of the other.
-        add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: w[ben].lastSeq, answers: benLikesAna?.id, text: "hi Ben", at: 4000))
-        add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: w[ana].lastSeq, answers: anaLikesBen?.id, text: "hi Ana", at: 4100))
-        add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: w[ana].lastSeq - 1, answers: anaLikesBen?.id, text: "concurrent", at: 3900))
-        add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: w[ben].lastSeq - 1, answers: benLikesAna?.id, text: "crossed", at: 4150))
-        add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: w[dee].lastSeq, answers: deeLikesEve?.id, text: "hey", at: 4200))
+        // Each names its match (both likes) and its place in the conversation (PROTOCOL.md §8.5, §8.6).
+        add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: 1, answers: benLikesAna?.id, mine: anaLikesBen?.id, text: "hi Ben", at: 4000))
+        add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: 2, answers: anaLikesBen?.id, mine: benLikesAna?.id, text: "hi Ana", at: 4100))
+        add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: 1, answers: anaLikesBen?.id, mine: benLikesAna?.id, text: "concurrent", at: 3900))
+        add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: 2, answers: benLikesAna?.id, mine: anaLikesBen?.id, text: "crossed", at: 4150))
+        add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: 1, answers: deeLikesEve?.id, mine: eveLikesDee?.id, text: "hey", at: 4200))
         add(try? w[dee].unmatch(keys[eve].publicKey.key, peerSeq: w[eve].lastSeq, at: 4300))
-        add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: w[dee].lastSeq, answers: deeLikesEve?.id, text: "after unmatch", at: 4400))
+        add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: 2, answers: deeLikesEve?.id, mine: eveLikesDee?.id, text: "after unmatch", at: 4400))
         for i in keys.indices { add(try? w[i].profile(ProfileCard(name: "final \(i)"), at: 5000)) }
         return (out, keys)
     }()

@@ -169,8 +169,8 @@ import MentorCrypto
             try b.profile(ProfileCard(name: "Ben", role: .tutor, courses: ["CS 490"]), at: 1),
             anaLike,
             benLike,
-            try a.chat(to: b.author, peerSeq: 2, answers: benLike.id, text: "secret study plan", at: 4),
-            try b.chat(to: a.author, peerSeq: 3, answers: anaLike.id, text: "see you at noon", at: 5),
+            try a.chat(to: b.author, peerSeq: 1, answers: benLike.id, mine: anaLike.id, text: "secret study plan", at: 4),
+            try b.chat(to: a.author, peerSeq: 2, answers: anaLike.id, mine: benLike.id, text: "see you at noon", at: 5),
         ].sorted { ($0.record.author, $0.record.seq) < ($1.record.author, $1.record.seq) }
         let anaNode = try memoryReplica(unlocking: [ana])
         let benNode = try memoryReplica(unlocking: [ben])
@@ -212,7 +212,7 @@ import MentorCrypto
         #expect(matched.pairs[0].after.other == b.author && matched.pairs[0].newMessages == 0)
         // The same record again changes nothing, so nothing is reported.
         #expect(try anaNode.applyReporting(batch: [benLike.encoded]).pairs.isEmpty)
-        let chat = try anaNode.applyReporting(batch: [try b.chat(to: a.author, peerSeq: 2, answers: anaLike.id, text: "noon?", at: 4).encoded])
+        let chat = try anaNode.applyReporting(batch: [try b.chat(to: a.author, peerSeq: 1, answers: anaLike.id, mine: benLike.id, text: "noon?", at: 4).encoded])
         #expect(chat.pairs.count == 1 && chat.pairs[0].newMessages == 1 && !chat.pairs[0].becameMatched)
         let unmatch = try anaNode.applyReporting(batch: [try b.unmatch(a.author, peerSeq: 2, at: 5).encoded])
         #expect(unmatch.pairs.count == 1 && unmatch.pairs[0].unmatchedBy == b.author && !unmatch.pairs[0].after.matched)
@@ -256,7 +256,7 @@ import MentorCrypto
         let anaLike = try a.like(b.author, at: 1), benLike = try b.like(a.author, peerSeq: 1, at: 2)
         let records = [anaLike, benLike,
                        try b.chat(to: a.author, peerSeq: 1 << 40, answers: nil, text: "old payload, no answered like", at: 3),
-                       try a.chat(to: b.author, peerSeq: 2, answers: benLike.id, text: "answers Ben's like", at: 4)]
+                       try a.chat(to: b.author, peerSeq: 2, answers: benLike.id, mine: anaLike.id, text: "answers Ben's like", at: 4)]
         let replica = try Replica(path: path, settings: testSettings())
         try replica.unlock(ana)
         for r in records { #expect(try replica.applyOne(r) == .applied) }

@@ -575,10 +575,11 @@ struct ApplyBatch {
             openers[key] = opener
             guard let (other, entry) = opened else { continue }
             try db.cachedStatement("""
-                INSERT OR IGNORE INTO pair_entries(account, other, record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT OR IGNORE INTO pair_entries(account, other, record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers, mine, clock)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """).run([.blob(key.bytes), .blob(other.bytes), .blob(v.id), .blob(entry.author.bytes),
-                          .integer(Int64(entry.seq)), .integer(Int64(clamping: entry.timestamp))] + PairEntryColumns.values(entry.kind))
+                          .integer(Int64(entry.seq)), .integer(Int64(clamping: entry.timestamp))] + PairEntryColumns.values(entry.kind)
+                         + [entry.clock.map { .blob($0.encoded) } ?? .null])
             dirtyPairs.insert(PairKey(account: key, other: other))
         }
     }

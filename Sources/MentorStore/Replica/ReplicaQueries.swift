@@ -46,28 +46,36 @@ enum PairEntryColumns {
     /// The `kind` column (migration 1).
     enum Kind: Int64 { case like = 1, chat = 2, unmatch = 3 }
 
-    /// `kind, liked, peer_seq, text, answers` for an entry of `kind`.
+    /// `kind, liked, peer_seq, text, answers, mine` for an entry of `kind`.
     static func values(_ kind: PairEntry.Kind) -> [SQLValue] {
+        func blob(_ b: [UInt8]?) -> SQLValue { b.map { .blob($0) } ?? .null }
         switch kind {
         case .like(let liked, let peerSeq):
-            [.integer(Kind.like.rawValue), .integer(liked ? 1 : 0), .integer(Int64(clamping: peerSeq)), .null, .null]
-        case .chat(let peerSeq, let answers, let text):
-            [.integer(Kind.chat.rawValue), .null, .integer(Int64(clamping: peerSeq)), .text(text), answers.map { .blob($0) } ?? .null]
-        case .unmatch(let peerSeq):
-            [.integer(Kind.unmatch.rawValue), .null, .integer(Int64(clamping: peerSeq)), .null, .null]
+            return [.integer(Kind.like.rawValue), .integer(liked ? 1 : 0), .integer(Int64(clamping: peerSeq)), .null, .null, .null]
+        case .chat(let peerSeq, let answers, let mine, let text):
+            return [.integer(Kind.chat.rawValue), .null, .integer(Int64(clamping: peerSeq)), .text(text), blob(answers), blob(mine)]
+        case .unmatch(let peerSeq, let answers, let mine):
+            return [.integer(Kind.unmatch.rawValue), .null, .integer(Int64(clamping: peerSeq)), .null, blob(answers), blob(mine)]
         }
     }
 
-    /// The entry kind in `row`'s columns `at`...`at + 4` (as `values` wrote them); nil for an
+    /// The entry kind in `row`'s columns `at`...`at + 5` (as `values` wrote them); nil for an
     /// unknown kind number.
     static func kind(_ row: Row, at i: Int) -> PairEntry.Kind? {
         guard let number = row.int64(i), let kind = Kind(rawValue: number) else { return nil }
         let peerSeq = UInt64(row.int64(i + 2) ?? 0)
         switch kind {
         case .like: return .like(row.int64(i + 1) == 1, peerSeq: peerSeq)
-        case .chat: return .chat(peerSeq: peerSeq, answers: row.blob(i + 4), text: row.text(i + 3) ?? "")
-        case .unmatch: return .unmatch(peerSeq: peerSeq)
+        case .chat: return .chat(peerSeq: peerSeq, answers: row.blob(i + 4), mine: row.blob(i + 5), text: row.text(i + 3) ?? "")
+        case .unmatch: return .unmatch(peerSeq: peerSeq, answers: row.blob(i + 4), mine: row.blob(i + 5))
         }
+    }
+
+    /// A stored effective clock (nil: none stored, an entry written before clocks were).
+    static func clock(_ row: Row, at i: Int) -> VectorClock? {
+        guard let bytes = row.blob(i) else { return nil }
+        var reader = ByteReader(bytes)
+        return try? VectorClock.decode(from: &reader, maxEntries: Limits.maxClockEntries + 1)
     }
 }
 
@@ -76,11 +84,12 @@ enum PairQueries {
         try db.cachedStatement(likesOnly ? likesSQL : entriesSQL).query([.blob(account.bytes), .blob(other.bytes)]).compactMap { row in
             guard let id = row.blob(0), let author = row.blob(1).flatMap(PublicKey.init(bytes:)),
                   let seq = row.int64(2), let ts = row.int64(3), let kind = PairEntryColumns.kind(row, at: 4) else { return nil }
-            return PairEntry(author: author, seq: UInt64(seq), timestamp: UInt64(ts), recordID: id, kind: kind)
+            return PairEntry(author: author, seq: UInt64(seq), timestamp: UInt64(ts), recordID: id, kind: kind,
+                             clock: PairEntryColumns.clock(row, at: 10))
         }
     }
     private static let entriesSQL = """
-        SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers
+        SELECT record_id, author, seq, timestamp, kind, liked, peer_seq, text, answers, mine, clock
         FROM pair_entries WHERE account = ? AND other = ?
         """
     private static let likesSQL = entriesSQL + " AND kind = \(PairEntryColumns.Kind.like.rawValue)"
@@ -216,6 +225,11 @@ extension Replica {
         try read { db throws(StoreError) in
             PairView.currentLike(of: other, in: try PairQueries.entries(db, account: account, other: other, likesOnly: true))
         }
+    }
+
+    /// Every decrypted entry of the pair (local account `account`, `other`).
+    public func pairEntries(account: PublicKey, other: PublicKey) throws(StoreError) -> [PairEntry] {
+        try read { db throws(StoreError) in try PairQueries.entries(db, account: account, other: other) }
     }
 
     /// The relation of local account `account` with `other`.

@@ -295,6 +295,10 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             -- The accounts' encryption keys their certificates and rotations publish (PROTOCOL.md
             -- §7.5): likes and messages are sealed to an account's newest.
+            -- A pair entry's match (a message's own like, an unmatch's two likes) and its
+            -- effective clock over its account's keys (PROTOCOL.md §8.4–8.7).
+            ALTER TABLE pair_entries ADD COLUMN mine BLOB;
+            ALTER TABLE pair_entries ADD COLUMN clock BLOB;
             CREATE TABLE account_keys (
                 account     BLOB NOT NULL CHECK (length(account) = 32),
                 epoch       INTEGER NOT NULL,
