@@ -5,7 +5,7 @@
 /// clear would tell everyone who likes or talks to whom. The causal dependency on the other
 /// side travels inside the box (`peerSeq`).
 public struct SealedBody: Equatable, Sendable {
-    public enum Tag: UInt8, CaseIterable { case pairTag = 1, box = 2, selfBox = 3, senderKey = 4 }
+    public enum Tag: UInt8, CaseIterable { case pairTag = 1, box = 2, selfBox = 3, senderKey = 4, purgeTag = 5 }
     public static let tagLength = 32
     /// nonce 24 ‖ ciphertext ‖ tag 16
     public static let boxOverhead = 24 + 16
@@ -24,15 +24,20 @@ public struct SealedBody: Equatable, Sendable {
     /// The author account's encryption key (X25519 public) it was sealed with; nil: sealed
     /// with the account's Ed25519 key itself (PROTOCOL.md §7.3).
     public var senderKey: [UInt8]?
+    /// A message's or an unmatch's purge tag (PROTOCOL.md §8.8): the same for every message
+    /// its author wrote in one match, and named by the author's unmatch of that match, which
+    /// removes them from every replica. Computable only by the author's account.
+    public var purgeTag: [UInt8]?
 
-    public init(pairTag: [UInt8], box: [UInt8], selfBox: [UInt8], senderKey: [UInt8]? = nil) {
-        self.pairTag = pairTag; self.box = box; self.selfBox = selfBox; self.senderKey = senderKey
+    public init(pairTag: [UInt8], box: [UInt8], selfBox: [UInt8], senderKey: [UInt8]? = nil, purgeTag: [UInt8]? = nil) {
+        self.pairTag = pairTag; self.box = box; self.selfBox = selfBox; self.senderKey = senderKey; self.purgeTag = purgeTag
     }
 
     public init(body: [UInt8], what: String, maxPlaintext: Int) throws(RecordError) {
         let f = try FieldList.decode(body, known: Set(Tag.allCases.map(\.rawValue)), what: what)
         pairTag = try f.require(f.bytes(Tag.pairTag.rawValue, "pair tag", length: Self.tagLength, what: what), "pair tag", what: what)
         senderKey = try f.bytes(Tag.senderKey.rawValue, "sender key", length: 32, what: what)
+        purgeTag = try f.bytes(Tag.purgeTag.rawValue, "purge tag", length: 32, what: what)
         let selfLength = senderKey == nil ? Self.selfBoxLength : Self.selfBoxLengthV2
         selfBox = try f.require(f.bytes(Tag.selfBox.rawValue, "self box", length: selfLength, what: what), "self box", what: what)
         box = try f.require(f[Tag.box.rawValue], "box", what: what)
@@ -47,6 +52,7 @@ public struct SealedBody: Equatable, Sendable {
         f.set(Tag.box.rawValue, box)
         f.set(Tag.selfBox.rawValue, selfBox)
         if let senderKey { f.set(Tag.senderKey.rawValue, senderKey) }
+        if let purgeTag { f.set(Tag.purgeTag.rawValue, purgeTag) }
         return f.encoded
     }
 }
@@ -69,8 +75,12 @@ extension SealedRecordSchema {
     /// A device holds the account's encryption keys, not its Ed25519 key: what a device signs
     /// is sealed with an encryption key and names it (PROTOCOL.md §7.5).
     public static func validate(record: Record) throws(RecordError) {
-        guard !record.isDeviceSigned || (try? SealedBody(body: record.body, what: name, maxPlaintext: Limits.maxBodyBytes))?.senderKey != nil else {
+        let sealed = try? SealedBody(body: record.body, what: name, maxPlaintext: Limits.maxBodyBytes)
+        guard !record.isDeviceSigned || sealed?.senderKey != nil else {
             throw RecordError(.invalidBody, "a \(name) signed by a device key must be sealed with the account's encryption key (field 4, the sender key)")
+        }
+        guard type != .like || sealed?.purgeTag == nil else {
+            throw RecordError(.invalidBody, "a like carries no purge tag (field 5 belongs to messages and unmatches)")
         }
     }
     public var body: [UInt8] { sealed.encoded }

@@ -157,10 +157,42 @@ public struct SealingKey: Sendable {
     public let epoch: UInt32
     public let secret: [UInt8]
     public let publicKey: [UInt8]
+    /// The account's purge key (`PurgeTag`), from its epoch-1 key; nil without it.
+    public let purgeKey: [UInt8]?
 
-    public init(account: PublicKey, epoch: UInt32, secret: [UInt8]) throws(CryptoError) {
+    public init(account: PublicKey, epoch: UInt32, secret: [UInt8], firstEpochSecret: [UInt8]? = nil) throws(CryptoError) {
         self.account = account; self.epoch = epoch; self.secret = secret
         self.publicKey = try X25519.publicKey(fromSecret: secret)
+        self.purgeKey = firstEpochSecret.map(PurgeTag.key(firstEpochSecret:))
+    }
+}
+
+/// Purge tags (PROTOCOL.md §8.8): every message an account writes in one match carries the
+/// same tag, which only that account can compute; its unmatch of the match names the tag, and
+/// every replica removes those messages.
+///
+///     P   = BLAKE2b-256 keyed with the account's epoch-1 encryption secret over "mentormate purge v1"
+///     tag = BLAKE2b-256 keyed with P over "match" ‖ lo ‖ hi    (lo, hi: the match's two like IDs, sorted)
+public enum PurgeTag {
+    public static func key(firstEpochSecret: [UInt8]) -> [UInt8] {
+        BLAKE2b.hash(Array("mentormate purge v1".utf8), key: firstEpochSecret, outputLength: 32)
+    }
+
+    /// The purge key of an account whose key this node holds.
+    public static func key(account: SigningKeyPair) -> [UInt8]? {
+        AccountKeyring.derived(from: account, epochs: 1...1).secrets[1].map { key(firstEpochSecret: $0) }
+    }
+
+    public static func tag(key: [UInt8], likes a: [UInt8], _ b: [UInt8]) -> [UInt8] {
+        let (lo, hi) = a.lexicographicallyPrecedes(b) ? (a, b) : (b, a)
+        return BLAKE2b.hash(Array("match".utf8) + lo + hi, key: key, outputLength: 32)
+    }
+
+    /// The match a payload names (a message's or an unmatch's two likes), if it names one.
+    static func match(of payload: any SealedPayload) -> ([UInt8], [UInt8])? {
+        if let p = payload as? ChatPayload, let a = p.answers, let b = p.mine { return (a, b) }
+        if let p = payload as? UnmatchPayload, let a = p.answers, let b = p.mine { return (a, b) }
+        return nil
     }
 }
 
@@ -169,9 +201,11 @@ extension SealedRecordSchema {
     public static func seal(_ payload: Payload, from author: SigningKeyPair) throws(CryptoError) -> Self {
         let secrets = try PairSecrets(me: author, other: payload.counterpart)
         let me = author.publicKey.key
+        let purge = PurgeTag.match(of: payload).flatMap { m in PurgeTag.key(account: author).map { PurgeTag.tag(key: $0, likes: m.0, m.1) } }
         let body = SealedBody(pairTag: secrets.tag(type: type, author: me),
                               box: try secrets.seal(payload.plaintext, type: type, author: me),
-                              selfBox: try SelfBox.seal(counterpart: payload.counterpart, author: author, type: type))
+                              selfBox: try SelfBox.seal(counterpart: payload.counterpart, author: author, type: type),
+                              purgeTag: purge)
         return Self(sealed: body)
     }
 
@@ -184,7 +218,8 @@ extension SealedRecordSchema {
                               box: try secrets.seal(payload.plaintext, type: type, author: key.account, senderKey: key.publicKey),
                               selfBox: try SelfBox.sealV2(counterpart: payload.counterpart, theirKey: theirKey, secret: key.secret,
                                                           senderKey: key.publicKey, type: type),
-                              senderKey: key.publicKey)
+                              senderKey: key.publicKey,
+                              purgeTag: PurgeTag.match(of: payload).flatMap { m in key.purgeKey.map { PurgeTag.tag(key: $0, likes: m.0, m.1) } })
         return Self(sealed: body)
     }
 }
@@ -215,7 +250,7 @@ public struct SealedOpener: Sendable {
 
     /// The key new records are sealed with: the keyring's newest epoch.
     public var sealingKey: SealingKey? {
-        keyring.current.flatMap { try? SealingKey(account: account, epoch: $0.epoch, secret: $0.secret) }
+        keyring.current.flatMap { try? SealingKey(account: account, epoch: $0.epoch, secret: $0.secret, firstEpochSecret: keyring.secrets[1]) }
     }
 
     /// Version-1 secrets with `other`, cached (one X25519 per counterpart).

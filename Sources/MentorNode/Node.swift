@@ -716,6 +716,7 @@ public final class Node: @unchecked Sendable {
             }
             if let by = change.unmatchedBy {
                 publish(uid, .unmatch, UnmatchEvent(id: other.id, by: by.id))
+                if by == other { acknowledgeUnmatches(uid, me: change.account, other: other) }
             }
             if change.newMessages > 0, let view = try? replica.pairView(account: change.account, other: other) {
                 for m in view.messages.suffix(change.newMessages) {

@@ -411,3 +411,37 @@ extension Node {
         return ApproveResult(device: Self.deviceID(offer.device), label: offer.label, expires: lifetime, approved: true)
     }
 }
+
+// MARK: Unmatches (PROTOCOL.md §8.7, §8.8)
+
+extension Node {
+    /// The other account ended a match: this account writes its own unmatch of it, whose
+    /// purge tag removes this account's messages of that match from every replica (only this
+    /// account can compute the tag). Once per match.
+    func acknowledgeUnmatches(_ uid: UInt32, me: PublicKey, other: PublicKey) {
+        guard writers[uid] != nil else { return }
+        do {
+            let entries = try replica.pairEntries(account: me, other: other)
+            func ended(by author: PublicKey) -> [(theirs: [UInt8], mine: [UInt8])] {
+                entries.compactMap { e in
+                    guard e.author == author, case .unmatch(_, let answers?, let own?) = e.kind else { return nil }
+                    return (answers, own)
+                }
+            }
+            let mine = ended(by: me)
+            for match in ended(by: other) {
+                // The other's unmatch names my like as "answers" and theirs as "mine".
+                let myLike = match.theirs, theirLike = match.mine
+                guard !mine.contains(where: { $0.theirs == theirLike && $0.mine == myLike }) else { continue }
+                let key = try sealTo(other)
+                let seen = try replica.contiguousSeq(of: other)
+                try write(uid, as: .sealing) { w, now throws(RecordError) in
+                    try w.unmatch(other, peerSeq: seen, answers: theirLike, mine: myLike, to: key, at: now)
+                }
+                logger.info("unmatch acknowledged", ["uid": "\(uid)", "other": other.shortID])
+            }
+        } catch {
+            logger.log(.error, "could not acknowledge an unmatch", ["uid": "\(uid)", "other": other.shortID, "error": "\(error)"])
+        }
+    }
+}

@@ -221,3 +221,76 @@ import MentorStore
         #expect(states?.sorted() == ["current", "revoked"])
     }
 }
+
+/// Unmatch, purge and matching again across three replicas: Ana's two machines and Ben's
+/// (PROTOCOL.md §8.7, §8.8).
+@Suite struct NodeUnmatchTests {
+    let ana: UInt32 = 1001, ben: UInt32 = 1002
+
+    static func chatRecords(_ t: TestNode) throws -> Int {
+        var n = 0
+        for key in try t.node.replica.allAuthorKeys() {
+            n += try t.node.replica.records(of: key, seqs: 1...1_000).filter { (try? Record.decode($0))?.type == .chat }.count
+        }
+        return n
+    }
+
+    @Test func anUnmatchPurgesTheMatchsMessagesFromEveryReplicaAndANewMatchStartsEmpty() async throws {
+        let lab = try TestNode(), laptop = try TestNode(), benNode = try TestNode()
+        let lan = LinkBoard()
+        lab.runtime.board = lan
+        laptop.runtime.board = lan
+        _ = try await NodeLinkTests.call(lab, ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        _ = try await NodeLinkTests.call(benNode, ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor"])
+        let start = try await NodeLinkTests.call(laptop, ana, "device.link", [:])
+        _ = try await NodeLinkTests.call(lab, ana, "device.approve", ["code": .string(try #require(start["code"]?.stringValue)), "confirm": true])
+        func syncAll() throws {
+            for (a, b) in [(lab, laptop), (lab, benNode), (laptop, lab), (laptop, benNode), (benNode, lab), (benNode, laptop)] {
+                try NodeDeviceTests.sync(a, b)
+            }
+        }
+        try syncAll()
+        let anaID = try #require(try lab.call(ana, "account.whoami")["id"]?.stringValue)
+        let benID = try #require(try benNode.call(ben, "account.whoami")["id"]?.stringValue)
+        try lab.call(ana, "like", ["id": .string(benID)])
+        try syncAll()
+        try benNode.call(ben, "like", ["id": .string(anaID)])
+        try syncAll()
+        try benNode.call(ben, "chat.send", ["id": .string(anaID), "text": "hi"])
+        try syncAll()
+        try laptop.call(ana, "chat.send", ["id": .string(benID), "text": "hello from the laptop"])
+        try syncAll()
+        try lab.call(ana, "chat.send", ["id": .string(benID), "text": "and from the lab"])
+        try syncAll()
+        let before = try benNode.call(ben, "chat.history", ["id": .string(anaID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        #expect(before == ["hi", "hello from the laptop", "and from the lab"])
+        #expect(try Self.chatRecords(lab) == 3 && Self.chatRecords(laptop) == 3 && Self.chatRecords(benNode) == 3)
+
+        // Ben unmatches; Ana's nodes answer with her own unmatch of that match.
+        try benNode.call(ben, "unmatch", ["id": .string(anaID)])
+        try syncAll()
+        try syncAll()
+        for (t, uid, other) in [(lab, ana, benID), (laptop, ana, benID), (benNode, ben, anaID)] {
+            let history = try t.call(uid, "chat.history", ["id": .string(other)])
+            #expect(history["matched"] == false && history["messages"]?.arrayValue?.isEmpty == true)
+            #expect(try Self.chatRecords(t) == 0, "the ended match's messages are gone from every replica")
+        }
+        // Both ended it (Ana's nodes answered); the earlier unmatch by (timestamp, ID) names who
+        // did — these test nodes' clocks are independent, so either.
+        let endedBy = try lab.call(ana, "chat.history", ["id": .string(benID)])["unmatchedBy"]?.stringValue
+        #expect(endedBy == benID || endedBy == anaID)
+
+        // New likes on both sides: a new match, an empty conversation, chatting again works.
+        try laptop.call(ana, "undo", ["id": .string(benID)])
+        try laptop.call(ana, "like", ["id": .string(benID)])
+        try benNode.call(ben, "undo", ["id": .string(anaID)])
+        try benNode.call(ben, "like", ["id": .string(anaID)])
+        try syncAll()
+        let again = try lab.call(ana, "chat.history", ["id": .string(benID)])
+        #expect(again["matched"] == true && again["messages"]?.arrayValue?.isEmpty == true)
+        try benNode.call(ben, "chat.send", ["id": .string(anaID), "text": "hi again"])
+        try syncAll()
+        let onLaptop = try laptop.call(ana, "chat.history", ["id": .string(benID)])["messages"]?.arrayValue?.compactMap { $0["text"]?.stringValue }
+        #expect(onLaptop == ["hi again"])
+    }
+}

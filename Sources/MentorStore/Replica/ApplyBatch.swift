@@ -340,6 +340,15 @@ struct ApplyBatch {
                 return false
             }
         }
+        // A message of a match its author's unmatch purged is not stored (PROTOCOL.md §8.8).
+        let purgeTag = schema?.publicMerge == .sealed ? Self.purgeTag(of: v) : nil
+        if r.type == .chat, let purgeTag,
+           try statement("SELECT 1 FROM purged WHERE account = ? AND tag = ?").queryOne([.blob(r.account.bytes), .blob(purgeTag)]) != nil {
+            try noteSuperseded(authorID: authorID, seq: r.seq, id: v.id)
+            supersededCount += 1
+            try advanceContiguous(&author, key: key, past: r.seq)
+            return false
+        }
         storedInOrder.append(v)
         countChanges.records += 1
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")
@@ -349,6 +358,14 @@ struct ApplyBatch {
         try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(v.id)), .integer(authorID)])
         if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
         if schema?.publicMerge == .sealed { try openSealed(v, authorID: authorID) }
+        if let purgeTag {
+            if r.type == .chat {
+                try statement("INSERT OR IGNORE INTO chat_purge(account, tag, author, seq, id) VALUES (?, ?, ?, ?, ?)")
+                    .run([.blob(r.account.bytes), .blob(purgeTag), .integer(authorID), .integer(Int64(r.seq)), .blob(v.id)])
+            } else if r.type == .unmatch {
+                try purgeMessages(of: r.account, tag: purgeTag)
+            }
+        }
         try advanceContiguous(&author, key: key, past: r.seq)
         if settings.compaction { try compact(displaced, accountID: accountID) }
         if schema?.publicMerge == .devices { try applyDeviceRecord(v) }
@@ -652,6 +669,41 @@ struct ApplyBatch {
         dirtyPairs.removeAll()
         pending.merge(recon)
         recon = ReconDirty()
+    }
+
+    // MARK: Purging an ended match's messages
+
+    /// A sealed record's purge tag (field 5), if it carries one.
+    static func purgeTag(of v: VerifiedRecord) -> [UInt8]? {
+        guard let schema = RecordSchemas.schema(for: v.record.type) else { return nil }
+        return (try? SealedBody(body: v.record.body, what: schema.name, maxPlaintext: Limits.maxBodyBytes))?.purgeTag
+    }
+
+    /// An unmatch of `account` named `tag`: its messages with that tag leave every replica —
+    /// records, the reconciled set, the pair views — remembered like superseded records, so a
+    /// copy offered again is a `duplicate`; later ones are not stored.
+    private mutating func purgeMessages(of account: PublicKey, tag: [UInt8]) throws(StoreError) {
+        try statement("INSERT OR IGNORE INTO purged(account, tag) VALUES (?, ?)").run([.blob(account.bytes), .blob(tag)])
+        let rows = try db.query("SELECT author, seq, id FROM chat_purge WHERE account = ? AND tag = ?", [.blob(account.bytes), .blob(tag)])
+        for row in rows {
+            guard let authorID = row.int64(0), let seq = row.int64(1), let id = row.blob(2) else { continue }
+            try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?", [.integer(authorID), .integer(seq), .blob(id)])
+            guard db.changes > 0 else { continue }
+            countChanges.records -= 1
+            recon.removed(id)
+            try statement(AuthorDigest.toggleSQL).run([.integer(AuthorDigest.term(id)), .integer(authorID)])
+            try noteSuperseded(authorID: authorID, seq: UInt64(seq), id: id)
+            storedInOrder.removeAll { $0.id == id }
+            compactedInBatch.insert(id)
+            for pair in try db.query("SELECT account, other FROM pair_entries WHERE record_id = ?", [.blob(id)]) {
+                if let a = pair.blob(0).flatMap(PublicKey.init(bytes:)), let o = pair.blob(1).flatMap(PublicKey.init(bytes:)) {
+                    dirtyPairs.insert(PairKey(account: a, other: o))
+                }
+            }
+            try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(id)])
+            try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(id)])
+        }
+        try db.execute("DELETE FROM chat_purge WHERE account = ? AND tag = ?", [.blob(account.bytes), .blob(tag)])
     }
 
     // MARK: Device keys

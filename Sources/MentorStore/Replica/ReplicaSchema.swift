@@ -299,6 +299,21 @@ enum ReplicaSchema {
             -- effective clock over its account's keys (PROTOCOL.md §8.4–8.7).
             ALTER TABLE pair_entries ADD COLUMN mine BLOB;
             ALTER TABLE pair_entries ADD COLUMN clock BLOB;
+            -- Purge tags (PROTOCOL.md §8.8): each message's, and the tags an unmatch purged —
+            -- a message arriving with one is not stored.
+            CREATE TABLE chat_purge (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                tag         BLOB NOT NULL CHECK (length(tag) = 32),
+                author      INTEGER NOT NULL,
+                seq         INTEGER NOT NULL,
+                id          BLOB NOT NULL,
+                PRIMARY KEY (account, tag, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE purged (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                tag         BLOB NOT NULL CHECK (length(tag) = 32),
+                PRIMARY KEY (account, tag)
+            ) WITHOUT ROWID;
             CREATE TABLE account_keys (
                 account     BLOB NOT NULL CHECK (length(account) = 32),
                 epoch       INTEGER NOT NULL,
