@@ -67,12 +67,12 @@ public struct PairView: Sendable, Equatable {
     public static func build(me: PublicKey, other: PublicKey, entries: [PairEntry]) -> PairView {
         var seen = Set<[UInt8]>()
         let unique = entries.filter { seen.insert($0.recordID).inserted }
-        let mine = LikeRegister(unique, author: me), theirs = LikeRegister(unique, author: other)
-        let iLike = mine.value, theyLike = theirs.value
-
-        // Unmatches: one that names its match ends that match only; one written before
-        // unmatches named their match ends the pair for good.
+        // Unmatches: one that names its match ends that match only — and its author's like in
+        // it, so that a new match needs new likes from both; one written before unmatches named
+        // their match ends the pair for good.
         let unmatches = unique.filter { if case .unmatch = $0.kind { return true } else { return false } }
+        let mine = LikeRegister(unique, author: me, unmatches: unmatches), theirs = LikeRegister(unique, author: other, unmatches: unmatches)
+        let iLike = mine.value, theyLike = theirs.value
         var ended: Set<Match> = []
         var endedBy: [Match: PairEntry] = [:]
         var finalUnmatch: PairEntry?
@@ -92,7 +92,7 @@ public struct PairView: Sendable, Equatable {
         var unmatchedBy = finalUnmatch?.author
         if unmatchedBy == nil, !matched {
             // Who ended the match the two current likes make, if one did.
-            let current = mine.liveLikes.flatMap { a in theirs.liveLikes.map { b in Match(a, b) } }
+            let current = mine.standingLikes.flatMap { a in theirs.standingLikes.map { b in Match(a, b) } }
             unmatchedBy = current.compactMap { endedBy[$0] }.min { earlier($0, $1) }?.author
         }
 
@@ -145,18 +145,25 @@ public struct PairView: Sendable, Equatable {
     /// its current entries (concurrent likes from two devices are both live).
     struct LikeRegister {
         var entries: [RegisterEntry<Bool>] = []
+        /// The author's likes its own unmatches ended (§8.7): they stand no more.
+        var ended: Set<[UInt8]> = []
 
-        init(_ all: [PairEntry], author: PublicKey) {
+        init(_ all: [PairEntry], author: PublicKey, unmatches: [PairEntry] = []) {
             for e in all where e.author == author {
                 guard case .like(let liked, _) = e.kind else { continue }
                 let entry = RegisterEntry(clock: e.effectiveClock, timestamp: e.timestamp, recordID: e.recordID, value: liked)
                 entries = MVRegister.merge(entries, entry) ?? entries
             }
+            for u in unmatches where u.author == author {
+                if case .unmatch(_, _, let own?) = u.kind { ended.insert(own) }
+            }
         }
 
-        var value: Bool { MVRegister.winner(entries)?.value ?? false }
         var winner: RegisterEntry<Bool>? { MVRegister.winner(entries) }
-        var liveLikes: [[UInt8]] { entries.filter(\.value).map(\.recordID) }
+        var value: Bool { winner.map { $0.value && !ended.contains($0.recordID) } ?? false }
+        var liveLikes: [[UInt8]] { entries.filter { $0.value && !ended.contains($0.recordID) }.map(\.recordID) }
+        /// The likes among the current entries, the ones an unmatch ended included.
+        var standingLikes: [[UInt8]] { entries.filter(\.value).map(\.recordID) }
     }
 
     /// The like of `author` that currently stands in `entries` (the register's winner), if the
@@ -164,7 +171,9 @@ public struct PairView: Sendable, Equatable {
     public static func currentLike(of author: PublicKey, in entries: [PairEntry]) -> PairEntry? {
         var seen = Set<[UInt8]>()
         let unique = entries.filter { seen.insert($0.recordID).inserted }
-        guard let w = LikeRegister(unique, author: author).winner, w.value else { return nil }
+        let unmatches = unique.filter { if case .unmatch = $0.kind { return true } else { return false } }
+        let register = LikeRegister(unique, author: author, unmatches: unmatches)
+        guard register.value, let w = register.winner else { return nil }
         return unique.first { $0.recordID == w.recordID }
     }
 

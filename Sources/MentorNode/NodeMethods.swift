@@ -365,7 +365,8 @@ extension Node {
     func like(_ request: AccountRequest, _ caller: Requester) throws -> LikeResult {
         let (me, other) = try target(request.id, caller)
         let view = try replica.pairView(account: me, other: other)
-        if view.unmatchedBy != nil { throw RPCError(.notAllowed, "this match was ended with unmatch, which is final") }
+        // After an unmatch a new like may make a new match, once the other likes again too
+        // (PROTOCOL.md §8.7).
         if !view.iLike {
             guard cards[other] != nil else { throw RPCError(.notFound, "\(other.shortID)… has no card on this node yet") }
             _ = try replica.removePass(account: me, target: other)

@@ -203,9 +203,11 @@ import Testing
             #expect(v.unmatchedBy == ben && !v.matched)
             #expect(v.messages.isEmpty && v.rejectedMessages == 0)
         }
+        // Ben's unmatch ended his like too: Ana liking again does not match them by itself.
+        let anaAgain = entries + [like(ana, 5)]
+        #expect(!view(ana, anaAgain).matched && !view(ben, anaAgain).iLike && view(ben, anaAgain).theyLike)
         // New likes on both sides: a new match, an empty conversation; the old one stays ended.
-        let again = entries + [withdraw(ana, 4, peer: 0), like(ana, 5), withdraw(ben, 3, peer: 0), like(ben, 4),
-                               chat(ben, 5, place: 3, answers: id(ana, 5), mine: id(ben, 4), "hi again")]
+        let again = anaAgain + [like(ben, 4), chat(ben, 5, place: 3, answers: id(ana, 5), mine: id(ben, 4), "hi again")]
         for me in [ana, ben] {
             let v = view(me, again)
             #expect(v.matched && v.unmatchedBy == nil)

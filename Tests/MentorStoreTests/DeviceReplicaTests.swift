@@ -175,6 +175,18 @@ import MentorCrypto
         #expect(bio == nil)
     }
 
+    /// Sync reads a record's position from its prefix (`RecordPosition.peek`): in format
+    /// version 2 the account comes first, then the signing key and its seq.
+    @Test func syncReadsADeviceRecordsPositionPastTheAccount() throws {
+        var w = RecordWriter(keys: Self.laptop, account: Self.anaKey, lastSeq: 6)
+        let v = try w.profile(ProfileCard(bio: "x"), at: 1)
+        let position = try RecordPosition.peek(v.encoded)
+        #expect(position.author == Self.laptop.publicKey.key && position.seq == 7)
+        var aw = RecordWriter(keys: Self.ana, lastSeq: 2)
+        let old = try RecordPosition.peek(try aw.profile(ProfileCard(name: "Ana"), at: 1).encoded)
+        #expect(old.author == Self.anaKey && old.seq == 3)
+    }
+
     @Test func aSecondEncodingOfTheSameRecordIsRefused() throws {
         var w = RecordWriter(keys: Self.laptop, account: Self.anaKey)
         let v = try w.profile(ProfileCard(bio: "x"), at: 1)

@@ -459,15 +459,17 @@ public struct RecordPosition: Hashable, Sendable {
 
     public init(author: PublicKey, seq: UInt64) { self.author = author; self.seq = seq }
 
-    /// Reads magic, version, type, author and seq; refuses what cannot be a record.
+    /// Reads magic, version, type, (account,) author and seq; refuses what cannot be a record.
     public static func peek(_ bytes: [UInt8]) throws(SyncError) -> RecordPosition {
         var r = ByteReader(bytes)
         do {
             guard try r.raw(3, "magic") == Record.magic else {
                 throw SyncError(.malformed, "does not start with the record magic \"MMR\"")
             }
-            _ = try r.u8("version")
+            let version = try r.u8("version")
             _ = try r.u8("type")
+            // Format version 2 (a device key signs) names the account first (PROTOCOL.md §4).
+            if version == Record.deviceVersion { _ = try r.raw(32, "account") }
             guard let author = PublicKey(bytes: try r.raw(32, "author")) else {
                 throw SyncError(.malformed, "author key has the wrong length")
             }

@@ -310,12 +310,19 @@ final class E2E {
     /// With `socketFlag: false` no --socket is given: the client picks its default path.
     func run(_ arguments: [String], as user: TestUser? = nil, socket: String? = nil, stdin: String? = nil,
              timeout: Duration = .seconds(60), socketFlag: Bool = true) throws -> ClientRun {
+        let all = (socketFlag ? ["--socket", socket ?? self.socket] : []) + arguments
+        return try runProgram([binaries.client] + all, shown: arguments, as: user, stdin: stdin, timeout: timeout)
+    }
+
+    /// Runs any program (a test tool, python3) to its end, as `user` (default root).
+    func runProgram(_ program: [String], shown: [String]? = nil, as user: TestUser? = nil, stdin: String? = nil,
+                    timeout: Duration = .seconds(60)) throws -> ClientRun {
+        let arguments = shown ?? program
         counter += 1
         let n = counter
         let input = try stdin.map { try write("client-\(n).in", Array($0.utf8)) }
         let out = path("client-\(n).out"), err = path("client-\(n).err")
-        let all = (socketFlag ? ["--socket", socket ?? self.socket] : []) + arguments
-        let process = try ChildProcess(argv([binaries.client] + all, as: user), environment: childEnvironment,
+        let process = try ChildProcess(argv(program, as: user), environment: childEnvironment,
                                        stdin: input, stdout: .file(out), stderr: .file(err))
         processes.append(process)
         guard let status = process.wait(timeout: timeout) else {
