@@ -12,14 +12,16 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami profile feed swipe like pass undo matches unmatch chat peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch chat peers status doctor help"
 
     case "$prev" in
-        --socket|--photo)
+        --socket|--photo|--import)
             COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --role)
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit)
+        --expires)
+            COMPREPLY=($(compgen -W "30m 1h 8h 1d 7d" -- "$cur")); return ;;
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label)
             return ;;
     esac
 
@@ -32,7 +34,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ "$cmd" == profile && -z "$sub" ]]; then sub="$w"; break
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account ) && -z "$sub" ]]; then sub="$w"; break
         else break
         fi
     done
@@ -47,11 +49,24 @@ _mentormate() {
                 set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo" ;;
                 show) opts="" ;;
             esac ;;
-        signup) opts="--email --name --role --passphrase" ;;
+        device)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "list link approve revoke" -- "$cur")); return; fi
+            case "$sub" in
+                link) opts="--label --expires --passphrase" ;;
+                approve) opts="--yes" ;;
+                list|revoke) opts="" ;;
+            esac ;;
+        account)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "export" -- "$cur")); return; fi
+            if [[ "$sub" == export && "$cur" != -* ]]; then
+                COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return
+            fi ;;
+        signup) opts="--email --name --role --passphrase --import --label" ;;
+        logout) opts="--forget" ;;
         feed) opts="--course --limit" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
-        login|logout|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;
+        login|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }
