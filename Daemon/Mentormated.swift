@@ -37,7 +37,7 @@ struct Mentormated {
             exit(0)
         }
         if command.version {
-            StandardStream.output("mentormated \(MentorMateVersion.string) (record format \(MentorMateVersion.recordFormat))")
+            StandardStream.output("mentormated \(MentorMateVersion.string) (record formats \(MentorMateVersion.recordFormats), sync protocol v\(SyncMessage.protocolVersion))")
             exit(0)
         }
 

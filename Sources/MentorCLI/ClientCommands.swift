@@ -51,7 +51,7 @@ public enum MentormateCLI {
         public static var configuration: CommandConfiguration {
             CommandConfiguration(
                 program: program, path: ["signup"],
-                abstract: "Create your account on this node: a new key and a first profile card.",
+                abstract: "Create your account on this node — its account key, this machine's device key, a first profile card — or bring one here (--import).",
                 discussion: """
                     Each user of this computer can have one account on the node. The e-mail address must be
                     in the campus domains the node is set up with; it stays on this node and is never
@@ -174,7 +174,7 @@ public enum MentormateCLI {
     public struct Logout: ClientCommand {
         public static var configuration: CommandConfiguration {
             CommandConfiguration(program: program, path: ["logout"],
-                                 abstract: "Drop your account key from the daemon's memory; changes need `mentormate login` again.",
+                                 abstract: "Drop your keys from the daemon's memory; changes need `mentormate login` again (--forget: leave this machine for good).",
                                  discussion: """
                                      With --forget (a shared lab machine): this machine's device revokes itself, so nothing
                                      it could still sign is accepted anywhere, and its key is deleted from this node; your
@@ -191,6 +191,9 @@ public enum MentormateCLI {
             let info = try context.call(API.accountLogout, LogoutRequest(forget: forget ? true : nil))
             if forget {
                 if context.json { return context.printJSON(info.json) }
+                if info[.deviceState]?.stringValue == "forgotten" {
+                    return context.print("This machine's device key is deleted (it was locked, so it could not revoke itself): revoke it from a machine that holds your account key — `mentormate device revoke \(ClientFormat.sanitize(info[.device]?.stringValue ?? "ID"))`.")
+                }
                 return context.print("This device is revoked and its key deleted from this node; your account stays on your other devices.")
             }
             if context.json { return context.printJSON(info.json) }

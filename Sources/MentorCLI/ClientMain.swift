@@ -134,7 +134,8 @@ extension MentormateCLI {
         switch target {
         case .root: return overview
         case .group(let word, let members):
-            var out = "\(Profile.abstract)\n\nUSAGE:"
+            let abstract = ["profile": Profile.abstract, "device": Device.abstract, "account": Account.abstract][word] ?? ""
+            var out = "\(abstract)\n\nUSAGE:"
             for (i, m) in members.enumerated() {
                 out += (i == 0 ? " " : "       ") + HelpFormatter.wrap(m.usage, indent: 7 + m.configuration.invocation.count + 1, width: 100) + "\n"
             }

@@ -40,9 +40,9 @@ extension Node {
         }
         switch Self.state(of: d, at: config.now()) {
         case "revoked":
-            throw RPCError(.notAllowed, "this device (\(d.label), \(Self.deviceID(d.device))) was revoked: every node refuses what it signs. Link this machine again with `mentormate device link`, or use another of your devices")
+            throw RPCError(.notAllowed, "this device (\(d.label), \(Self.deviceID(d.device))) was revoked: every node refuses what it signs. To use this machine again, `mentormate logout --forget`, then `mentormate device link`; or use another of your devices")
         case "expired":
-            throw RPCError(.notAllowed, "this device's certificate (\(d.label), \(Self.deviceID(d.device))) expired: every node refuses what it signs now. Link this machine again with `mentormate device link`")
+            throw RPCError(.notAllowed, "this device's certificate (\(d.label), \(Self.deviceID(d.device))) expired: every node refuses what it signs now. To use this machine again, `mentormate logout --forget`, then `mentormate device link`")
         default:
             return
         }
@@ -117,13 +117,18 @@ extension Node {
         guard accountKeys[caller.uid] == nil, !FileManager.default.fileExists(atPath: config.accountKeyPath(uid: caller.uid)) else {
             throw RPCError(.notAllowed, "this node holds your account key: forgetting it here would lose the account. Export it first (`mentormate account export FILE`), import it on another machine, then revoke this device from there (`mentormate device revoke ID`)")
         }
-        guard let writer = writers[caller.uid] else { throw try lockedError(caller.uid) }
-        guard writer.isDevice else {
-            throw RPCError(.notAllowed, "this account has no device keys (it was made before they existed): its only key is here")
-        }
-        let facts = try deviceFacts(caller.uid, account: a.account)
-        if facts.state == "current" {
-            try write(caller.uid) { w, now throws(RecordError) in try w.revoke(w.author, lastSeq: 0, at: now) }
+        // Locked (a forgotten passphrase): the key cannot sign its own revocation; it is wiped
+        // all the same, and a machine holding the account key revokes it (`device revoke`).
+        var facts: (id: String?, label: String?, state: String?) = (nil, nil, nil)
+        if let writer = writers[caller.uid] {
+            guard writer.isDevice else {
+                throw RPCError(.notAllowed, "this account has no device keys (it was made before they existed): its only key is here")
+            }
+            facts = try deviceFacts(caller.uid, account: a.account)
+            if facts.state == "current" {
+                try write(caller.uid) { w, now throws(RecordError) in try w.revoke(w.author, lastSeq: 0, at: now) }
+                facts.state = "revoked"
+            }
         }
         try replica.lock(a.account)
         writers[caller.uid] = nil
@@ -140,7 +145,7 @@ extension Node {
         let card = try replica.card(of: a.account)
         return AccountInfo(id: a.account.id, name: card?.card.name, email: a.email, role: card?.card.role?.rawValue,
                            protected: a.protected, unlocked: false, device: facts.id, deviceLabel: facts.label,
-                           deviceState: "revoked", accountKey: false)
+                           deviceState: facts.state ?? "forgotten", accountKey: false)
     }
 
     // MARK: Moving the account key
@@ -396,7 +401,11 @@ extension Node {
         guard offer.expires > now else {
             throw RPCError(.notAllowed, "this code expired; run `mentormate device link` again on the new machine for a new one")
         }
-        if try replica.devices(of: me).contains(where: { $0.device == offer.device }) {
+        let certified = try replica.devices(of: me)
+        guard certified.count < Limits.maxDevicesPerAccount else {
+            throw RPCError(.limitReached, "your account has certified \(Limits.maxDevicesPerAccount) devices, the most it can (revoked and expired ones count): a new machine can use an export of the account key instead (`mentormate account export FILE`, then `signup --import FILE` there)")
+        }
+        if certified.contains(where: { $0.device == offer.device }) {
             throw RPCError(.alreadyExists, "this code was used already: device \(Self.deviceID(offer.device)) (\(offer.label)) is linked. A new machine runs `mentormate device link` for a new code")
         }
         let lifetime: Int64? = offer.lifetime > 0 ? Int64(offer.lifetime) : nil

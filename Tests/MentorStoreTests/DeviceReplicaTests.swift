@@ -175,6 +175,27 @@ import MentorCrypto
         #expect(bio == nil)
     }
 
+    /// A node holding only the account key (an account made before devices existed, or the
+    /// machine it was imported to) makes each published epoch's key from it and reads what is
+    /// sealed to the account's encryption key.
+    @Test func theAccountKeyAloneReadsWhatIsSealedToItsEpochKeys() throws {
+        let (card, c1, _, _) = try Self.accountChain()
+        var bw = RecordWriter(keys: Self.mallory)
+        let benCard = try bw.profile(ProfileCard(name: "Ben"), at: 1000)
+        // Ben seals to Ana's epoch-1 key (published in her certificate).
+        let epoch1 = try #require(try DeviceCertificate(body: c1.record.body).encryptionKey.publicKey)
+        let benSecret = try #require(AccountKeyring.derived(from: Self.mallory, epochs: 1...1).secrets[1])
+        bw.sealingKey = try SealingKey(account: Self.mallory.publicKey.key, epoch: 1, secret: benSecret)
+        let like = try bw.like(Self.anaKey, to: epoch1, at: 2000)
+        let r = try memoryReplica()
+        try r.unlock(account: Self.anaKey, accountKeys: Self.ana, device: nil)
+        for v in [card, benCard, like] { _ = try r.applyOne(v) }
+        #expect(try r.pairView(account: Self.anaKey, other: Self.mallory.publicKey.key).theyLike == false, "before the epoch is known")
+        _ = try r.applyOne(c1)
+        #expect(try r.pairView(account: Self.anaKey, other: Self.mallory.publicKey.key).theyLike, "the certificate published epoch 1")
+        #expect(r.sealingKey(for: Self.anaKey)?.epoch == 1)
+    }
+
     /// Sync reads a record's position from its prefix (`RecordPosition.peek`): in format
     /// version 2 the account comes first, then the signing key and its seq.
     @Test func syncReadsADeviceRecordsPositionPastTheAccount() throws {

@@ -796,9 +796,15 @@ struct ApplyBatch {
     /// again at its end (some may be sealed to the new keys).
     private(set) var keyringsGrew: Set<PublicKey> = []
 
-    private func noteEncryptionKey(_ key: EncryptionKey, of account: PublicKey) throws(StoreError) {
+    private mutating func noteEncryptionKey(_ key: EncryptionKey, of account: PublicKey) throws(StoreError) {
         try statement("INSERT OR IGNORE INTO account_keys(account, epoch, public) VALUES (?, ?, ?)")
             .run([.blob(account.bytes), .integer(Int64(key.epoch)), .blob(key.publicKey)])
+        // A node holding the account key makes the epoch's key itself.
+        if var opener = openers[account], let accountKeys = opener.accountKeys, opener.keyring.secrets[key.epoch] == nil {
+            opener.learn(AccountKeyring.derived(from: accountKeys, epochs: 1...key.epoch))
+            openers[account] = opener
+            keyringsGrew.insert(account)
+        }
     }
 
     /// The encryption keys `device` of `account` received in the certificates and rotations

@@ -288,7 +288,12 @@ public final class Replica: @unchecked Sendable {
         try write { db throws(StoreError) in
             try db.execute("INSERT OR IGNORE INTO local_accounts(key) VALUES (?)", [.blob(account.bytes)])
             var batch = ApplyBatch(db: db, settings: settings, openers: [:])
-            let keyring = try device.map { d throws(StoreError) in try batch.keyring(of: account, for: d) } ?? AccountKeyring()
+            var keyring = try device.map { d throws(StoreError) in try batch.keyring(of: account, for: d) } ?? AccountKeyring()
+            // The account key makes every epoch's key itself (PROTOCOL.md §7.5).
+            if let accountKeys,
+               let epoch = try db.queryOne("SELECT max(epoch) FROM account_keys WHERE account = ?", [.blob(account.bytes)])?.int64(0), epoch >= 1 {
+                keyring.merge(AccountKeyring.derived(from: accountKeys, epochs: 1...UInt32(clamping: epoch)))
+            }
             batch.openers[account] = SealedOpener(account: account, accountKeys: accountKeys, device: device, keyring: keyring)
             try batch.openPending(for: account)
             openers[account] = batch.openers[account]
