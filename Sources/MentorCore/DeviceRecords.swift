@@ -189,3 +189,60 @@ public struct DeviceRevocation: RecordSchema, Equatable {
         return f.encoded
     }
 }
+
+/// A note an account writes to itself (type 7, PROTOCOL.md §7.6): sealed with the account's
+/// own encryption key, so only its devices read it. Today it carries passes ("swipe left"),
+/// which must follow the person to every machine and reach nobody else.
+public struct Note: RecordSchema, Equatable {
+    public static let type = RecordType.note
+    public static let name = "note"
+    public static let maxClockEntries = 0
+    public static let publicMerge = PublicMerge.note
+    public enum Tag: UInt8, CaseIterable { case senderKey = 1, box = 2 }
+    /// nonce 24 ‖ ciphertext ‖ tag 16 around a payload of at most 64 bytes.
+    public static let boxRange = (24 + 16 + 1)...(24 + 16 + 64)
+
+    /// The account's encryption key (X25519 public) whose secret sealed it.
+    public var senderKey: [UInt8]
+    public var box: [UInt8]
+
+    public init(senderKey: [UInt8], box: [UInt8]) { self.senderKey = senderKey; self.box = box }
+
+    public init(body: [UInt8]) throws(RecordError) {
+        let what = "note"
+        let f = try FieldList.decode(body, known: Set(Tag.allCases.map(\.rawValue)), what: what)
+        senderKey = try f.require(f.bytes(Tag.senderKey.rawValue, "sender key", length: 32, what: what), "sender key", what: what)
+        box = try f.require(f[Tag.box.rawValue], "box", what: what)
+        guard Self.boxRange.contains(box.count) else {
+            throw RecordError(.invalidBody, "note box is \(box.count) bytes; must be \(Self.boxRange.lowerBound)...\(Self.boxRange.upperBound)")
+        }
+    }
+
+    public var body: [UInt8] {
+        var f = FieldList()
+        f.set(Tag.senderKey.rawValue, senderKey)
+        f.set(Tag.box.rawValue, box)
+        return f.encoded
+    }
+}
+
+/// What a note says (inside its box): a pass of `target` (`passed`), or its undoing.
+public struct NotePayload: Equatable, Sendable {
+    public var target: PublicKey
+    public var passed: Bool
+
+    public init(target: PublicKey, passed: Bool) { self.target = target; self.passed = passed }
+
+    public init(plaintext: [UInt8]) throws(RecordError) {
+        let w = "note payload"
+        let f = try FieldList.decode(plaintext, known: [1, 2], what: w)
+        target = try f.require(f.key(1, "target", what: w), "target", what: w)
+        let flag = try f.require(f.bytes(2, "passed", length: 1, what: w), "passed", what: w)
+        guard flag[0] <= 1 else { throw RecordError(.malformed, "note payload flag must be 0 or 1") }
+        passed = flag[0] == 1
+    }
+
+    public var plaintext: [UInt8] {
+        var f = FieldList(); f.set(1, target.bytes); f.set(2, [passed ? 1 : 0]); return f.encoded
+    }
+}

@@ -32,6 +32,8 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let device = RecordType(rawValue: 5)
     /// The end of a device key: signed by the account key, or by the device itself.
     public static let revoke = RecordType(rawValue: 6)
+    /// A note an account writes to itself (its passes), sealed so only its devices read it.
+    public static let note = RecordType(rawValue: 7)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }

@@ -32,12 +32,14 @@ public enum PublicMerge: Sendable, Equatable {
     /// An account's certificates and revocations of its device keys: they decide which keys
     /// speak for the account (PROTOCOL.md §6.2).
     case devices
+    /// Sealed to the author's own account: only its nodes read it (a pass, §7.6).
+    case note
 }
 
 public enum RecordSchemas {
     /// Every record type this build knows.
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
-                                                      DeviceCertificate.self, DeviceRevocation.self]
+                                                      DeviceCertificate.self, DeviceRevocation.self, Note.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]

@@ -110,6 +110,18 @@ public struct RecordWriter: Sendable {
         return try next(.revoke, body: revocation.body, at: timestamp)
     }
 
+    /// A note to this account itself (a pass, or its undoing), sealed with its encryption key.
+    public mutating func note(_ payload: NotePayload, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        guard let sealingKey else {
+            throw RecordError(.invalidBody, "a note is sealed with the account's encryption key, and this writer has none")
+        }
+        let note: Note
+        do { note = try NoteBox.seal(payload, with: sealingKey) } catch {
+            throw RecordError(.invalidBody, "cannot seal a note: \(error.message)")
+        }
+        return try next(.note, body: note.body, at: timestamp)
+    }
+
     public mutating func sealed<S: SealedRecordSchema>(_ schema: S.Type, _ payload: S.Payload, to key: [UInt8]? = nil,
                                                        clock: VectorClock = VectorClock(), at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         guard payload.counterpart != account else {

@@ -224,6 +224,32 @@ extension SealedRecordSchema {
     }
 }
 
+/// Notes to self (PROTOCOL.md §7.6): a pass, sealed with the account's own encryption key.
+///
+///     key = BLAKE2b-256 keyed with the epoch secret over "mentormate note v1"
+///     box = XChaCha20-Poly1305(key, random nonce, associated data [7] ‖ account ‖ sender key, payload)
+public enum NoteBox {
+    static func key(_ secret: [UInt8]) -> [UInt8] {
+        BLAKE2b.hash(Array("mentormate note v1".utf8), key: secret, outputLength: 32)
+    }
+
+    public static func seal(_ payload: NotePayload, with key: SealingKey) throws(CryptoError) -> Note {
+        try seal(payload, with: key, nonce: nil)
+    }
+
+    static func seal(_ payload: NotePayload, with key: SealingKey, nonce: [UInt8]?) throws(CryptoError) -> Note {
+        let box = try XChaCha20Poly1305.seal(payload.plaintext, key: Self.key(key.secret),
+                                             associatedData: [RecordType.note.rawValue] + key.account.bytes + key.publicKey, nonce: nonce)
+        return Note(senderKey: key.publicKey, box: box)
+    }
+
+    public static func open(_ note: Note, account: PublicKey, secret: [UInt8]) -> NotePayload? {
+        guard let plain = try? XChaCha20Poly1305.open(note.box, key: key(secret),
+                                                      associatedData: [RecordType.note.rawValue] + account.bytes + note.senderKey) else { return nil }
+        return try? NotePayload(plaintext: plain)
+    }
+}
+
 /// Opens sealed records for one local account: with its Ed25519 key where this node holds it
 /// (version 1, and version 2 sealed to an account that had no encryption key yet), and with
 /// the encryption keys of its keyring (version 2).
@@ -331,6 +357,13 @@ public struct SealedOpener: Sendable {
         }
         return (other, PairEntry(author: author, seq: r.seq, timestamp: r.timestamp, recordID: v.id, kind: kind,
                                  clock: r.effectiveClock))
+    }
+
+    /// A note of this account's (its pass), if this node holds the key it was sealed with.
+    public func openNote(_ v: VerifiedRecord) -> NotePayload? {
+        guard v.record.type == .note, v.record.account == account, let note = try? Note(body: v.record.body),
+              let mine = keyring.secret(forPublicKey: note.senderKey) else { return nil }
+        return NoteBox.open(note, account: account, secret: mine.secret)
     }
 
     private mutating func secretsIfTagged(_ mySecret: [UInt8], other: PublicKey, senderKey: [UInt8], _ sealed: SealedBody, _ type: RecordType) -> PairSecrets? {

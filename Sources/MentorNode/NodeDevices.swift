@@ -454,3 +454,20 @@ extension Node {
         }
     }
 }
+
+// MARK: Passes follow the person (PROTOCOL.md §7.6)
+
+extension Node {
+    /// A pass (or its undoing) is a note sealed to the account itself, so every one of its
+    /// devices leaves that person out of the feed and nobody else learns of it. An account with
+    /// no encryption key yet (made before devices existed, on its own machine) keeps it here.
+    func notePass(_ caller: Requester, me: PublicKey, other: PublicKey, passed: Bool) throws {
+        guard replica.sealingKey(for: me) != nil else {
+            if passed { try replica.setPass(account: me, target: other, at: config.now()) } else { _ = try replica.removePass(account: me, target: other) }
+            return
+        }
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
+            try w.note(NotePayload(target: other, passed: passed), at: now)
+        }
+    }
+}

@@ -369,7 +369,7 @@ extension Node {
         // (PROTOCOL.md §8.7).
         if !view.iLike {
             guard cards[other] != nil else { throw RPCError(.notFound, "\(other.shortID)… has no card on this node yet") }
-            _ = try replica.removePass(account: me, target: other)
+            if try replica.passes(of: me).contains(other) { try notePass(caller, me: me, other: other, passed: false) }
             let seen = try replica.contiguousSeq(of: other)
             let key = try sealTo(other)
             // The new like supersedes every like of this account's register, whichever of its
@@ -386,13 +386,16 @@ extension Node {
         let view = try replica.pairView(account: me, other: other)
         if view.matched { throw RPCError(.notAllowed, "you are matched with \(other.shortID)…; use `mentormate unmatch` to end it") }
         if view.iLike { throw RPCError(.notAllowed, "you liked \(other.shortID)…; run `mentormate undo \(other.shortID)` first") }
-        try replica.setPass(account: me, target: other, at: config.now())
+        try notePass(caller, me: me, other: other, passed: true)
         return AccountResult(id: other.id)
     }
 
     func undo(_ request: AccountRequest, _ caller: Requester) throws -> UndoResult {
         let (me, other) = try target(request.id, caller)
-        if try replica.removePass(account: me, target: other) { return UndoResult(id: other.id, undone: .pass) }
+        if try replica.passes(of: me).contains(other) {
+            try notePass(caller, me: me, other: other, passed: false)
+            return UndoResult(id: other.id, undone: .pass)
+        }
         let view = try replica.pairView(account: me, other: other)
         if view.matched { throw RPCError(.notAllowed, "you are matched; use `mentormate unmatch` to end it") }
         guard view.iLike else { throw RPCError(.notAllowed, "there is no like or pass of \(other.shortID)… to undo") }

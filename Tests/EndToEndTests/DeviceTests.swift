@@ -80,6 +80,17 @@ extension EndToEndTests {
             #expect(onBen == "settled", "\(logs())")
         }
 
+        try step("a pass made on the laptop keeps Ben out of the feed on the lab; undone there, he is back") {
+            func feed(_ socket: String) throws -> [String] {
+                (try mmJSON(e2e, ["feed"], socket)["cards"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }
+            }
+            #expect(try poll(timeout: timeout, { try feed(socketA) }, until: { $0 == [benID] }) == [benID], "\(logs())")
+            _ = try poll(timeout: timeout, { try e2e.run(["pass", benID], socket: socketB) }, until: \.ok)
+            #expect(try poll(timeout: timeout, { try feed(socketA) }, until: { $0.isEmpty }).isEmpty, "the pass should reach the lab\(logs())")
+            try e2e.mm(["undo", benID], socket: socketA)
+            #expect(try poll(timeout: timeout, { try feed(socketB) }, until: { $0 == [benID] }) == [benID], "the undo should reach the laptop")
+        }
+
         func history(_ socket: String, _ with: String) throws -> [String] {
             (try mmJSON(e2e, ["chat", with], socket)["messages"]?.arrayValue ?? []).compactMap { $0["text"]?.stringValue }
         }

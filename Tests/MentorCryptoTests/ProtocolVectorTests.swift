@@ -481,12 +481,26 @@ extension ProtocolVectors {
 
             if vector["work-nonce"] != nil { checkWork(record) }
             if record.type == .device || record.type == .revoke { checkDeviceKeys(record, account: author) }
+            if record.type == .note { checkNote(record, account: author) }
             let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
             if isSealed {
                 checkSealed(verified, author: author)
             } else if vector["counterpart-seed"] != nil {
                 fail("a public record has sealed-record lines")
             }
+        }
+
+        /// Section 7.6: the note's key comes from the account's epoch secret (derived from its
+        /// key), and its box opens to the documented payload.
+        private mutating func checkNote(_ record: Record, account: SigningKeyPair) {
+            guard let secret = bytes("epoch-secret"), let payload = bytes("payload"), let note = try? Note(body: record.body) else {
+                fail("a note without epoch-secret and payload lines, or a body that is no note"); return
+            }
+            let derived = (1...UInt32(EncryptionKey.maxEpochs)).lazy.compactMap { e in
+                AccountKeyring.derived(from: account, epochs: e...e).secrets[e]
+            }.first { (try? X25519.publicKey(fromSecret: $0)) == note.senderKey }
+            same(secret, derived ?? [], "epoch-secret (the account's epoch key whose public key is the note's sender key)")
+            same(payload, NoteBox.open(note, account: record.account, secret: secret)?.plaintext ?? [], "payload (the note's box opened)")
         }
 
         /// Section 7.5: the epoch secret is derived from the account key, its public key is the
@@ -766,6 +780,9 @@ extension ProtocolVectors {
         let revocation = DeviceRevocation(device: laptop.key, lastSeq: 1,
                                           rotation: (EncryptionKey(epoch: 2, publicKey: public2), [(lab.key, grant)]))
         var grantPlain = ByteWriter(); grantPlain.u32(2); grantPlain.raw(secret2)
+        let ben = try ben()
+        let notePayload = NotePayload(target: ben.key, passed: true)
+        let note = try NoteBox.seal(notePayload, with: SealingKey(account: ana.key, epoch: 2, secret: secret2), nonce: fixed(13).nonce)
         return [
             Spec(name: "device-cert", title: "Ana certifies her laptop",
                  summary: """
@@ -811,6 +828,14 @@ extension ProtocolVectors {
                  content: .devices(.revoke, body: revocation.body, lines: [
                     ("device-seed", Hex.encode(lab.keys.seed)), ("epoch-secret", Hex.encode(secret2)),
                     ("grant", Hex.encode(grantPlain.bytes))])),
+            Spec(name: "note-pass", title: "Ana passes on Ben, a note to herself",
+                 summary: """
+                 Ana's seq 8 is a note (type 7, section 7.6): a pass on Ben, sealed with her newest \
+                 encryption key (epoch 2), so her devices — and nobody else — leave Ben out of her feed.
+                 """,
+                 author: ana, seq: 8, timestamp: start + 5800 * minute,
+                 content: .devices(.note, body: note.body, lines: [
+                    ("epoch-secret", Hex.encode(secret2)), ("payload", Hex.encode(notePayload.plaintext))])),
         ]
     }
 

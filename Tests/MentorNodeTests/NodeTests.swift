@@ -365,13 +365,16 @@ final class LinkBoard: @unchecked Sendable {
         #expect(try t.call(ana, "matches")["matches"]?.arrayValue?.isEmpty == true)
     }
 
-    @Test func passAndUndoStayLocalAndUndoTakesBackALike() throws {
+    /// A pass is a note sealed to the account itself (PROTOCOL.md §7.6): one record, which
+    /// only the account's devices read.
+    @Test func passAndUndoAreNotesToTheAccountAndUndoTakesBackALike() throws {
         let t = try TestNode()
         _ = try signup(t, ana, "Ana", "student", courses: ["CS 490"])
         let benID = try signup(t, ben, "Ben", "tutor", courses: ["CS 490"])
         let records = try t.node.replica.counts().records
         try t.call(ana, "pass", ["id": .string(benID)])
-        #expect(try t.node.replica.counts().records == records)           // no record for a pass
+        #expect(try t.node.replica.counts().records == records + 1)       // one note
+        #expect(try t.call(ben, "feed")["cards"]?.arrayValue?.count == 1)   // Ben sees nothing of it
         #expect(try t.call(ana, "feed")["cards"]?.arrayValue?.isEmpty == true)
         #expect(try t.call(ana, "undo", ["id": .string(benID)])["undone"] == "pass")
         try t.call(ana, "like", ["id": .string(benID)])

@@ -49,6 +49,12 @@ import MentorCrypto
         add(try? cyLaptopW.next(.profile, body: ProfileCard(name: "stolen laptop").body, clock: cySeen, at: 2600))
         add(try? w[cy].revoke(cyLaptop.publicKey.key, lastSeq: 1, at: 2700))
         add(try? cyLabW.next(.profile, body: ProfileCard(availability: "too late").body, at: 4800))
+        // Cy passes on Eve with a note only Cy's nodes read (§7.6).
+        if let secret = AccountKeyring.derived(from: keys[cy], epochs: 1...1).secrets[1] {
+            w[cy].sealingKey = try? SealingKey(account: cyKey, epoch: 1, secret: secret)
+            add(try? w[cy].note(NotePayload(target: keys[eve].publicKey.key, passed: true), at: 2800))
+            w[cy].sealingKey = nil
+        }
         // Likes: Ana⇄Ben match; Cy likes Ana, Ana likes Cy then undoes it; Dee⇄Eve match then unmatch.
         let anaLikesBen = try? w[ana].like(keys[ben].publicKey.key, at: 3000)
         let benLikesAna = try? w[ben].like(keys[ana].publicKey.key, at: 3100)

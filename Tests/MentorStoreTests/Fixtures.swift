@@ -29,7 +29,7 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 
 /// SQL that takes a replica back from migration 12 (device certificates and revocations).
 let undoMigration12 = """
-    DROP TABLE device_certs; DROP TABLE device_revocations; DROP TABLE account_keys; DROP TABLE chat_purge; DROP TABLE purged;
+    DROP TABLE device_certs; DROP TABLE device_revocations; DROP TABLE account_keys; DROP TABLE chat_purge; DROP TABLE purged; DROP TABLE pass_notes;
     ALTER TABLE pair_entries DROP COLUMN mine; ALTER TABLE pair_entries DROP COLUMN clock;
     """
 

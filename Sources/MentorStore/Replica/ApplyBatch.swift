@@ -369,6 +369,14 @@ struct ApplyBatch {
         try advanceContiguous(&author, key: key, past: r.seq)
         if settings.compaction { try compact(displaced, accountID: accountID) }
         if schema?.publicMerge == .devices { try applyDeviceRecord(v) }
+        if schema?.publicMerge == .note {
+            if openers[r.account] != nil {
+                try openNote(v)
+            } else if try statement("SELECT 1 FROM local_accounts WHERE key = ?").queryOne([.blob(r.account.bytes)]) != nil {
+                try db.cachedStatement("INSERT OR IGNORE INTO unopened(account, author, seq, id) VALUES (?, ?, ?, ?)")
+                    .run([.blob(r.account.bytes), .integer(authorID), .integer(Int64(r.seq)), .blob(v.id)])
+            }
+        }
         return true
     }
 
@@ -621,7 +629,7 @@ struct ApplyBatch {
                 if let b = row.blob(0) { rows.append(b) }
             }
         } else {
-            let sealedTypes = RecordSchemas.all.filter { $0.publicMerge == .sealed }.map { String($0.type.rawValue) }
+            let sealedTypes = RecordSchemas.all.filter { $0.publicMerge == .sealed || $0.publicMerge == .note }.map { String($0.type.rawValue) }
             try db.forEachRow("SELECT bytes FROM records WHERE type IN (\(sealedTypes.joined(separator: ",")))") { row in
                 if let b = row.blob(0) { rows.append(b) }
             }
@@ -630,7 +638,11 @@ struct ApplyBatch {
         try db.execute("UPDATE local_accounts SET scanned = 1 WHERE key = ?", [.blob(account.bytes)])
         for bytes in rows {
             guard let v = try? VerifiedRecord(alreadyVerified: bytes) else { continue }
-            try openSealed(v, only: account)
+            if v.record.type == .note {
+                if v.record.account == account { try openNote(v) }
+            } else {
+                try openSealed(v, only: account)
+            }
         }
     }
 
@@ -669,6 +681,28 @@ struct ApplyBatch {
         dirtyPairs.removeAll()
         pending.merge(recon)
         recon = ReconDirty()
+    }
+
+    // MARK: Notes to self (passes)
+
+    /// A note of a local account's: the newest note about a target, by (timestamp, record ID),
+    /// says whether it is passed; `passes` (what the feed leaves out) follows (PROTOCOL.md §7.6).
+    private mutating func openNote(_ v: VerifiedRecord) throws(StoreError) {
+        let r = v.record
+        guard let opener = openers[r.account], let note = opener.openNote(v), note.target != r.account else { return }
+        let key: [SQLValue] = [.blob(r.account.bytes), .blob(note.target.bytes)]
+        if let row = try db.queryOne("SELECT timestamp, record_id FROM pass_notes WHERE account = ? AND target = ?", key),
+           let ts = row.int64(0), let id = row.blob(1) {
+            let newer = Int64(clamping: r.timestamp) != ts ? Int64(clamping: r.timestamp) > ts : id.lexicographicallyPrecedes(v.id)
+            guard newer else { return }
+        }
+        try db.execute("INSERT OR REPLACE INTO pass_notes(account, target, record_id, timestamp, passed) VALUES (?, ?, ?, ?, ?)",
+                       key + [.blob(v.id), .integer(Int64(clamping: r.timestamp)), .integer(note.passed ? 1 : 0)])
+        if note.passed {
+            try db.execute("INSERT OR REPLACE INTO passes(account, target, at) VALUES (?, ?, ?)", key + [.integer(Int64(clamping: r.timestamp))])
+        } else {
+            try db.execute("DELETE FROM passes WHERE account = ? AND target = ?", key)
+        }
     }
 
     // MARK: Purging an ended match's messages

@@ -314,6 +314,16 @@ enum ReplicaSchema {
                 tag         BLOB NOT NULL CHECK (length(tag) = 32),
                 PRIMARY KEY (account, tag)
             ) WITHOUT ROWID;
+            -- The newest note (a pass or its undoing) of a local account about each target,
+            -- by (timestamp, record ID) (PROTOCOL.md §7.6); `passes` follows it.
+            CREATE TABLE pass_notes (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                target      BLOB NOT NULL CHECK (length(target) = 32),
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                passed      INTEGER NOT NULL,
+                PRIMARY KEY (account, target)
+            ) WITHOUT ROWID;
             CREATE TABLE account_keys (
                 account     BLOB NOT NULL CHECK (length(account) = 32),
                 epoch       INTEGER NOT NULL,
