@@ -25,8 +25,19 @@ extension Node {
         }
         checks.append(modeCheck("accounts directory", config.accountsDirectory, maxMode: 0o700, directory: true))
         for account in try replica.nodeAccounts() where caller.uid == 0 || account.uid == caller.uid {
-            let name = account.uid == caller.uid ? "your account key" : "key of uid \(account.uid)"
+            let name = account.uid == caller.uid ? "your key" : "key of uid \(account.uid)"
             checks.append(modeCheck(name, config.keyPath(uid: account.uid), maxMode: 0o600, directory: false))
+            let accountPath = config.accountKeyPath(uid: account.uid)
+            if FileManager.default.fileExists(atPath: accountPath) {
+                checks.append(modeCheck(account.uid == caller.uid ? "your account key" : "account key of uid \(account.uid)",
+                                        accountPath, maxMode: 0o600, directory: false))
+            }
+            // A revoked or expired device says so plainly (PROTOCOL.md §6.2).
+            if let state = try deviceFacts(account.uid, account: account.account).state, state == "revoked" || state == "expired" {
+                checks.append(Check(name: account.uid == caller.uid ? "this machine's device" : "device of uid \(account.uid)", ok: false,
+                                    detail: "\(state): every node refuses what it signs",
+                                    fix: "`mentormate logout --forget`, then `mentormate device link` to use this machine again"))
+            }
         }
         checks.append(networkKeyCheck(info))
         let integrity = try replica.integrityCheck()

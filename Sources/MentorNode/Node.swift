@@ -143,6 +143,12 @@ public final class Node: @unchecked Sendable {
             }
             try rebuildCardIndex()
             collectPhotos()   // photos an older build kept after their cards moved on
+            // A revoked or expired device says so plainly at start.
+            for (uid, writer) in writers where writer.isDevice {
+                guard let state = try? deviceFacts(uid, account: writer.account).state, state == "revoked" || state == "expired" else { continue }
+                logger.log(.warning, "this machine's device is \(state): every node refuses what it signs; `mentormate logout --forget`, then `mentormate device link`, to use it again",
+                           ["uid": "\(uid)", "account": writer.account.shortID, "device": Self.deviceID(writer.author)])
+            }
         }
     }
 
@@ -698,6 +704,14 @@ public final class Node: @unchecked Sendable {
         if !pendingLinks.isEmpty, records.contains(where: { $0.type == .device }) {
             do { try finishLinks() } catch {
                 logger.log(.error, "a linked device could not be set up", ["error": "\(error)"])
+            }
+        }
+        // A revocation of one of this node's devices: said plainly.
+        if records.contains(where: { $0.type == .revoke }) {
+            for (uid, writer) in writers where writer.isDevice {
+                guard let state = try? deviceFacts(uid, account: writer.account).state, state == "revoked" else { continue }
+                logger.log(.warning, "this machine's device was revoked: every node refuses what it signs; `mentormate logout --forget`, then `mentormate device link`, to use it again",
+                           ["uid": "\(uid)", "account": writer.account.shortID, "device": Self.deviceID(writer.author)])
             }
         }
         // The cards the batch touched are read again when the feed is next asked for.

@@ -116,6 +116,9 @@ extension EndToEndTests {
             #expect(!refused.ok && refused.stderr.contains("was revoked"), "\(refused)")
             let plain = try e2e.run(["whoami"], socket: socketB)
             #expect(plain.stdout.contains("REVOKED"), "\(plain)")
+            let doctor = try e2e.run(["doctor", "--json"], socket: socketB)
+            let device = doctor.json?["checks"]?.arrayValue?.first { $0["name"] == "this machine's device" }
+            #expect(device?["ok"] == false && device?["detail"]?.stringValue?.contains("revoked") == true, "\(doctor)")
             // Ben's node seals to Ana's new key once the rotation reached it.
             _ = try poll(timeout: timeout, { try e2e.run(["chat", anaID, "after the revocation"], socket: socketC) }, until: \.ok)
             #expect(try poll(timeout: timeout, { try history(socketA, benID) }, until: { $0.last == "after the revocation" }).last == "after the revocation")

@@ -218,7 +218,9 @@ extension EndToEndTests {
 
         let doctor = try e2e.run(["doctor", "--json"], as: ana)
         let checks = doctor.json?["checks"]?.arrayValue ?? []
-        #expect(checks.contains { $0["name"] == "your account key" && $0["detail"]?.stringValue?.contains("/\(ana.uid).key") == true }, "\(doctor)")
+        // This machine's device key, and (signup made it here) the account key.
+        #expect(checks.contains { $0["name"] == "your key" && $0["detail"]?.stringValue?.contains("/\(ana.uid).key") == true }, "\(doctor)")
+        #expect(checks.contains { $0["name"] == "your account key" && $0["detail"]?.stringValue?.contains("/\(ana.uid).account.key") == true }, "\(doctor)")
         #expect(!doctor.stdout.contains("\(ben.uid).key") && !doctor.stdout.contains("uid \(ben.uid)"), "ana's doctor mentions ben's account: \(doctor)")
         let text = try e2e.run(["doctor"], as: ana)
         #expect(!text.stdout.contains("uid \(ben.uid)") && text.stdout.contains("your account key"), "\(text)")
