@@ -94,6 +94,10 @@ import MentorStore
         #expect(whoami["device_state"] == "revoked")
         let refused = laptop.error(ana, "profile.set", ["bio": "still here?"])
         #expect(refused?.code == RPCError.Code.notAllowed.rawValue && refused?.message.contains("was revoked") == true)
+        // The laptop holds the account key (it imported it) but its device is revoked: it
+        // cannot approve a device either.
+        let approve = laptop.error(ana, "device.approve", ["code": "qpzry-9x8gf"])
+        #expect(approve?.code == RPCError.Code.notAllowed.rawValue && approve?.message.contains("revoked") == true)
     }
 
     @Test func forgettingTheMachineThatHoldsTheAccountKeyIsRefused() throws {
@@ -207,6 +211,19 @@ import MentorStore
         #expect(lan.offers(codeID: try LinkCode.parse(code).codeID, except: UUID()).isEmpty)
         #expect(await Self.failure(lab, ana, "device.approve", ["code": .string(code)])?.code == RPCError.Code.notFound.rawValue)
 
+        // Linked again for 2 minutes: it writes, and past the expiry it no longer can.
+        for _ in 0..<620 { _ = lab.node.config.now() }            // the two test clocks apart by less than a minute
+        let short = try await Self.call(laptop, ana, "device.link", ["expires": 120])
+        _ = try await Self.call(lab, ana, "device.approve", ["code": .string(try #require(short["code"]?.stringValue)), "confirm": true])
+        try NodeDeviceTests.sync(lab, laptop)
+        #expect(try await Self.call(laptop, ana, "device.link.status")["state"] == "linked")
+        try laptop.call(ana, "profile.set", ["bio": "for two minutes"])
+        for _ in 0..<200 { _ = laptop.node.config.now() }          // the laptop's clock: 1 s per reading
+        let late = laptop.error(ana, "profile.set", ["bio": "too late"])
+        #expect(late?.code == RPCError.Code.notAllowed.rawValue && late?.message.contains("expired") == true, "\(String(describing: late))")
+        #expect(try laptop.call(ana, "account.whoami")["device_state"] == "expired")
+        _ = try laptop.call(ana, "account.logout", ["forget": true])
+
         // Linked again, then `logout --forget`: revoked, and no key file left.
         let again = try await Self.call(laptop, ana, "device.link", [:])
         _ = try await Self.call(lab, ana, "device.approve", ["code": .string(try #require(again["code"]?.stringValue)), "confirm": true])
@@ -218,7 +235,9 @@ import MentorStore
         #expect(laptop.error(ana, "account.whoami")?.code == RPCError.Code.noAccount.rawValue)
         try NodeDeviceTests.sync(laptop, lab)
         let states = try lab.call(ana, "device.list")["devices"]?.arrayValue?.compactMap { $0["state"]?.stringValue }
-        #expect(states?.sorted() == ["current", "revoked"])
+        // The lab, the two-minute device (expired by the laptop's clock, maybe not yet by the
+        // lab's), and the forgotten one, revoked.
+        #expect(states?.count == 3 && states?.filter { $0 == "revoked" }.count == 1 && states?.first == "current")
     }
 }
 
