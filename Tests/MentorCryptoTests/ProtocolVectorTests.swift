@@ -483,7 +483,9 @@ extension ProtocolVectors {
             if record.type == .device || record.type == .revoke { checkDeviceKeys(record, account: author) }
             if record.type == .note { checkNote(record, account: author) }
             let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
-            if isSealed {
+            if isSealed, vector["sender-key"] != nil {
+                checkSealedV2(verified)
+            } else if isSealed {
                 checkSealed(verified, author: author)
             } else if vector["counterpart-seed"] != nil {
                 fail("a public record has sealed-record lines")
@@ -551,6 +553,48 @@ extension ProtocolVectors {
             if difficulty != UInt64(AccountWork.defaultBits) { fail("work-difficulty: documented \(difficulty), the default is \(AccountWork.defaultBits)") }
             let requirement = AccountWork.Requirement(bits: Int(difficulty), network: .default)
             if let refusal = AccountWork.refusal(of: record, requirement: requirement) { fail("the work does not check: \(refusal)") }
+        }
+
+        /// Section 7.5: every value of a version-2 sealed record, from the account's epoch secret
+        /// and from the counterpart's account key, and the code's opener reads the payload.
+        private mutating func checkSealedV2(_ verified: VerifiedRecord) {
+            let record = verified.record
+            let type = record.type
+            guard let secret = bytes("epoch-secret"), let senderKey = bytes("sender-key"), let theirKey = bytes("their-key"),
+                  let shared = bytes("x25519-shared-secret"), let pairKey = bytes("pair-key"), let tag = bytes("pair-tag"),
+                  let encryptionKey = bytes("encryption-key"), let boxNonce = bytes("box-nonce"), let payload = bytes("payload"),
+                  let selfBoxKey = bytes("self-box-key"), let selfBoxNonce = bytes("self-box-nonce"),
+                  let counterpartSeed = bytes("counterpart-seed"), let counterpartKey = bytes("counterpart-public-key"),
+                  let counterpart = try? SigningKeyPair(seed: counterpartSeed),
+                  let sealed = try? SealedBody(body: record.body, what: "sealed", maxPlaintext: Limits.maxBodyBytes) else {
+                fail("a version-2 sealed vector lacks a line, or its body is not a sealed body"); return
+            }
+            same(counterpartKey, counterpart.publicKey.bytes, "counterpart-public-key")
+            if vector["counterpart-id"] != counterpart.publicKey.key.id { fail("counterpart-id is not the counterpart's ID") }
+            do {
+                same(senderKey, try X25519.publicKey(fromSecret: secret), "sender-key (X25519 public of epoch-secret)")
+                same(senderKey, sealed.senderKey ?? [], "sender-key (field 4 of the body)")
+                same(theirKey, try X25519.publicKey(fromEd25519: counterpart.publicKey), "their-key (X25519 form of the counterpart's key)")
+                same(shared, try X25519.sharedSecret(secretKey: secret, publicKey: theirKey), "x25519-shared-secret (author's side)")
+                same(shared, try X25519.sharedSecret(secretKey: X25519.secretKey(fromEd25519: counterpart), publicKey: senderKey),
+                     "x25519-shared-secret (counterpart's side)")
+                let (lo, hi) = record.account < counterpart.publicKey.key ? (record.account, counterpart.publicKey.key) : (counterpart.publicKey.key, record.account)
+                same(pairKey, BLAKE2b.hash(Array("mentormate pair v2".utf8) + lo.bytes + hi.bytes, key: shared, outputLength: 32), "pair-key (formula)")
+                same(tag, BLAKE2b.hash(Array("tag".utf8) + [type.rawValue] + record.account.bytes, key: pairKey, outputLength: 32), "pair-tag (formula)")
+                same(tag, sealed.pairTag, "pair-tag (field 1)")
+                same(encryptionKey, BLAKE2b.hash(Array("enc".utf8), key: pairKey, outputLength: 32), "encryption-key (formula)")
+                same(boxNonce, Array(sealed.box.prefix(XChaCha20Poly1305.nonceLength)), "box-nonce")
+                same(payload, try XChaCha20Poly1305.open(sealed.box, key: encryptionKey, associatedData: [type.rawValue] + record.account.bytes + tag + senderKey),
+                     "payload (opened with encryption-key and associated data type ‖ account ‖ pair-tag ‖ sender-key)")
+                same(selfBoxKey, BLAKE2b.hash(Array("mentormate self v2".utf8), key: secret, outputLength: 32), "self-box-key (formula)")
+                same(selfBoxNonce, Array(sealed.selfBox.prefix(XChaCha20Poly1305.nonceLength)), "self-box-nonce")
+                same(counterpart.publicKey.bytes + theirKey, try XChaCha20Poly1305.open(sealed.selfBox, key: selfBoxKey, associatedData: [type.rawValue] + senderKey),
+                     "self box (the counterpart ‖ their-key)")
+            } catch {
+                fail("deriving or opening failed: \(error)")
+            }
+            var opener = SealedOpener(account: counterpart)
+            if opener.open(verified)?.other != record.account { fail("the counterpart's SealedOpener does not read it as from the account") }
         }
 
         private mutating func checkSealed(_ verified: VerifiedRecord, author: SigningKeyPair) {
@@ -684,6 +728,10 @@ extension ProtocolVectors {
         case devices(RecordType, body: [UInt8], lines: [(String, String)])
         /// A card edit signed by a device key for `account` (format version 2), with a clock.
         case deviceProfile(account: Party, clock: VectorClock, card: ProfileCard)
+        /// A sealed record signed by a device key for `account`, sealed with version 2 (§7.5):
+        /// with the account's encryption key of `epoch`, to the counterpart's Ed25519 key's
+        /// X25519 form (the counterpart has no encryption key in the story).
+        case sealedV2(RecordType, to: Party, payload: any SealedPayload, account: Party, epochSecret: [UInt8])
     }
 
     struct Spec: Sendable {
@@ -836,6 +884,17 @@ extension ProtocolVectors {
                  author: ana, seq: 8, timestamp: start + 5800 * minute,
                  content: .devices(.note, body: note.body, lines: [
                     ("epoch-secret", Hex.encode(secret2)), ("payload", Hex.encode(notePayload.plaintext))])),
+            Spec(name: "device-like", title: "Ana's lab machine likes Ben, sealed to her account's devices",
+                 summary: """
+                 The lab machine's second record (seq 2 of its key) is a like of Ben for Ana's account: \
+                 format version 2, sealed with version 2 (section 7.5) — with her encryption key of epoch 2 \
+                 (field 4, the sender key), to the X25519 form of Ben's account key (he has published no \
+                 encryption key). Every current device of Ana's reads it through the self box, keyed by \
+                 the epoch secret; Ben reads it with his account key. Box nonce 24 × `0e`, self box 24 × `8e`.
+                 """,
+                 author: lab, seq: 2, timestamp: start + 5820 * minute,
+                 content: .sealedV2(.like, to: ben, payload: LikePayload(target: ben.key, liked: true, peerSeq: 0), account: ana,
+                                    epochSecret: secret2)),
         ]
     }
 
@@ -950,6 +1009,32 @@ extension ProtocolVectors {
                                ("work-nonce", String(nonce)), ("work-hash", Hex.encode(hash)),
                                ("work-bits", String(AccountWork.leadingZeroBits(hash)))]
             }
+        case .sealedV2(let sealedType, let to, let payload, let owner, let secret):
+            type = sealedType
+            account = owner
+            let senderKey = try X25519.publicKey(fromSecret: secret)
+            let theirKey = try X25519.publicKey(fromEd25519: SigningPublicKey(bytes: to.key.bytes))
+            let shared = try X25519.sharedSecret(secretKey: secret, publicKey: theirKey)
+            let (lo, hi) = owner.key < to.key ? (owner.key, to.key) : (to.key, owner.key)
+            let pairKey = BLAKE2b.hash(Array("mentormate pair v2".utf8) + lo.bytes + hi.bytes, key: shared, outputLength: 32)
+            let secrets = try PairSecrets(me: owner.key, mySecret: secret, other: to.key, theirKey: theirKey)
+            let tag = secrets.tag(type: sealedType, author: owner.key)
+            let box = try XChaCha20Poly1305.seal(payload.plaintext, key: secrets.encryptionKey,
+                                                 associatedData: [sealedType.rawValue] + owner.key.bytes + tag + senderKey,
+                                                 nonce: [UInt8](repeating: UInt8(number), count: XChaCha20Poly1305.nonceLength))
+            let selfKey = SelfBox.keyV2(secret)
+            let selfBox = try XChaCha20Poly1305.seal(to.key.bytes + theirKey, key: selfKey, associatedData: [sealedType.rawValue] + senderKey,
+                                                     nonce: [UInt8](repeating: UInt8(0x80 + number), count: XChaCha20Poly1305.nonceLength))
+            body = SealedBody(pairTag: tag, box: box, selfBox: selfBox, senderKey: senderKey).encoded
+            counterpartLines = [("account-public-key", Hex.encode(owner.key.bytes)), ("account-id", owner.key.id), ("clock", "00"),
+                                ("counterpart-seed", Hex.encode(to.keys.seed)), ("counterpart-public-key", Hex.encode(to.key.bytes)),
+                                ("counterpart-id", to.key.id)]
+            extraLines = [("epoch-secret", Hex.encode(secret)), ("sender-key", Hex.encode(senderKey)), ("their-key", Hex.encode(theirKey)),
+                          ("x25519-shared-secret", Hex.encode(shared)), ("pair-key", Hex.encode(pairKey)), ("pair-tag", Hex.encode(tag)),
+                          ("encryption-key", Hex.encode(secrets.encryptionKey)),
+                          ("box-nonce", Hex.encode(Array(box.prefix(XChaCha20Poly1305.nonceLength)))),
+                          ("payload", Hex.encode(payload.plaintext)), ("self-box-key", Hex.encode(selfKey)),
+                          ("self-box-nonce", Hex.encode(Array(selfBox.prefix(XChaCha20Poly1305.nonceLength))))]
         case .sealed(let sealedType, let to, let payload):
             precondition(payload.counterpart == to.key, "\(spec.name): the payload names someone else")
             type = sealedType
