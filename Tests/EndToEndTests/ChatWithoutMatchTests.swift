@@ -38,8 +38,9 @@ extension EndToEndTests {
         let benID = try #require(try mmJSON(e2e, ["whoami"], socketB)["id"]?.stringValue)
         let anaShort = String(anaID.prefix(12)), benShort = String(benID.prefix(12))
         let anaHex = try hex(accountKeyBytes(anaID)), benHex = try hex(accountKeyBytes(benID))
-        let benKeyFile = stateB + "/accounts/\(getuid()).key"
-        #expect(FileManager.default.fileExists(atPath: benKeyFile), "Ben's key file should be at \(benKeyFile)")
+        // Ben's account key (signup made it on B, beside the device key): it signs the forgeries.
+        let benKeyFile = stateB + "/accounts/\(getuid()).account.key"
+        #expect(FileManager.default.fileExists(atPath: benKeyFile), "Ben's account key file should be at \(benKeyFile)")
 
         // Ana (root on A) listens for messages from the start.
         let watchA = try RawConnection(socketA)

@@ -164,7 +164,8 @@ extension EndToEndTests {
         #expect(try mmJSON(e2e, ["status"], socketB)["peers"]?.intValue == 1, "the link stays up:\n\(b.log)")
         // A still takes B's writes.
         try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
-        #expect(try poll { try Self.digest(socketA) } until: { $0.records == 3 }.records == 3, "B's new record reaches A")
+        #expect(try poll { try Self.digest(socketA) } until: { $0.records == 4 }.records == 4,
+                "B's new records (Ben's first card and his machine's device certificate) reach A")
     }
 
     /// A peer sends, in one batch, valid records the daemon cannot take now through no fault of

@@ -196,6 +196,29 @@ import MentorCrypto
         #expect(r.sealingKey(for: Self.anaKey)?.epoch == 1)
     }
 
+    /// An unmatch purges its author's messages of the match by their purge tag, on a relay too
+    /// (it cannot read them); a copy offered again is a duplicate; the database stays sound.
+    @Test func anUnmatchPurgesItsAuthorsMessagesOnARelay() throws {
+        var a = RecordWriter(keys: Self.ana), b = RecordWriter(keys: Self.mallory)
+        let cards = [try a.profile(ProfileCard(name: "Ana"), at: 1), try b.profile(ProfileCard(name: "Ben"), at: 1)]
+        let la = try a.like(b.author, at: 2), lb = try b.like(a.author, at: 3)
+        let m1 = try a.chat(to: b.author, peerSeq: 1, answers: lb.id, mine: la.id, text: "one", at: 4)
+        let m2 = try a.chat(to: b.author, peerSeq: 2, answers: lb.id, mine: la.id, text: "two", at: 5)
+        let reply = try b.chat(to: a.author, peerSeq: 3, answers: la.id, mine: lb.id, text: "three", at: 6)
+        let unmatch = try a.unmatch(b.author, peerSeq: 0, answers: lb.id, mine: la.id, at: 7)
+        let relay = try memoryReplica()
+        for v in cards + [la, lb, m1, m2, reply] { #expect(try relay.applyOne(v) == .applied) }
+        #expect(try relay.records(of: a.author, seqs: 1...10).count == 4)
+        #expect(try relay.applyOne(unmatch) == .applied)
+        // Ana's two messages are gone; Ben's stays until his own unmatch (only he has his tag).
+        let left = try relay.records(of: a.author, seqs: 1...10).compactMap { try? Record.decode($0).type }
+        #expect(left == [.profile, .like, .unmatch])
+        #expect(try relay.records(of: b.author, seqs: 1...10).count == 3)
+        #expect(try relay.applyOne(m1) == .duplicate)
+        let integrity = try relay.integrityCheck()
+        #expect(integrity == ["ok"], "\(integrity)")
+    }
+
     /// Sync reads a record's position from its prefix (`RecordPosition.peek`): in format
     /// version 2 the account comes first, then the signing key and its seq.
     @Test func syncReadsADeviceRecordsPositionPastTheAccount() throws {

@@ -301,12 +301,14 @@ enum ReplicaSchema {
             ALTER TABLE pair_entries ADD COLUMN clock BLOB;
             -- Purge tags (PROTOCOL.md §8.8): each message's, and the tags an unmatch purged —
             -- a message arriving with one is not stored.
+            -- (The key's columns first: SQLite 3.40's integrity_check misreads a NOT NULL column
+            -- declared before a key column of a WITHOUT ROWID table as NULL.)
             CREATE TABLE chat_purge (
                 account     BLOB NOT NULL CHECK (length(account) = 32),
                 tag         BLOB NOT NULL CHECK (length(tag) = 32),
+                id          BLOB NOT NULL,
                 author      INTEGER NOT NULL,
                 seq         INTEGER NOT NULL,
-                id          BLOB NOT NULL,
                 PRIMARY KEY (account, tag, id)
             ) WITHOUT ROWID;
             CREATE TABLE purged (
