@@ -132,9 +132,9 @@ extension EndToEndTests {
         #expect(Set(records).count == 1, "record counts differ: \(records)")
         // Written: 3 signups + 3 course edits; edits: host 1 100 + 300 + 50, host 2 100 + 50,
         // host 3 100; 2 likes; 20 messages. Held once compacted (PROTOCOL §9.3): each account's
-        // first card, its last course edit and its last other edit (the earlier edits are
-        // superseded), the 2 likes and the 20 messages.
-        let expected: Int64 = 3 + 3 * 2 + 2 + 20
+        // first card and its machine's device certificate, its last course edit and its last
+        // other edit (the earlier edits are superseded), the 2 likes and the 20 messages.
+        let expected: Int64 = 3 * 2 + 3 * 2 + 2 + 20
         #expect(records.first == expected, "records: \(records) (nothing lost, nothing duplicated)")
         for (mine, other) in [(0, 1), (1, 0)] {
             let history = try RPCClient(path: sockets[mine], timeout: .seconds(10)).call("chat.history", ["id": .string(ids[other]), "limit": 1000])
