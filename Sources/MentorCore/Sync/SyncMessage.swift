@@ -456,8 +456,13 @@ extension SyncMessage {
 public struct RecordPosition: Hashable, Sendable {
     public let author: PublicKey
     public let seq: UInt64
+    /// The account the record belongs to: its author, or (format version 2) the account the
+    /// device key signs for.
+    public let account: PublicKey
 
-    public init(author: PublicKey, seq: UInt64) { self.author = author; self.seq = seq }
+    public init(author: PublicKey, seq: UInt64, account: PublicKey? = nil) {
+        self.author = author; self.seq = seq; self.account = account ?? author
+    }
 
     /// Reads magic, version, type, (account,) author and seq; refuses what cannot be a record.
     public static func peek(_ bytes: [UInt8]) throws(SyncError) -> RecordPosition {
@@ -469,7 +474,7 @@ public struct RecordPosition: Hashable, Sendable {
             let version = try r.u8("version")
             _ = try r.u8("type")
             // Format version 2 (a device key signs) names the account first (PROTOCOL.md §4).
-            if version == Record.deviceVersion { _ = try r.raw(32, "account") }
+            let account = version == Record.deviceVersion ? PublicKey(bytes: try r.raw(32, "account")) : nil
             guard let author = PublicKey(bytes: try r.raw(32, "author")) else {
                 throw SyncError(.malformed, "author key has the wrong length")
             }
@@ -477,7 +482,7 @@ public struct RecordPosition: Hashable, Sendable {
             guard seq >= 1, seq <= Limits.maxSeq else {
                 throw SyncError(.malformed, "record sequence number \(seq) is outside 1 ... \(Limits.maxSeq)")
             }
-            return RecordPosition(author: author, seq: seq)
+            return RecordPosition(author: author, seq: seq, account: account)
         } catch let e as SyncError {
             throw e
         } catch let e as RecordError {

@@ -114,7 +114,8 @@ final class BudgetGate: @unchecked Sendable {
         let local = Set(localAccounts())
         let nearby = lock.withLock { self.nearby }
         recountBytesIfFull()
-        let authors = batch.map { try? RecordPosition.peek($0).author }
+        let positions = batch.map { try? RecordPosition.peek($0) }
+        let authors = positions.map { $0?.author }
         // What the replica holds of the authors not known here, in one read for the batch.
         var unknown: Set<PublicKey> = []
         for case let author? in authors where !local.contains(author) && authorBytes[author] == nil { unknown.insert(author) }
@@ -130,7 +131,10 @@ final class BudgetGate: @unchecked Sendable {
             }
         }
         for (i, bytes) in batch.enumerated() {
-            guard let author = authors[i], !local.contains(author), let known = authorBytes[author] else {
+            // Whose it is — local, nearby, a partner — is a question about the account, whichever
+            // of its keys signed (PROTOCOL.md §6.2); bytes are counted by signing key.
+            let account = positions[i]?.account
+            guard let author = authors[i], let account, !local.contains(account), let known = authorBytes[author] else {
                 admitted.append(i)   // malformed ones are refused (and blamed) by the replica
                 classes.append(Admission(priority: .own, newAccount: false))
                 continue
@@ -143,10 +147,10 @@ final class BudgetGate: @unchecked Sendable {
             }
             // Node-wide: the replica holds nothing of a new account (nor did this batch admit one).
             let isNew = !known.held && pending == nil
-            var priority: StorageBudget.Priority = nearby.contains(author) ? .nearby : .other
+            var priority: StorageBudget.Priority = nearby.contains(account) ? .nearby : .other
             if priority == .other, lock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }) {
-                let partner = partners[author] ?? ((try? replica.isPartner(author)) ?? false)
-                partners[author] = partner
+                let partner = partners[account] ?? ((try? replica.isPartner(account)) ?? false)
+                partners[account] = partner
                 if partner { priority = .partner }
             }
             guard lock.withLock({ budget.decide(author, priority: priority, isNew: isNew, size: bytes.count) }) == .store else {
@@ -181,10 +185,11 @@ final class BudgetGate: @unchecked Sendable {
         var verdicts: [PublicKey: Bool] = [:]   // author -> new (the replica holds nothing of it)
         var declined = 0
         for bytes in batch {
-            guard let author = try? RecordPosition.peek(bytes).author, !local.contains(author), !linked(author) else {
+            guard let position = try? RecordPosition.peek(bytes), !local.contains(position.account), !linked(position.account) else {
                 kept.append(bytes)
                 continue
             }
+            let author = position.author
             let isNew: Bool
             if let known = verdicts[author] { isNew = known } else {
                 // A declined author was new when declined and is not stored since (unless it became
@@ -194,7 +199,7 @@ final class BudgetGate: @unchecked Sendable {
             }
             // A partner is kept (looked up only for a record that would be declined).
             guard lock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author) }),
-                  (try? replica.isPartner(author)) == false,
+                  (try? replica.isPartner(position.account)) == false,
                   lock.withLock({ budget.wouldDecline(priority: .other, isNew: isNew, author: author)
                                     && budget.decide(author, priority: .other, isNew: isNew, size: bytes.count) == .decline }) else {
                 kept.append(bytes)

@@ -13,9 +13,13 @@ extension Replica {
     /// Counting the accounts reads the `authors` key index once (~40 bytes an account): at start.
     public func foreignStorage() throws(StoreError) -> (accounts: Int, bytes: Int64) {
         let accounts = try read { db throws(StoreError) in
+            // Signing keys, in fact: a foreign account with devices counts once per key. The local
+            // accounts' own keys — theirs and their devices' — are not foreign.
             try db.queryOne("""
                 SELECT (SELECT count(*) FROM authors)
                        - (SELECT count(*) FROM local_accounts l CROSS JOIN authors a WHERE a.key = l.key)
+                       - (SELECT count(*) FROM local_accounts l CROSS JOIN device_certs d CROSS JOIN authors a
+                          WHERE d.account = l.key AND a.key = d.device)
                 """)?.int64(0) ?? 0
         }
         return (Int(accounts), try foreignBytes())
@@ -42,6 +46,8 @@ extension Replica {
                            WHERE a.key = l.key AND r.author = a.id), 0)
                - coalesce((SELECT sum(length(p.bytes)) FROM local_accounts l CROSS JOIN authors a CROSS JOIN pending p
                            WHERE a.key = l.key AND p.author = a.id), 0)
+               - coalesce((SELECT sum(length(r.bytes)) FROM local_accounts l CROSS JOIN device_certs d CROSS JOIN authors a
+                           CROSS JOIN records r WHERE d.account = l.key AND a.key = d.device AND r.author = a.id), 0)
         """
 
     /// The plan SQLite chose for `foreignBytes` (EXPLAIN QUERY PLAN's detail column), for tests:
