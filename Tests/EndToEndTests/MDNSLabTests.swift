@@ -200,7 +200,7 @@ import Glibc
         _ = try signup(e2e, lab.socket(1), name: "Ana", role: "student", courses: "CS 490")
         _ = try signup(e2e, lab.socket(3), name: "Ben", role: "tutor", courses: "CS 490")
         let (before, _, converged) = try labPoll(timeout: .seconds(30), { try [digest(lab.socket(1)), digest(lab.socket(3))] },
-                                                 until: { $0[0] == $0[1] && $0[0].records == 4 })
+                                                 until: { $0[0] == $0[1] && $0[0].records == 6 })
         #expect(converged, "hosts 1 and 3 should sync: \(before)\(logs(daemons))")
         let peersBefore = try [1, 3].map { try peers(e2e, lab.socket($0)) }
         #expect(peersBefore.map(\.count) == [1, 1], "\(peersBefore.map(described))")
@@ -386,8 +386,8 @@ import Glibc
             print("mdns lab: host \(host) linked to host 3 again \(ContinuousClock.now - back) after link-up")
         }
         let (digests, _, converged) = try labPoll(timeout: .seconds(60), { try (1...3).map { try digest(lab.socket($0)) } },
-                                                  until: { Set($0).count == 1 && $0[0].records == 9 })
-        #expect(converged, "all three should hold the same 9 records (3 accounts × 2, then 3 more): \(digests)\(logs(daemons))")
+                                                  until: { Set($0).count == 1 && $0[0].records == 12 })
+        #expect(converged, "all three should hold the same 12 records (3 accounts × 3 — the card, the device certificate, the courses — then 3 more): \(digests)\(logs(daemons))")
         print("mdns lab: all three replicas equal (\(digests[0])) \(ContinuousClock.now - back) after link-up")
         for host in [1, 2] {
             let (nearby, _, ok) = try labPoll(timeout: .seconds(30), { try benNearby(host) }, until: { $0 == true })

@@ -70,7 +70,7 @@ extension EndToEndTests {
         func converged(_ ds: [Digest], records: Int64) -> Bool {
             ds.allSatisfy { $0 == ds[0] } && ds[0].records == records
         }
-        let expected1: Int64 = 3 * 2   // the signup card and its last bio edit, per account
+        let expected1: Int64 = 3 * 3   // the signup card, its device certificate and its last bio edit, per account
 
         let phase1 = try step("connected: 2,000 records on each node, all digests equal") {
             let started = ContinuousClock.now
