@@ -575,6 +575,10 @@ public final class Node: @unchecked Sendable {
         let last = try replica.contiguousSeq(of: keys.publicKey.key)
         writers[uid] = RecordWriter(keys: keys, account: account, lastSeq: last)
         self.accountKeys[uid] = held
+        // Unmatches that arrived while the account was locked are answered now (§8.8).
+        for pair in try replica.pairSummaries(of: account) where pair.unmatchedBy == pair.other {
+            acknowledgeUnmatches(uid, me: account, other: pair.other)
+        }
     }
 
     func rebuildCardIndex() throws {

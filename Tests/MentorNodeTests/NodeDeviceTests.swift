@@ -315,3 +315,29 @@ import MentorStore
         #expect(onLaptop == ["hi again"])
     }
 }
+
+extension NodeUnmatchTests {
+    /// An unmatch that arrives while the other account is locked is answered at its login: its
+    /// messages of the match go too.
+    @Test func anUnmatchThatArrivedWhileLockedIsAnsweredAtLogin() throws {
+        let anaNode = try TestNode(), benNode = try TestNode()
+        _ = try anaNode.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        _ = try benNode.call(ben, "account.signup", ["email": "ben@uni.edu", "name": "Ben", "role": "tutor"])
+        func sync() throws { try NodeDeviceTests.sync(anaNode, benNode); try NodeDeviceTests.sync(benNode, anaNode) }
+        try sync()
+        let anaID = try #require(try anaNode.call(ana, "account.whoami")["id"]?.stringValue)
+        let benID = try #require(try benNode.call(ben, "account.whoami")["id"]?.stringValue)
+        try anaNode.call(ana, "like", ["id": .string(benID)])
+        try benNode.call(ben, "like", ["id": .string(anaID)])
+        try sync()
+        try anaNode.call(ana, "chat.send", ["id": .string(benID), "text": "from Ana"])
+        try sync()
+        try anaNode.call(ana, "account.logout")
+        try benNode.call(ben, "unmatch", ["id": .string(anaID)])
+        try sync()
+        #expect(try Self.chatRecords(benNode) == 1, "Ana's message stays until her node answers")
+        try anaNode.call(ana, "account.login")
+        try sync()
+        #expect(try Self.chatRecords(benNode) == 0 && Self.chatRecords(anaNode) == 0)
+    }
+}
