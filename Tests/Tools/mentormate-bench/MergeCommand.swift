@@ -51,8 +51,10 @@ struct MergeCommand {
 
         Targets (printed PASS/MISS): merge >= 1.5 x verify-1-core; peak RSS of the merge < 100 MB;
         with --devices, device-signed records with their certificate checks (C - B) cost <= 10%
-        of A's merge, in CPU time (this process, all threads: on a shared machine the wall time
-        of one merge swings by tens of percent, its CPU time far less).
+        of A's merge, in CPU time (this process, all threads; on a shared machine one merge's wall
+        time swings by tens of percent, its CPU time less): C - B is taken within each round, PASS
+        if every round's is within the target, MISS if none is, else UNDECIDED (more --rounds, or
+        a quieter machine, or count instructions with valgrind --tool=callgrind).
         Exit status: 0 measured, 1 run failed or the replica is wrong, 2 usage error.
         """
 

@@ -175,6 +175,8 @@ enum Phases {
         /// CPU seconds this process used meanwhile, all threads (verify on every core, apply):
         /// what the import cost, less swayed than wall time by other processes on the machine.
         var cpu: Double
+        /// Cores' worth of CPU other processes used meanwhile.
+        var others: Double
     }
 
     /// The workload file into `replica` with `Replica.importBatches`, pipelined or not; only the
@@ -188,9 +190,9 @@ enum Phases {
         let start = clock.now
         let summary = try replica.importBatches(reader, settings: settings)
         let elapsed = clock.now - start
-        let used = CPUSample.now().own - cpu.own
+        let end = CPUSample.now()
         if let failure = reader.failure { throw failure }
-        return ImportRun(summary: summary, elapsed: elapsed, cpu: used)
+        return ImportRun(summary: summary, elapsed: elapsed, cpu: end.own - cpu.own, others: end.others(since: cpu))
     }
 }
 
