@@ -57,7 +57,8 @@ enum Usage {
 
         COMMANDS:
           merge     Verify + merge + commit throughput of a replica against the single-core
-                    signature-verify rate and the raw SQLite insert rate.
+                    signature-verify rate and the raw SQLite insert rate; with --devices D, the
+                    same history signed by D device keys per account next to it (issue 15).
           api       Requests/s and p50/p99 latency of `status` and `feed` over the daemon's
                     socket (10,000 cards, 1 and 8 clients), idle CPU and idle memory.
           peers     Two daemons over loopback: time to replicate a 15,000-record backlog,

@@ -161,16 +161,38 @@ enum Phases {
     /// `batchSize`. Timed from the first read to the last commit; counts and the integrity check
     /// run after the clock stops.
     static func merge(path: String, replicaPath: String, batchSize: Int) throws -> MergeResult {
-        let clock = ContinuousClock()
         let replica = try Replica(path: replicaPath, settings: Workload.replicaSettings)
         defer { try? replica.close() }
-        let reader = try RecordFileReader(path: path, batchSize: batchSize)
-        let start = clock.now
-        let summary = try replica.importBatches(reader)
-        let elapsed = clock.now - start
-        if let failure = reader.failure { throw failure }
-        return MergeResult(summary: summary, elapsed: elapsed, counts: try replica.counts(),
+        let run = try importFile(path, into: replica, batchSize: batchSize)
+        return MergeResult(summary: run.summary, elapsed: run.elapsed, counts: try replica.counts(),
                            integrity: try replica.integrityCheck(), recon: try reconReads(replica, path: replicaPath))
+    }
+
+    struct ImportRun {
+        var summary: ImportSummary
+        /// Wall time from the first read to the last commit.
+        var elapsed: Duration
+        /// CPU seconds this process used meanwhile, all threads (verify on every core, apply):
+        /// what the import cost, less swayed than wall time by other processes on the machine.
+        var cpu: Double
+        /// Cores' worth of CPU other processes used meanwhile.
+        var others: Double
+    }
+
+    /// The workload file into `replica` with `Replica.importBatches`, pipelined or not; only the
+    /// import is timed.
+    static func importFile(_ path: String, into replica: Replica, batchSize: Int, pipelined: Bool = true) throws -> ImportRun {
+        let clock = ContinuousClock()
+        let reader = try RecordFileReader(path: path, batchSize: batchSize)
+        var settings = ImportSettings()
+        settings.pipelined = pipelined
+        let cpu = CPUSample.now()
+        let start = clock.now
+        let summary = try replica.importBatches(reader, settings: settings)
+        let elapsed = clock.now - start
+        let end = CPUSample.now()
+        if let failure = reader.failure { throw failure }
+        return ImportRun(summary: summary, elapsed: elapsed, cpu: end.own - cpu.own, others: end.others(since: cpu))
     }
 }
 
@@ -181,11 +203,6 @@ extension Phases {
     static func breakdown(path: String, replicaPath: String, batchSize: Int) throws -> ImportSummary {
         let replica = try Replica(path: replicaPath, settings: Workload.replicaSettings)
         defer { try? replica.close() }
-        let reader = try RecordFileReader(path: path, batchSize: batchSize)
-        var settings = ImportSettings()
-        settings.pipelined = false
-        let summary = try replica.importBatches(reader, settings: settings)
-        if let failure = reader.failure { throw failure }
-        return summary
+        return try importFile(path, into: replica, batchSize: batchSize, pipelined: false).summary
     }
 }

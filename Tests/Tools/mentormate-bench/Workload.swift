@@ -14,6 +14,10 @@ import MentorStore
 /// Authors are generated in parallel, each into one contiguous buffer; the buffers are then
 /// interleaved into the file in delivery order (each author's records in seq order, authors
 /// taking turns with runs of 1...`maxRun` records, as a sync with many peers delivers them).
+///
+/// `signing` chooses who signs an account's records (issue 15's device keys). With devices, the
+/// account writes the same records from the same seed — same cards, edits, likes, chats and
+/// timestamps — plus its certificates, so histories signed differently have the same shape.
 struct Workload {
     let records: Int
     let authors: Int
@@ -21,12 +25,38 @@ struct Workload {
     /// Percent of records (after each author's first card) that are card edits; the rest are
     /// likes and chats, 5 to 3.
     var cardShare = 60
+    var signing = Signing.accountKey
 
-    init(records: Int, authors: Int, seed: UInt64, cardShare: Int = 60) {
+    /// Who signs an account's records.
+    enum Signing: Sendable, Equatable {
+        /// The account key signs every record (format version 1): the history before device keys.
+        case accountKey
+        /// The account key signs every record, but after its first card it certifies this many
+        /// device keys that never write: the certificates' own cost, without device-signed records.
+        /// Its likes and messages are sealed with the account's encryption key, as the devices' are.
+        case accountKeyCertifying(devices: Int)
+        /// The account key writes the first card (seq 1, with the proof of work) and certifies
+        /// this many device keys right after it; the devices sign everything else, round-robin
+        /// (format version 2). A device's card edit names in its clock every key of the account
+        /// whose edits it has seen: the previous edit's whole clock, so each edit saw all earlier
+        /// ones and supersedes them as the account key's next seq does.
+        case devices(Int)
+
+        var certificates: Int {
+            switch self {
+            case .accountKey: 0
+            case .accountKeyCertifying(let n), .devices(let n): n
+            }
+        }
+        var devicesSign: Bool { if case .devices = self { true } else { false } }
+    }
+
+    init(records: Int, authors: Int, seed: UInt64, cardShare: Int = 60, signing: Signing = .accountKey) {
         self.records = records
         self.authors = authors
         self.seed = seed
         self.cardShare = min(max(cardShare, 0), 100)
+        self.signing = signing
     }
 
     /// Longest run of one author's records in the delivery order.
@@ -46,10 +76,17 @@ struct Workload {
     static let baseTimestamp: UInt64 = 1_750_000_000_000
 
     struct Stats {
+        /// Every record written, certificates included.
         var records = 0
         var profiles = 0
         var likes = 0
         var chats = 0
+        /// Device certificates (signed by the account key).
+        var certificates = 0
+        /// Records signed by a device key (format version 2).
+        var deviceSigned = 0
+        /// Keys that signed at least one record: the accounts, and the devices that wrote.
+        var signers = 0
         var bytes = 0
         /// Bytes of the live state: per author, the latest record of each card field and of
         /// each (liker, target) like register, and every chat (messages are never superseded).
@@ -63,6 +100,7 @@ struct Workload {
     private struct AuthorOutput: Sendable {
         var buffer: [UInt8] = []
         var profiles = 0, likes = 0, chats = 0, count = 0
+        var certificates = 0, deviceSigned = 0, signers = 0
         var liveBytes = 0, liveRecords = 0
         var failure: (any Error)?
     }
@@ -89,13 +127,17 @@ struct Workload {
         defer { outputs.deinitialize(); outputs.deallocate() }
         // Each iteration writes only its own author's slot, so the unchecked sharing is race-free.
         nonisolated(unsafe) let slots = outputs
-        let (total, authors, perAuthorSeed, cardShare, keySeeds) = (records, authors, authorSeeds, cardShare, seeds)
+        let (total, authors, perAuthorSeed, cardShare, keySeeds, signing) = (records, authors, authorSeeds, cardShare, seeds, signing)
         DispatchQueue.concurrentPerform(iterations: authors) { a in
             let count = total / authors + (a < total % authors ? 1 : 0)
             do {
                 let keys = try SigningKeyPair(seed: keySeeds[a])
-                slots[a] = Self.generateAuthor(index: a, count: count, keys: keys, seed: perAuthorSeed[a], everyone: publicKeys,
-                                               cardShare: cardShare)
+                // The device keys from a generator of their own, so the content's stays the
+                // same whoever signs; made here and freed with the author (see above).
+                var deviceSeeds = SeededRandom(seed: perAuthorSeed[a] ^ 0x64_6576_6963_65)   // "device"
+                let devices = try (0..<signing.certificates).map { _ in try SigningKeyPair(seed: deviceSeeds.bytes(32)) }
+                slots[a] = Self.generateAuthor(index: a, count: count, keys: keys, devices: devices, devicesSign: signing.devicesSign,
+                                               seed: perAuthorSeed[a], everyone: publicKeys, cardShare: cardShare)
             } catch {
                 slots[a].failure = error
             }
@@ -108,6 +150,9 @@ struct Workload {
             stats.profiles += outputs[a].profiles
             stats.likes += outputs[a].likes
             stats.chats += outputs[a].chats
+            stats.certificates += outputs[a].certificates
+            stats.deviceSigned += outputs[a].deviceSigned
+            stats.signers += outputs[a].signers
             stats.liveBytes += outputs[a].liveBytes
             stats.liveRecords += outputs[a].liveRecords
             stats.bytes += outputs[a].buffer.count - 4 * outputs[a].count
@@ -118,7 +163,7 @@ struct Workload {
         var order = SeededRandom(seed: seed ^ 0x6F72_6465_72)   // "order"
         var cursors = [Int](repeating: 0, count: authors)
         var remaining = (0..<authors).map { outputs[$0].count }
-        var left = records
+        var left = stats.records
         while left > 0 {
             for a in 0..<authors where remaining[a] > 0 {
                 let run = min(remaining[a], Int.random(in: 1...Self.maxRun, using: &order))
@@ -141,12 +186,20 @@ struct Workload {
 
     // MARK: One author
 
-    private static func generateAuthor(index: Int, count: Int, keys: SigningKeyPair, seed: UInt64,
-                                       everyone: [PublicKey], cardShare: Int) -> AuthorOutput {
+    private static func generateAuthor(index: Int, count: Int, keys: SigningKeyPair, devices: [SigningKeyPair], devicesSign: Bool,
+                                       seed: UInt64, everyone: [PublicKey], cardShare: Int) -> AuthorOutput {
         var rng = SeededRandom(seed: seed)
+        let account = keys.publicKey.key
         var writer = RecordWriter(keys: keys, accountWork: accountWork)
         var out = AuthorOutput()
-        out.buffer.reserveCapacity(count * 300)
+        out.buffer.reserveCapacity((count + devices.count) * 300)
+        func append(_ record: VerifiedRecord) {
+            var w = ByteWriter(capacity: 4)
+            w.u32(UInt32(record.encoded.count))
+            out.buffer.append(contentsOf: w.bytes)
+            out.buffer.append(contentsOf: record.encoded)
+            out.count += 1
+        }
         let role: ProfileCard.Role = rng.next() % 3 == 0 ? .tutor : .student
         // The live state: sizes by record index; the latest writer of each register.
         var sizes: [Int] = []
@@ -154,42 +207,88 @@ struct Workload {
         var fieldWriter: [UInt8: Int] = [:], likeWriter: [PublicKey: Int] = [:]
         let likeShare = cardShare + (100 - cardShare) * 5 / 8
         do {
+            // An account that certified devices has an encryption key (epoch 1, in the
+            // certificates): it and its devices seal with it (version 2, PROTOCOL.md §7.5), as a
+            // node does. Without devices, the account key seals as before (version 1).
+            var deviceWriters: [RecordWriter] = []
+            if !devices.isEmpty, let epoch1 = AccountKeyring.derived(from: keys, epochs: 1...1).current {
+                let sealing = try SealingKey(account: account, epoch: epoch1.epoch, secret: epoch1.secret)
+                writer.sealingKey = sealing
+                if devicesSign {
+                    deviceWriters = devices.map { device in
+                        var w = RecordWriter(keys: device, account: account)
+                        w.sealingKey = sealing
+                        return w
+                    }
+                }
+            }
+            // The clock of the account's latest card edit: what the next edit has seen.
+            var cardClock = VectorClock()
+            var signers: Set<PublicKey> = []
             for i in 0..<count {
                 let timestamp = baseTimestamp + UInt64(i) * 45_000 + UInt64(index) * 7
+                // Record 0 is the account key's card; after it, the devices take turns.
+                let d = i == 0 || deviceWriters.isEmpty ? nil : (i - 1) % deviceWriters.count
                 let record: VerifiedRecord
                 let roll = Int.random(in: 0..<100, using: &rng)
                 if i == 0 || roll < cardShare {
                     let card = i == 0 ? Content.fullCard(role: role, rng: &rng) : Content.cardEdit(role: role, rng: &rng)
-                    record = try writer.profile(card, at: timestamp)
+                    if let d {
+                        record = try deviceWriters[d].profile(card, clock: cardClock, at: timestamp)
+                    } else {
+                        record = try writer.profile(card, at: timestamp)
+                    }
+                    cardClock = cardClock.merged(with: record.record.effectiveClock)
                     for (tag, _) in card.fieldList.fields { fieldWriter[tag] = i }
                     out.profiles += 1
                 } else if roll < likeShare {
                     let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
-                    record = try writer.like(target, liked: Int.random(in: 0..<100, using: &rng) < 85, at: timestamp)
+                    let liked = Int.random(in: 0..<100, using: &rng) < 85
+                    if let d {
+                        record = try deviceWriters[d].like(target, liked: liked, at: timestamp)
+                    } else {
+                        record = try writer.like(target, liked: liked, at: timestamp)
+                    }
                     likeWriter[target] = i
                     out.likes += 1
                 } else {
                     let target = Content.someoneElse(than: index, among: everyone, rng: &rng)
                     // An answered-like ID of the real size; the workload does not track likes.
-                    record = try writer.chat(to: target, peerSeq: UInt64(Int.random(in: 0...i, using: &rng)),
-                                             answers: [UInt8](repeating: 0xA5, count: ChatPayload.likeIDLength),
-                                             text: Content.sentence(words: 3...30, rng: &rng), at: timestamp)
+                    let peerSeq = UInt64(Int.random(in: 0...i, using: &rng))
+                    let answers = [UInt8](repeating: 0xA5, count: ChatPayload.likeIDLength)
+                    let text = Content.sentence(words: 3...30, rng: &rng)
+                    if let d {
+                        record = try deviceWriters[d].chat(to: target, peerSeq: peerSeq, answers: answers, text: text, at: timestamp)
+                    } else {
+                        record = try writer.chat(to: target, peerSeq: peerSeq, answers: answers, text: text, at: timestamp)
+                    }
                     chats.append(i)
                     out.chats += 1
                 }
                 sizes.append(record.encoded.count)
-                var w = ByteWriter(capacity: 4)
-                w.u32(UInt32(record.encoded.count))
-                out.buffer.append(contentsOf: w.bytes)
-                out.buffer.append(contentsOf: record.encoded)
-                out.count += 1
+                signers.insert(record.record.author)
+                if record.record.isDeviceSigned { out.deviceSigned += 1 }
+                append(record)
+                // Right after the first card, the account certifies its devices (a millisecond
+                // apart, before its next record): a sync delivers them before the devices' records.
+                if i == 0 {
+                    for (k, device) in devices.enumerated() {
+                        let cert = try writer.certify(device.publicKey.key, label: "device-\(k + 1)", epoch: 1,
+                                                      at: timestamp + UInt64(k) + 1)
+                        append(cert)
+                        out.certificates += 1
+                        out.liveRecords += 1
+                        out.liveBytes += cert.encoded.count
+                    }
+                }
             }
+            out.signers = signers.count
         } catch {
             out.failure = error
         }
         let live = Set(fieldWriter.values).union(likeWriter.values).union(chats)
-        out.liveRecords = live.count
-        out.liveBytes = live.reduce(0) { $0 + sizes[$1] }
+        out.liveRecords += live.count
+        out.liveBytes += live.reduce(0) { $0 + sizes[$1] }
         return out
     }
 }

@@ -2,7 +2,8 @@ import Foundation
 import MentorAPI
 import MentorArguments
 
-// mentormate-bench: `mentormate-bench merge [--records N] [--authors M] [--batch B] [--seed S] [--breakdown]`.
+// mentormate-bench: `mentormate-bench merge [--records N] [--authors M] [--batch B] [--seed S] [--breakdown]
+// [--devices D [--rounds R]]`, and the other commands in `Usage.text`.
 // Exit status: 0 measured (targets may still say MISS), 1 the run failed or its result was
 // wrong (records missing, refused, integrity check failed), 2 usage error.
 
