@@ -532,18 +532,7 @@ public final class Node: @unchecked Sendable {
             let suffix = ".new-" + Hex.encode(SecureRandom.bytes(6))
             let path = config.keyPath(uid: caller.uid) + suffix, accountPath = config.accountKeyPath(uid: caller.uid) + suffix
             do {
-                try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-                let cost = config.passphraseCost
-                if let passphrase {
-                    try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
-                        try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
-                        try KeyFile.write(accountKeys, to: accountPath, passphrase: bytes, parameters: cost)
-                    }
-                } else {
-                    try KeyFile.write(keys, to: path, passphrase: nil, parameters: cost)
-                    try KeyFile.write(accountKeys, to: accountPath, passphrase: nil, parameters: cost)
-                }
+                try writeKeyFiles([(keys, path), (accountKeys, accountPath)], passphrase: passphrase)
                 prepared = PreparedKey(keys: keys, accountKeys: accountKeys, accountTemporaryPath: accountPath, temporaryPath: path)
             } catch {
                 try? FileManager.default.removeItem(atPath: path)
@@ -561,6 +550,21 @@ public final class Node: @unchecked Sendable {
                                             "waited_ms": ms(waited), "took_ms": ms(.now - started),
                                             "outcome": prepared.wrongPassphrase ? "wrong" : prepared.failure == nil ? "ok" : "failed"])
         return prepared
+    }
+
+    /// Off the queue: writes new key files (mode 0600, in the accounts directory, made if
+    /// missing), all under one passphrase (one Argon2id each) or none.
+    func writeKeyFiles(_ files: [(keys: SigningKeyPair, path: String)], passphrase: String?) throws {
+        try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let cost = config.passphraseCost
+        if let passphrase {
+            try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
+                for f in files { try KeyFile.write(f.keys, to: f.path, passphrase: bytes, parameters: cost) }
+            }
+        } else {
+            for f in files { try KeyFile.write(f.keys, to: f.path, passphrase: nil, parameters: cost) }
+        }
     }
 
     // MARK: Internals used by the methods (on `queue`)

@@ -271,16 +271,7 @@ extension Node {
         let keys = SigningKeyPair.generate()
         let path = config.keyPath(uid: caller.uid) + ".new-" + Hex.encode(SecureRandom.bytes(6))
         do {
-            try FileManager.default.createDirectory(atPath: config.accountsDirectory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-            let cost = config.passphraseCost
-            if let passphrase {
-                try withSecretBytes(of: passphrase) { bytes throws(CryptoError) in
-                    try KeyFile.write(keys, to: path, passphrase: bytes, parameters: cost)
-                }
-            } else {
-                try KeyFile.write(keys, to: path, passphrase: nil, parameters: cost)
-            }
+            try writeKeyFiles([(keys, path)], passphrase: passphrase)
             let code = LinkCode.generate()
             let offer = try LinkOffer.make(code: code, device: keys.publicKey.key, label: label,
                                            expires: config.now() + Self.linkLifetimeMillis, lifetime: lifetime)
