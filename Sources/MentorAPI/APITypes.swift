@@ -38,7 +38,7 @@ public struct ProfileShowRequest: APIRequest, Equatable {
 }
 
 public struct ProfileSetRequest: APIRequest, Equatable {
-    /// `photo`: absent changes nothing, null removes the photo, a hash sets it.
+    /// `photo`: absent changes nothing, null removes every photo, a hash makes it the only one.
     public enum Photo: Codable, Sendable, Equatable, DecodesExplicitNull {
         case remove
         case set(hash: String)
@@ -337,7 +337,10 @@ public struct PhotoInfo: APIObject, Equatable {
 
 /// A profile as this node sees it; absent fields are null, `courses` is always a list.
 public struct Card: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt }
+    public enum CodingKeys: String, CodingKey {
+        case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
+        case photos
+    }
     public var id: String
     public var name: String?
     public var role: String?
@@ -346,7 +349,10 @@ public struct Card: APIObject, Equatable {
     public var wage: Int64?
     public var budget: Int64?
     public var availability: String?
+    /// The main photo (the first of `photos`), kept for clients that know one photo.
     public var photo: PhotoInfo?
+    /// Every photo of the card, main one first (0 to 6); null from a daemon before lists.
+    public var photos: [PhotoInfo]?
     /// Per field, the values of concurrent edits that lost the tie-break, in the field's type.
     public var conflicts: [String: [JSON]]
     public var forked: Bool

@@ -58,6 +58,19 @@ public protocol ClientHost: AnyObject {
     func openTerminal() -> (any InteractiveTerminal)?
     /// One line of stdin for `swipe`'s line prompt; nil at its end (default: nil).
     func readInputLine() -> String?
+    // `profile show --save-photos DIR` and `--open` (PhotoCommands.swift has the defaults).
+    /// Whether anything (a file, a directory, a dangling link) is at `path`.
+    func fileExists(_ path: String) -> Bool
+    /// Makes the directory `path` and any missing parents; fine if it is a directory already.
+    func makeDirectory(_ path: String) throws(ClientError)
+    /// An environment variable (DISPLAY, WAYLAND_DISPLAY).
+    func environment(_ name: String) -> String?
+    /// The program `name` found on the PATH, as a full path.
+    func executablePath(_ name: String) -> String?
+    /// Writes `bytes` to a new private file named `name` in a new private temporary directory; its path.
+    func writeTemporaryFile(_ name: String, _ bytes: [UInt8]) throws(ClientError) -> String
+    /// Starts `argv[0]` (a full path) with `argv`, without a shell; fails if it cannot start or soon fails.
+    func run(_ argv: [String]) throws(ClientError)
 }
 
 /// The exit status of `mentormate`.

@@ -6,9 +6,14 @@ import MentorAPI
 @Suite struct APIContractTests {
     static let id = "mm1" + String(repeating: "q", count: 58)
     static let message = Message(id: "9c2d", from: id, text: "See you at noon \"there\"\n", sentAt: 1_764_400_000_000, mine: true)
-    static let card = Card(id: id, name: "Ben", role: "tutor", bio: nil, courses: ["CS 490"], wage: 25, budget: nil,
-                           availability: "Mon", photo: PhotoInfo(hash: "5f1e", size: 48213, type: "image/jpeg"),
-                           conflicts: ["bio": ["older"], "wage": [.int(3)]], forked: false, updatedAt: 1_764_400_000_000)
+    static let card: Card = {
+        let main = PhotoInfo(hash: "5f1e", size: 48213, type: "image/jpeg")
+        var card = Card(id: id, name: "Ben", role: "tutor", bio: nil, courses: ["CS 490"], wage: 25, budget: nil,
+                        availability: "Mon", photo: main,
+                        conflicts: ["bio": ["older"], "wage": [.int(3)]], forked: false, updatedAt: 1_764_400_000_000)
+        card.photos = [main, PhotoInfo(hash: "77aa", size: 1200, type: "image/png")]
+        return card
+    }()
 
     /// Encodes the request as params and decodes them as the daemon does, and the result to
     /// bytes and back as the client does; both must come back equal.
@@ -47,6 +52,9 @@ import MentorAPI
                                                                 availability: "now", photo: .set(hash: "ab")), Self.card)
                 try roundTrip(API.profileSet, ProfileSetRequest(photo: .remove), Self.card)
                 try roundTrip(API.profileSet, ProfileSetRequest(bio: ""), Self.card)
+            case .profilePhotoAdd: try roundTrip(API.profilePhotoAdd, PhotoAddRequest(hash: "5f1e"), Self.card)
+            case .profilePhotoRemove: try roundTrip(API.profilePhotoRemove, PhotoRemoveRequest(index: 2), Self.card)
+            case .profilePhotoOrder: try roundTrip(API.profilePhotoOrder, PhotoOrderRequest(order: [3, 1, 2]), Self.card)
             case .blobPut:
                 try roundTrip(API.blobPut, BlobPutRequest(chunk: "AAEC", done: false), .more(upload: "tok"))
                 try roundTrip(API.blobPut, BlobPutRequest(chunk: "AAEC", upload: "tok", done: true),
@@ -125,7 +133,7 @@ import MentorAPI
     @Test func nilIsNullInResultsAndAbsentInRequests() throws {
         let card = try API.profileShow.json(Card(id: "mm1x", updatedAt: 7))
         #expect(card == ["id": "mm1x", "name": nil, "role": nil, "bio": nil, "courses": [], "wage": nil, "budget": nil,
-                         "availability": nil, "photo": nil, "conflicts": [:], "forked": false, "updatedAt": 7])
+                         "availability": nil, "photo": nil, "photos": nil, "conflicts": [:], "forked": false, "updatedAt": 7])
         #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
         #expect(try API.accountWhoami.params(NoParams()) == [:])
     }

@@ -87,6 +87,28 @@ final class CLIFakeHost: ClientHost {
 
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
+
+    /// `--save-photos` and `--open` (PhotoCommandTests): files written, directories made, the
+    /// environment, programs on the PATH, programs run.
+    var written: [String: [UInt8]] = [:]
+    var directories: [String] = []
+    var env: [String: String] = [:]
+    var executables: [String: String] = [:]
+    var ran: [[String]] = []
+    func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ClientError) {
+        guard written[path] == nil, files[path] == nil else { throw ClientError("cannot create \(path): File exists") }
+        written[path] = bytes
+    }
+    func fileExists(_ path: String) -> Bool { written[path] != nil || files[path] != nil }
+    func makeDirectory(_ path: String) throws(ClientError) { directories.append(path) }
+    func environment(_ name: String) -> String? { env[name] }
+    func executablePath(_ name: String) -> String? { executables[name] }
+    func writeTemporaryFile(_ name: String, _ bytes: [UInt8]) throws(ClientError) -> String {
+        let path = "/tmp/mentormate-photo-TEST/" + name
+        written[path] = bytes
+        return path
+    }
+    func run(_ argv: [String]) throws(ClientError) { ran.append(argv) }
 }
 
 /// Runs `mentormate argv` against `host`.

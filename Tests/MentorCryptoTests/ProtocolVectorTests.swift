@@ -912,14 +912,14 @@ extension ProtocolVectors {
                  content: .profile(ProfileCard(name: "Ana Lima", role: .tutor,
                                                bio: "Maths PhD student, patient with beginners.\nOffice hours in room B12.",
                                                courses: ["MATH 101", "CS 490"], wage: 25, budget: 12,
-                                               availability: "Mon–Thu 16:00–19:00", photo: .some(photo)))),
+                                               availability: "Mon–Thu 16:00–19:00", photos: [photo]))),
             Spec(name: "profile-edit", title: "Ana edits two fields",
                  summary: """
                  At seq 2 Ana changes only the wage (30) and removes her photo (field 8 present with an empty \
                  value). The six other fields keep their seq-1 values.
                  """,
                  author: ana, seq: 2, timestamp: start + 60 * minute,
-                 content: .profile(ProfileCard(wage: 30, photo: .some(nil)))),
+                 content: .profile(ProfileCard(wage: 30, photos: []))),
             like,
             likeBack,
             Spec(name: "chat", title: "Ana writes to Ben (sealed)",
