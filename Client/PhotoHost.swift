@@ -49,7 +49,7 @@ extension SystemHost {
             throw ClientError("cannot make a temporary directory in \(base): \(String(cString: strerror(errno)))",
                               hint: "save the photos with --save-photos DIR instead")
         }
-        let dir = String(cString: template)
+        let dir = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let path = dir + "/" + name
         try writeNewFile(path, bytes)
         return path

@@ -75,7 +75,7 @@ extension CommandLineTests {
             }
             let host = CLIFakeHost(daemon)
             host.files["me.jpg"] = .success(Self.jpeg)
-            #expect(runCLI(["profile", "photo", "add", "me.jpg"], host) == .success, host.stderr)
+            #expect(runCLI(["profile", "photo", "add", "me.jpg"], host) == .success, "\(host.stderr)")
             #expect(daemon.methods == ["profile.show", "blob.put", "profile.photo.add"])
             #expect(daemon.calls.last?.params == ["hash": "77aa"])
             #expect(host.stdout.contains("Photo added (2 of at most 6).") && host.stdout.contains("photo 2"))
@@ -98,7 +98,7 @@ extension CommandLineTests {
         @Test func savePhotosWritesEveryPhotoNamedByItsContent() throws {
             let daemon = Self.daemon(["aa", "bb"], blobs: ["aa": Self.jpeg, "bb": Self.png])
             let host = CLIFakeHost(daemon)
-            #expect(runCLI(["profile", "show", "--save-photos", "out"], host) == .success, host.stderr)
+            #expect(runCLI(["profile", "show", "--save-photos", "out"], host) == .success, "\(host.stderr)")
             #expect(host.directories == ["out"])
             let first = host.written["out/1.jpg"], second = host.written["out/2.png"]
             #expect(first == Self.jpeg)
@@ -107,8 +107,8 @@ extension CommandLineTests {
             #expect(host.stdout.contains("Saved 2 photos: out/1.jpg, out/2.png"))
 
             let json = CLIFakeHost(Self.daemon(["aa"], blobs: ["aa": Self.jpeg]))
-            #expect(runCLI(["profile", "show", "--json", "--save-photos", "dir/"], json) == .success, json.stderr)
-            #expect(json.stdout.contains("\\"saved\\" : [\\n    \\"dir/1.jpg\\"") || json.stdout.contains("dir/1.jpg"))
+            #expect(runCLI(["profile", "show", "--json", "--save-photos", "dir/"], json) == .success, "\(json.stderr)")
+            #expect(json.stdout.contains("\"saved\"") && json.stdout.contains("\"dir/1.jpg\""), "\(json.stdout)")
         }
 
         @Test func savePhotosNeverOverwritesAndWritesNothingWhileAPhotoIsPending() {
@@ -144,7 +144,7 @@ extension CommandLineTests {
             let desktop = CLIFakeHost(daemon)
             desktop.env["DISPLAY"] = ":0"
             desktop.executables["xdg-open"] = "/usr/bin/xdg-open"
-            #expect(runCLI(["profile", "show", "--open"], desktop) == .success, desktop.stderr)
+            #expect(runCLI(["profile", "show", "--open"], desktop) == .success, "\(desktop.stderr)")
             #expect(desktop.ran == [["/usr/bin/xdg-open", "/tmp/mentormate-photo-TEST/photo-1.jpg"]])
             #expect(desktop.written["/tmp/mentormate-photo-TEST/photo-1.jpg"] == Self.jpeg)
         }

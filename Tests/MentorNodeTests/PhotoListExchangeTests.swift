@@ -26,7 +26,7 @@ import Testing
             blob: { (hash) throws(StoreError) in try replica.blob(hash: hash)?.data })
         let shell = PhotoExchangeTests.FakeShell()
         let clock = ManualClock()
-        let exchange = PhotoExchange(fetcher: .init(retry: .milliseconds(500), deferral: .seconds(10),
+        let exchange = PhotoExchange<PhotoExchangeTests.FakeShell>(fetcher: .init(retry: .milliseconds(500), deferral: .seconds(10),
                                                     photoBudget: 2 << 30, authorBudget: 64 << 20),
                                      rules: .init(lookupInterval: .seconds(1), answerTimeout: .seconds(30)),
                                      store: store, logger: CaptureLogger(), clock: { clock.now })
@@ -36,7 +36,7 @@ import Testing
         let refs = data.map { PhotoRef(hash: BLAKE2b.hash($0, outputLength: 32), size: UInt32($0.count), format: .png) }
         var ben = RecordWriter(keys: try SigningKeyPair(seed: [UInt8](repeating: 0xB0, count: 32)))
         let card = try ben.profile(ProfileCard(name: "Ben", photos: refs), at: 1000)
-        #expect(try replica.applyOne(card) == .applied)
+        #expect(try replica.apply(card.encoded) == .applied)
         #expect(PhotoSync.setsAPhoto(card.encoded))
 
         var links: [PhotoExchangeTests.FakeLink] = []
