@@ -168,7 +168,8 @@ extension MentormateCLI {
             USAGE: mentormate [--socket PATH] [--json] COMMAND [OPTIONS] [ARGUMENTS]
 
             """
-        let width = 14
+        // The longest command (`profile photo remove`) fits on its line, before its abstract.
+        let width = commands.map { $0.configuration.path.joined(separator: " ").count }.max().map { max(14, $0) } ?? 14
         for (heading, types) in sections {
             out += "\n\(heading):\n" + HelpFormatter.rows(types.map { ($0.configuration.path.joined(separator: " "), $0.configuration.abstract) },
                                                            labelWidth: width)

@@ -515,8 +515,10 @@ extension EndToEndTests {
             t mentormate profile ""
             t mentormate --json profile set --no
             t mentormate signup --role ""
+            t mentormate profile photo ""
+            t mentormate profile show --save
             """
         let bash = try Self.run(e2e, ["/bin/bash", "--norc", "-c", script])
-        #expect(bash.output == "signup swipe status\nshow set\n--no-photo\nstudent tutor\n", "\(bash.output)")
+        #expect(bash.output == "signup swipe status\nshow set photo\n--no-photo\nstudent tutor\nadd remove order\n--save-photos\n", "\(bash.output)")
     }
 }
