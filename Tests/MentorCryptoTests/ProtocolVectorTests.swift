@@ -803,7 +803,28 @@ extension ProtocolVectors {
         }
         let anaLikeID = try recordID(like, number: 3), benLikeID = try recordID(likeBack, number: 4)
         return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
-                              anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana)
+                              anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
+    }
+
+    /// Field 8 as a list (PROTOCOL.md §6): Cy's second card names three photos.
+    static func photoSpecs(main: PhotoRef) throws -> [Spec] {
+        func stand(_ text: String, size: UInt32, format: PhotoRef.Format) -> PhotoRef {
+            PhotoRef(hash: BLAKE2b.hash(Array(text.utf8), outputLength: 32), size: size, format: format)
+        }
+        let photos = [stand("mentormate photo two", size: 120_331, format: .png), main,
+                      stand("mentormate photo three", size: 9_876, format: .webp)]
+        return [
+            Spec(name: "profile-photos", title: "Cy's card names three photos",
+                 summary: """
+                 Cy's seq 2 sets only field 8, the card's photos: a list of three 37-byte references, \
+                 concatenated (111 bytes), the main photo first — a PNG of 120331 bytes (hash = BLAKE2b-256 \
+                 of the ASCII text `mentormate photo two`), the JPEG of `profile-full`, and a WebP of 9876 \
+                 bytes (of `mentormate photo three`). A list of one is the single 37-byte reference of \
+                 `profile-full`; an empty value (`profile-edit`) removes them all.
+                 """,
+                 author: try cy(), seq: 2, timestamp: start + 2940 * minute,
+                 content: .profile(ProfileCard(photos: photos))),
+        ]
     }
 
     /// V9–V12: Ana's devices (PROTOCOL.md §6.2, §7.5). Boxes use fixed ephemeral keys and
