@@ -325,7 +325,7 @@ extension CommandLineTests {
             guard case .print(let viaHelp) = try MentormateCLI.parse(["help", "profile", "set"]) else { Issue.record("no help"); return }
             #expect(viaHelp == set)
             guard case .print(let group) = try MentormateCLI.parse(["profile", "--help"]) else { Issue.record("no help"); return }
-            #expect(group.contains("mentormate profile show [ID]") && group.contains("SUBCOMMANDS:"))
+            #expect(group.contains("mentormate profile show [--save-photos DIR] [--open] [ID]") && group.contains("SUBCOMMANDS:"))
             guard case .print(let version) = try MentormateCLI.parse(["--version"]) else { Issue.record("no version"); return }
             #expect(version == "mentormate \(MentorMateVersion.string)")
             // --help wins over mistakes in the rest of the line.
@@ -386,9 +386,9 @@ extension CommandLineTests {
         }
 
         @Test func subcommandsAreCheckedToo() {
-            expectError(["profile"], "`profile` needs a subcommand: show or set")
+            expectError(["profile"], "`profile` needs a subcommand: show or set or photo")
             expectError(["profile", "shwo"], "unknown subcommand `shwo` for `profile`; did you mean `profile show`?",
-                        hint: "`profile` has: show, set")
+                        hint: "`profile` has: show, set, photo")
         }
 
         @Test func optionsOfACommandBeforeItAreNamedAsMisplaced() {
