@@ -224,7 +224,14 @@ extension Node {
         guard let state = try replica.card(of: key) else {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
-        return apiCard(state)
+        var card = apiCard(state)
+        let me = try me(caller)
+        if key == me {
+            (card.matches, card.pendingLikes) = try ownCounts(me)
+        } else if let (score, parts) = compatibility(of: me, with: key) {
+            (card.score, card.compatibility) = (score, parts)
+        }
+        return card
     }
 
     func profileSet(_ request: ProfileSetRequest, _ caller: Requester) throws -> Card {
@@ -264,6 +271,7 @@ extension Node {
         case .remove?:
             card.photo = .some(nil)
         }
+        try setProfileFields(request, on: &card)
         let me = try me(caller)
         // The edit has seen every current entry of the card, whichever of the account's keys
         // wrote it: it supersedes them all (PROTOCOL.md §8.3).
@@ -336,21 +344,21 @@ extension Node {
         let me = try me(caller)
         let limit = Int(request.limit ?? 20)
         guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "feed: limit must be 1...100") }
-        guard let mine = cards[me], let role = mine.role else {
+        let filter = try feedFilter(request)
+        guard let ranking = feedIndex.ranking(of: me) else {
             throw RPCError(.notAllowed, "your card has no role yet; this should not happen after signup — check `mentormate profile show`")
         }
         var excluded: Set<PublicKey> = [me]
         excluded.formUnion(try replica.passes(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
-        let course = request.course.map(ProfileCard.normalizeCourse)
-        // A course nobody lists matches nothing.
-        let courseFilter: Int32? = course.map { courseIDs[$0] ?? -1 }
-        let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values,
-                              course: courseFilter, limit: limit)
+        let index = feedIndex
+        let items = ranking.top(limit: limit, filter: filter, excluded: excluded, lookup: { index.candidates[$0] })
         let states = Dictionary(uniqueKeysWithValues: try replica.cards(of: items.map(\.key)).map { ($0.author, $0) })
         return FeedResult(cards: items.compactMap { item in
             states[item.key].map { state in
-                FeedCard(card: apiCard(state), sharedCourses: item.sharedCourses.map { courseNames[Int($0)] }, nearby: item.nearby)
+                var card = apiCard(state)
+                if let (score, parts) = compatibility(of: me, with: item.key) { (card.score, card.compatibility) = (score, parts) }
+                return FeedCard(card: card, sharedCourses: item.sharedCourses.map(index.courses.name), nearby: item.nearby)
             }
         })
     }
@@ -556,10 +564,12 @@ func apiCard(_ s: CardState) -> Card {
     if case .some(.some(let ref)) = c.photo {
         photo = PhotoInfo(hash: Hex.encode(ref.hash), size: Int64(ref.size), type: ref.format.mimeType)
     }
-    return Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
-                wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
-                availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
-                updatedAt: Int64(clamping: s.updatedAt))
+    var card = Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
+                    wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
+                    availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
+                    updatedAt: Int64(clamping: s.updatedAt))
+    apiCardFields(c, into: &card)
+    return card
 }
 
 /// A losing register value, shown in the field's own type.
@@ -576,6 +586,18 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     case .photo:
         if case .some(.some(let ref)) = card.photo { return .string(Hex.encode(ref.hash)) }
         return .null
+    case .slots: return card.slots.map { .string($0.description) } ?? .null
+    case .gender: return card.gender.map(JSON.string) ?? .null
+    case .languages: return .array((card.languages ?? []).map(JSON.string))
+    case .area: return card.area.map(JSON.string) ?? .null
+    case .age: return (card.age ?? nil).map { .int(Int64($0)) } ?? .null
+    case .sign: return (card.sign ?? nil).map { .string($0.description) } ?? .null
+    case .preferences:
+        var c = Card(id: "", updatedAt: 0)
+        var p = ProfileCard(); p.preferences = card.preferences
+        apiCardFields(p, into: &c)
+        return (try? JSONValueEncoder().encode(c.preferences ?? CardPreferences())) ?? .null
+    case .paused: return card.paused.map(JSON.bool) ?? .null
     }
 }
 
