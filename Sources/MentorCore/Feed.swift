@@ -50,6 +50,23 @@ public enum Feed {
                 && a.minAge == b.minAge && a.maxAge == b.maxAge && a.minScore == b.minScore
         }
 
+        /// Whether a ranking entry passes the filters it holds the values for (all but the
+        /// course and the time of day): the walk down a ranking checks these first, in place.
+        func quickAdmits(_ e: Ranking.Entry) -> Bool {
+            if let min = minScore, e.score < min { return false }
+            if nearby, !e.nearby { return false }
+            if let gender, e.gender != gender { return false }
+            if let available, e.days & (1 << available.day.rawValue) == 0 { return false }
+            if let maxWage, e.wage == .max || e.wage > maxWage { return false }
+            if let minBudget, e.budget == .max || e.budget < minBudget { return false }
+            if let minAge, e.age == 0 || e.age < minAge { return false }
+            if let maxAge, e.age == 0 || e.age > maxAge { return false }
+            return true
+        }
+
+        /// Whether the filters need the candidate's summary beyond its ranking entry.
+        var needsCandidate: Bool { course != nil || available?.minute != nil }
+
         /// Whether `c` passes every filter but the score. A filter on a value the card does not
         /// give (no wage, no age) leaves the card out: nothing says it would pass.
         public func admits(_ c: Candidate) -> Bool {
@@ -74,9 +91,17 @@ public enum Feed {
 
     /// One viewer's candidates (the other role, not paused), best first.
     public struct Ranking: Sendable {
+        /// The order's values and the filters' (inline, so the walk reads no dictionary):
+        /// `age` 0, `wage`/`budget` `.max` and `gender` -1 mean not given; `days` has bit d set
+        /// when the card has a slot on day d.
         struct Entry: Sendable {
             var score: UInt8
             var nearby: Bool
+            var age: UInt8
+            var days: UInt8
+            var gender: Int32
+            var wage: UInt64
+            var budget: UInt64
             var updatedAt: UInt64
             var key: PublicKey
             /// Whether `self` comes before `other` in the feed.
@@ -110,7 +135,9 @@ public enum Feed {
         }
 
         func entry(_ c: Candidate) -> Entry {
-            Entry(score: Compatibility.score(viewer: viewer, candidate: c), nearby: c.nearby, updatedAt: c.updatedAt, key: c.key)
+            Entry(score: Compatibility.score(viewer: viewer, candidate: c), nearby: c.nearby, age: c.age ?? 0,
+                  days: c.slots.slots.reduce(0) { $0 | 1 << $1.day.rawValue }, gender: c.gender ?? -1,
+                  wage: c.wage ?? .max, budget: c.budget ?? .max, updatedAt: c.updatedAt, key: c.key)
         }
 
         /// The first index whose entry does not precede `e`.
@@ -143,11 +170,13 @@ public enum Feed {
         public func top(limit: Int, filter: Filter, excluded: Set<PublicKey>,
                         lookup: (PublicKey) -> Candidate?) -> [Item] {
             var out: [Item] = []
-            for e in entries {
+            let deep = filter.needsCandidate
+            for i in entries.indices {
                 guard out.count < limit else { break }
-                if let min = filter.minScore, e.score < min { break }
-                guard !excluded.contains(e.key), let c = lookup(e.key), filter.admits(c) else { continue }
-                out.append(Item(key: c.key, score: e.score, sharedCourses: c.courses.filter(viewer.courses.contains), nearby: c.nearby))
+                if let min = filter.minScore, entries[i].score < min { break }
+                guard filter.quickAdmits(entries[i]), !excluded.contains(entries[i].key), let c = lookup(entries[i].key) else { continue }
+                if deep, !filter.admits(c) { continue }
+                out.append(Item(key: c.key, score: entries[i].score, sharedCourses: c.courses.filter(viewer.courses.contains), nearby: c.nearby))
             }
             return out
         }
