@@ -67,6 +67,7 @@ public enum MentormateCLI {
         public var passphrase = false
         public var importFile: String?
         public var label: String?
+        public var birthdate: String?
 
         public static var options: [CommandOption<Self>] {
             [.string("--email", value: "ADDR", \.email, required: true,
@@ -77,13 +78,16 @@ public enum MentormateCLI {
              .flag("--passphrase", \.passphrase, help: "Protect your key with a passphrase (asked for, never an argument)."),
              .string("--import", value: "FILE", \.importFile,
                      help: "Bring an existing account to this machine from a file `mentormate account export` wrote."),
-             .string("--label", value: "NAME", \.label, help: "With --import: what to call this machine (default: its host name).")]
+             .string("--label", value: "NAME", \.label, help: "With --import: what to call this machine (default: its host name)."),
+             .string("--birthdate", value: "YYYY-MM-DD", \.birthdate,
+                     help: "Kept on this node; your card shows your age. Needed where the node sets min_age.")]
         }
 
         public init() {}
 
         public func validate() throws(UsageError) {
             if let importFile {
+                if birthdate != nil { throw UsageError("--birthdate does not go with --import", hint: "after the import: mentormate profile set --birthdate YYYY-MM-DD") }
                 guard !importFile.isEmpty else { throw UsageError("--import needs a file name", hint: "for example --import ~/ana.mmaccount") }
                 guard name == nil, role == nil else {
                     throw UsageError("--name and --role do not go with --import: the account has its card already",
@@ -107,7 +111,7 @@ public enum MentormateCLI {
         public func run(_ context: CommandContext) throws(ClientError) {
             if let importFile { return try AccountFile.importAccount(from: importFile, email: email ?? "", label: label,
                                                                       protect: passphrase, context: context) }
-            var request = SignupRequest(email: email ?? "", name: name ?? "", role: role ?? "")
+            var request = SignupRequest(email: email ?? "", name: name ?? "", role: role ?? "", birthdate: birthdate)
             if passphrase {
                 // Typing a passphrase twice for an account that exists already would be wasted.
                 let existing: Fields<AccountInfo>?

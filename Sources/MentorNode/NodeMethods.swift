@@ -59,6 +59,7 @@ extension Node {
         var name: String
         var role: ProfileCard.Role
         var passphrase: String?
+        var birthdate: BirthDate?
     }
 
     /// Every check of a signup that costs nothing: run before Argon2id (`admit`) and again by
@@ -75,7 +76,17 @@ extension Node {
         try checkEmail(email)
         guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
         if let passphrase = request.passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
-        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase)
+        let birthdate = try request.birthdate.map(checkBirthdate)
+        if let minAge = config.minAge {
+            guard let birthdate else {
+                throw RPCError(.invalidValue, "this node admits people aged \(minAge) or over (min_age): sign up with your birth date, --birthdate YYYY-MM-DD")
+            }
+            let age = birthdate.age(at: config.now())
+            guard age >= minAge else {
+                throw RPCError(.notAllowed, "sign-up here needs an age of \(minAge) or over (this node's min_age); by the birth date given you are \(age)")
+            }
+        }
+        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase, birthdate: birthdate)
     }
 
     func signup(_ request: SignupRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
@@ -103,7 +114,9 @@ extension Node {
             // The account's first record: its card, carrying the proof of work (PROTOCOL.md §6.1);
             // then the certificate of this machine's device key, which signs from now on.
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
-                try w.profile(ProfileCard(name: name, role: role, work: prepared.work), at: now)
+                var card = ProfileCard(name: name, role: role, work: prepared.work)
+                if let birthdate = new.birthdate { card.age = .some(Self.publishedAge(birthdate, at: now)) }
+                return try w.profile(card, at: now)
             }
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
                 try w.certify(keys.publicKey.key, label: config.deviceLabel, epoch: 1, at: now)

@@ -72,6 +72,26 @@ extension Node {
         return out
     }
 
+    // MARK: Age
+
+    /// A birth date as given: a real date, not in the future, at most 120 years ago.
+    func checkBirthdate(_ text: String) throws -> BirthDate {
+        let date: BirthDate
+        do { date = try BirthDate(parsing: text.trimmingCharacters(in: .whitespaces)) } catch {
+            throw RPCError(.invalidValue, "birthdate: \(error)")
+        }
+        let age = date.age(at: config.now())
+        guard age >= 0 else { throw RPCError(.invalidValue, "birthdate \(date) is in the future") }
+        guard age <= Int(ProfileCard.ageRange.upperBound) else { throw RPCError(.invalidValue, "birthdate \(date) is over \(ProfileCard.ageRange.upperBound) years ago; check the year") }
+        return date
+    }
+
+    /// The age a card publishes: whole years, or none below the card's range (under 13).
+    static func publishedAge(_ date: BirthDate, at now: UInt64) -> UInt8? {
+        let age = date.age(at: now)
+        return ProfileCard.ageRange.contains(UInt8(clamping: max(0, age))) ? UInt8(age) : nil
+    }
+
     // MARK: The score
 
     /// The caller's compatibility with `other`: the score and its parts; nil when either has
