@@ -58,6 +58,13 @@ public protocol ClientHost: AnyObject {
     func openTerminal() -> (any InteractiveTerminal)?
     /// One line of stdin for `swipe`'s line prompt; nil at its end (default: nil).
     func readInputLine() -> String?
+    /// An environment variable (default: none).
+    func environment(_ name: String) -> String?
+    /// The path of the program `name` on PATH; nil when there is none (default: nil).
+    func findProgram(_ name: String) -> String?
+    /// Runs `argv` (`argv[0]` a path from `findProgram`) as argv, never through a shell, and
+    /// waits for it: its exit status (`notify`'s notify-send or gdbus). Default: refused.
+    func runProgram(_ argv: [String]) throws(ClientError) -> Int32
 }
 
 /// The exit status of `mentormate`.
