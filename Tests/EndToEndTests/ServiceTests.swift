@@ -118,7 +118,8 @@ extension EndToEndTests {
 
         let runtime = e2e.path("xdg-runtime")
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let userVerified = try Self.run(e2e, [analyze, "--user", "verify", user + "/mentormated.service", user + "/mentormated.socket"],
+        let userVerified = try Self.run(e2e, [analyze, "--user", "verify", user + "/mentormated.service", user + "/mentormated.socket",
+                                                   user + "/mentormate-notify.service"],
                                         environment: manpath.merging(["XDG_RUNTIME_DIR": runtime]) { $1 })
         #expect(userVerified.status.exitCode == 0 && userVerified.output.isEmpty,
                 "systemd-analyze --user verify (user units): \(userVerified.status)\n\(userVerified.output)")
@@ -187,6 +188,7 @@ extension EndToEndTests {
             "usr/local/bin/mentormated", "usr/local/bin/mentormate",
             "usr/local/lib/systemd/system/mentormated.service", "usr/local/lib/systemd/system/mentormated.socket",
             "usr/local/lib/systemd/user/mentormated.service", "usr/local/lib/systemd/user/mentormated.socket",
+            "usr/local/lib/systemd/user/mentormate-notify.service",
             "usr/local/lib/sysusers.d/mentormate.conf", "usr/local/lib/tmpfiles.d/mentormate.conf",
             "usr/local/share/man/man1/mentormate.1", "usr/local/share/man/man8/mentormated.8",
             "usr/local/share/bash-completion/completions/mentormate", "usr/local/share/bash-completion/completions/mentormated",
@@ -211,6 +213,7 @@ extension EndToEndTests {
         let unit = e2e.read(usr + "/usr/lib/systemd/system/mentormated.service")
         #expect(unit.contains("ExecStart=/usr/bin/mentormated --config /etc/mentormate/mentormated.conf"), "\(unit)")
         #expect(e2e.read(usr + "/usr/lib/systemd/user/mentormated.service").contains("ExecStart=/usr/bin/mentormated\n"))
+        #expect(e2e.read(usr + "/usr/lib/systemd/user/mentormate-notify.service").contains("ExecStart=/usr/bin/mentormate notify\n"))
         #expect(FileManager.default.isExecutableFile(atPath: usr + "/usr/bin/mentormate"))
 
         // A second install keeps an edited config.
