@@ -510,7 +510,7 @@ extension EndToEndTests {
             #expect(manDaemon.contains(flag), "mentormated(8) lacks \(flag)")
         }
 
-        // And in bash: the commands, profile's subcommands, an option, a choice.
+        // And in bash: the commands, profile's subcommands, an option, a choice, a setting's values.
         let script = """
             source \(Self.packageRoot)/completion/mentormate.bash
             t() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _mentormate; echo "${COMPREPLY[*]}"; }
@@ -518,8 +518,11 @@ extension EndToEndTests {
             t mentormate profile ""
             t mentormate --json profile set --no
             t mentormate signup --role ""
+            t mentormate settings set notify.match ""
+            t mentormate notify --s
             """
         let bash = try Self.run(e2e, ["/bin/bash", "--norc", "-c", script])
-        #expect(bash.output == "signup swipe status\nshow set\n--no-photo\nstudent tutor\n", "\(bash.output)")
+        #expect(bash.output == "signup swipe settings status\nshow set\n--no-photo\nstudent tutor\ntrue false on off yes no\n--stdout --socket\n",
+                "\(bash.output)")
     }
 }
