@@ -29,12 +29,25 @@ extension MentormateCLI {
         public init() {}
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let me = try context.call(API.accountWhoami)[.id]?.stringValue ?? ""
+            let account = try context.call(API.accountWhoami)
+            let me = account[.id]?.stringValue ?? ""
             let via = NotifyVia.choose(context.host, stdout: stdout)
             context.host.interruptEndsCleanly()
             _ = try context.call(API.subscribe, SubscribeRequest(events: [APIEvent.match, .message, .unmatch].map(\.rawValue)))
             context.host.error("(notifications \(via.description); Ctrl-C stops)")
+            if account[.unlocked]?.boolValue == false {
+                // A locked account gets no events; they start once it is unlocked.
+                context.host.error("mentormate: your account is locked: notifications start once you run `mentormate login`")
+            }
+            // Names of the accounts events name, asked for once each (a message carries only an ID).
             var names: [String: String] = [:]
+            func name(_ id: String) -> String {
+                if let known = names[id] { return known }
+                let found = (try? context.call(API.profileShow, ProfileShowRequest(id: id)))?[.name]?.stringValue
+                let shown = found.map { ClientFormat.cell($0, width: 40) } ?? ClientFormat.shortID(id)
+                names[id] = shown
+                return shown
+            }
             var warned = false
             while true {
                 guard let event = try context.nextNotification() else {
@@ -44,13 +57,6 @@ extension MentormateCLI {
                     let dropped = ClientFormat.text(Fields<OverflowEvent>(event.params)[.dropped]) ?? "some"
                     context.host.error("mentormate: missed \(dropped) events while busy; `mentormate matches` shows where things stand")
                     continue
-                }
-                let name = { (id: String) -> String in
-                    if let known = names[id] { return known }
-                    let found = (try? context.call(API.profileShow, ProfileShowRequest(id: id)))?[.name]?.stringValue
-                    let shown = found.map { ClientFormat.cell($0, width: 40) } ?? ClientFormat.shortID(id)
-                    names[id] = shown
-                    return shown
                 }
                 guard let note = DesktopNotification(event, me: me, name: name), try Self.wanted(note.event, context) else { continue }
                 if !via.show(note, context, json: context.json), !warned {

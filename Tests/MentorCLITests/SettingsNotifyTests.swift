@@ -169,6 +169,19 @@ extension CommandLineTests {
             #expect(host.err.filter { $0.contains("failed; showing notifications on the terminal") }.count == 1)
         }
 
+        @Test func aLockedAccountIsToldNotificationsStartAtLogin() {
+            let transport = Self.daemon([])
+            let answer = transport.answer
+            transport.answer = { method, params in
+                method == "account.whoami" ? ["id": .string(cliAna), "email": "ana@uni.edu", "protected": true, "unlocked": false]
+                    : try answer(method, params)
+            }
+            let host = CLIFakeHost(transport)
+            #expect(runCLI(["notify"], host) == .unreachable)
+            #expect(host.stderr.contains("your account is locked: notifications start once you run `mentormate login`"))
+            #expect(transport.methods == ["account.whoami", "subscribe"])
+        }
+
         @Test func jsonLinesCarryTheEventAndItsText() {
             let host = CLIFakeHost(Self.daemon([Self.events[0]]))
             #expect(runCLI(["notify", "--stdout", "--json"], host) == .unreachable)
