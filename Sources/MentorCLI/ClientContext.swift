@@ -203,6 +203,8 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             hint = method.hasPrefix("blob.") ? nil : "`mentormate feed` and `mentormate matches` show the IDs you can use"
         case .notAllowed:
             hint = method.hasPrefix("chat.") ? "you can chat once you both liked each other; `mentormate matches` lists your matches" : nil
+        case .invalidValue where method.hasPrefix("settings."):
+            hint = "`mentormate settings show` lists the settings and what each accepts"
         case .storage:
             hint = "free disk space or fix the state directory's permissions; `mentormate doctor` checks both"
         case .methodNotFound, .invalidParams, .invalidRequest, .parseError:

@@ -70,6 +70,7 @@ extension CommandLineTests {
             let host = CLIFakeHost(transport)
             #expect(runCLI(["settings", "set", "notify.chat", "on"], host) == .failure)
             #expect(host.stderr.contains("there is no setting \"notify.chat\"; the settings are notify.match"))
+            #expect(host.stderr.hasSuffix("\nhint: `mentormate settings show` lists the settings and what each accepts"))
         }
     }
 
