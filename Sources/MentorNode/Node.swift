@@ -108,6 +108,8 @@ public final class Node: @unchecked Sendable {
     var pendingLinks: [UInt32: PendingLink] = [:]
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
+    /// The per-account settings there are (`Settings.swift`).
+    var settingsRegistry = SettingsRegistry.standard
 
     /// A node over `replica`, wired once: its notifications go to `notifications`, its changes
     /// to `changes`' subscribers, `status`/`doctor` read `runtime`.

@@ -43,6 +43,8 @@ extension Node {
         case .deviceApprove: return try run(API.deviceApprove, params) { try deviceApprove($0, caller, prepared: prepared) }
         case .accountExport: return try run(API.accountExport, params) { _ in try accountExport(caller) }
         case .accountImport: return try run(API.accountImport, params) { try accountImport($0, caller, prepared: prepared) }
+        case .settingsShow: return try run(API.settingsShow, params) { _ in try settingsShow(caller) }
+        case .settingsSet: return try run(API.settingsSet, params) { try settingsSet($0, caller) }
         }
     }
 

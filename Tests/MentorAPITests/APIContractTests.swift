@@ -117,6 +117,12 @@ import MentorAPI
             case .accountImport:
                 try roundTrip(API.accountImport, ImportRequest(key: "AAEC", email: "a@uni.edu", passphrase: "pw", label: "laptop"), account)
                 try roundTrip(API.accountImport, ImportRequest(key: "AAEC", email: "a@uni.edu"), account)
+            case .settingsShow:
+                try roundTrip(API.settingsShow, NoParams(), SettingsResult(settings: [Self.setting, SettingInfo(
+                    key: "feed.gender", value: nil, isDefault: true, defaultValue: nil, kind: "text", accepts: "any text", description: "d")]))
+            case .settingsSet:
+                try roundTrip(API.settingsSet, SettingsSetRequest(key: "notify.match", value: .set("off")), Self.setting)
+                try roundTrip(API.settingsSet, SettingsSetRequest(key: "notify.match", value: .unset), Self.setting)
             }
         }
     }
@@ -192,10 +198,26 @@ import MentorAPI
         #expect(try JSONValueEncoder().encode(AmbiguousIDData(matches: ["a", "b"])) == ["matches": ["a", "b"]])
     }
 
+    /// settings.set's value: null (back to the default) kept apart from absent (refused), and a
+    /// boolean or integer taken as its text.
+    @Test func settingsSetValueIsRequiredNullableAndTakesScalars() throws {
+        #expect(try API.settingsSet.params(SettingsSetRequest(key: "k", value: .unset)) == ["key": "k", "value": nil])
+        #expect(try API.settingsSet.request(from: ["key": "k", "value": nil]).value == .unset)
+        #expect(try API.settingsSet.request(from: ["key": "k", "value": false]).value == .set("false"))
+        #expect(try API.settingsSet.request(from: ["key": "k", "value": 30]).value == .set("30"))
+        #expect(throws: RPCError.self) { try API.settingsSet.request(from: ["key": "k"]) }
+        #expect(try API.settingsShow.json(SettingsResult(settings: [Self.setting])) == ["settings": [[
+            "key": "notify.match", "value": "false", "isDefault": false, "defaultValue": "true", "kind": "bool",
+            "accepts": "true or false (also on/off, yes/no)", "description": "Notify me of a new match."]]])
+    }
+
+    static let setting = SettingInfo(key: "notify.match", value: "false", isDefault: false, defaultValue: "true", kind: "bool",
+                                     accepts: "true or false (also on/off, yes/no)", description: "Notify me of a new match.")
+
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 28)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 28)
+        #expect(APIMethod.allCases.count == 30)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 30)
     }
 }
 

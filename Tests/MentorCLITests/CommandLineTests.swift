@@ -85,6 +85,16 @@ final class CLIFakeHost: ClientHost {
     func openTerminal() -> (any InteractiveTerminal)? { terminal }
     func readInputLine() -> String? { inputLines.isEmpty ? nil : inputLines.removeFirst() }
 
+    /// `notify`: the environment, the programs on PATH (name → path), each argv run and the
+    /// exit status the runs give.
+    var environmentValues: [String: String] = [:]
+    var programs: [String: String] = [:]
+    var ran: [[String]] = []
+    var programStatus: Int32 = 0
+    func environment(_ name: String) -> String? { environmentValues[name] }
+    func findProgram(_ name: String) -> String? { programs[name] }
+    func runProgram(_ argv: [String]) throws(ClientError) -> Int32 { ran.append(argv); return programStatus }
+
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
 }

@@ -27,8 +27,14 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 12 (device certificates and revocations).
-let undoMigration12 = """
+/// SQL that takes a replica back from migration 13 (per-account settings).
+let undoMigration13 = """
+    DROP TABLE account_settings;
+    """
+
+/// SQL that takes a replica back from migration 12 (device certificates and revocations) and the
+/// later ones.
+let undoMigration12 = undoMigration13 + """
     DROP TABLE device_certs; DROP TABLE device_revocations; DROP TABLE account_keys; DROP TABLE chat_purge; DROP TABLE purged; DROP TABLE pass_notes;
     ALTER TABLE pair_entries DROP COLUMN mine; ALTER TABLE pair_entries DROP COLUMN clock;
     """

@@ -333,6 +333,16 @@ enum ReplicaSchema {
                 PRIMARY KEY (account, epoch, public)
             ) WITHOUT ROWID;
             """)
+        // Per-account settings (`settings show|set`, MentorNode/Settings.swift): node-local, never
+        // synced; a key without a row has its default. Values are the registry's canonical text.
+        m.register(13, "per-account settings", """
+            CREATE TABLE account_settings (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                key         TEXT NOT NULL,
+                value       TEXT NOT NULL,
+                PRIMARY KEY (account, key)
+            ) WITHOUT ROWID;
+            """)
         return m
     }
 }
