@@ -20,6 +20,7 @@ extension MentormateCLI {
          ("PROFILE", [Profile.Show.self, Profile.Set.self, Profile.PhotoAdd.self, Profile.PhotoRemove.self, Profile.PhotoOrder.self]),
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("CHAT", [Chat.self]),
+         ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }
 
@@ -143,7 +144,7 @@ extension MentormateCLI {
         case .root: return overview
         case .group(let word, let members):
             let abstract = ["profile": Profile.abstract, "profile photo": Profile.photoAbstract, "device": Device.abstract,
-                            "account": Account.abstract][word] ?? ""
+                            "account": Account.abstract, "settings": Settings.abstract][word] ?? ""
             let level = word.split(separator: " ").count
             var out = "\(abstract)\n\nUSAGE:"
             for (i, m) in members.enumerated() {

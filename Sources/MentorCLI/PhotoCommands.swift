@@ -180,7 +180,7 @@ public enum PhotoFiles {
         return files.map(\.path)
     }
 
-    /// `--open`: the main photo, handed to `xdg-open` (run with argv, no shell) from a private
+    /// `--open`: the main photo, handed to `xdg-open` (`runProgram`: argv, no shell) from a private
     /// temporary file — only where a desktop session is: DISPLAY or WAYLAND_DISPLAY set and
     /// `xdg-open` on the PATH. Returns the file opened.
     static func open(_ card: Fields<Card>, context: CommandContext) throws(ClientError) -> String {
@@ -190,7 +190,7 @@ public enum PhotoFiles {
             throw ClientError("--open needs a desktop session, and neither DISPLAY nor WAYLAND_DISPLAY is set",
                               hint: "run it in a terminal of your desktop, or save the photos with --save-photos DIR")
         }
-        guard let opener = host.executablePath("xdg-open") else {
+        guard let opener = host.findProgram("xdg-open") else {
             throw ClientError("--open needs xdg-open, which is not on the PATH",
                               hint: "install xdg-utils (apt install xdg-utils), or save the photos with --save-photos DIR")
         }
@@ -199,7 +199,13 @@ public enum PhotoFiles {
         }
         let bytes = try download(main, number: 1, context: context)
         let path = try host.writeTemporaryFile("photo-1.\(fileExtension(bytes))", bytes)
-        try host.run([opener, path])
+        // xdg-open hands the file to the desktop's viewer and returns (without a desktop
+        // environment it runs the viewer itself, and returns when it closes).
+        let status = try host.runProgram([opener, path])
+        guard status == 0 else {
+            throw ClientError("xdg-open failed (exit status \(status)); the photo is in \(ClientFormat.sanitize(path))",
+                              hint: "open that file with an image viewer, or set one up for images (xdg-mime default)")
+        }
         return path
     }
 }
@@ -210,12 +216,7 @@ extension ClientHost {
     public func makeDirectory(_ path: String) throws(ClientError) {
         throw ClientError("cannot make \(path) here", hint: "run mentormate in a terminal")
     }
-    public func environment(_ name: String) -> String? { nil }
-    public func executablePath(_ name: String) -> String? { nil }
     public func writeTemporaryFile(_ name: String, _ bytes: [UInt8]) throws(ClientError) -> String {
         throw ClientError("cannot write a temporary file here", hint: "run mentormate in a terminal")
-    }
-    public func run(_ argv: [String]) throws(ClientError) {
-        throw ClientError("cannot run \(argv.first ?? "a program") here", hint: "run mentormate in a terminal")
     }
 }

@@ -46,6 +46,8 @@ extension Node {
         case .deviceApprove: return try run(API.deviceApprove, params) { try deviceApprove($0, caller, prepared: prepared) }
         case .accountExport: return try run(API.accountExport, params) { _ in try accountExport(caller) }
         case .accountImport: return try run(API.accountImport, params) { try accountImport($0, caller, prepared: prepared) }
+        case .settingsShow: return try run(API.settingsShow, params) { _ in try settingsShow(caller) }
+        case .settingsSet: return try run(API.settingsSet, params) { try settingsSet($0, caller) }
         }
     }
 
@@ -62,6 +64,7 @@ extension Node {
         var name: String
         var role: ProfileCard.Role
         var passphrase: String?
+        var birthdate: BirthDate?
     }
 
     /// Every check of a signup that costs nothing: run before Argon2id (`admit`) and again by
@@ -78,7 +81,17 @@ extension Node {
         try checkEmail(email)
         guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
         if let passphrase = request.passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
-        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase)
+        let birthdate = try request.birthdate.map(checkBirthdate)
+        if let minAge = config.minAge {
+            guard let birthdate else {
+                throw RPCError(.invalidValue, "this node admits people aged \(minAge) or over (min_age): sign up with your birth date, --birthdate YYYY-MM-DD")
+            }
+            let age = birthdate.age(at: config.now())
+            guard age >= minAge else {
+                throw RPCError(.notAllowed, "sign-up here needs an age of \(minAge) or over (this node's min_age); by the birth date given you are \(age)")
+            }
+        }
+        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase, birthdate: birthdate)
     }
 
     func signup(_ request: SignupRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
@@ -106,7 +119,9 @@ extension Node {
             // The account's first record: its card, carrying the proof of work (PROTOCOL.md §6.1);
             // then the certificate of this machine's device key, which signs from now on.
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
-                try w.profile(ProfileCard(name: name, role: role, work: prepared.work), at: now)
+                var card = ProfileCard(name: name, role: role, work: prepared.work)
+                if let birthdate = new.birthdate { card.age = .some(Self.publishedAge(birthdate, at: now)) }
+                return try w.profile(card, at: now)
             }
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
                 try w.certify(keys.publicKey.key, label: config.deviceLabel, epoch: 1, at: now)
@@ -227,7 +242,14 @@ extension Node {
         guard let state = try replica.card(of: key) else {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
-        return apiCard(state)
+        var card = apiCard(state)
+        let me = try me(caller)
+        if key == me {
+            (card.matches, card.pendingLikes) = try ownCounts(me)
+        } else if let (score, parts) = compatibility(of: me, with: key) {
+            (card.score, card.compatibility) = (score, parts)
+        }
+        return card
     }
 
     func profileSet(_ request: ProfileSetRequest, _ caller: Requester) throws -> Card {
@@ -264,6 +286,7 @@ extension Node {
         case .remove?:
             card.photos = []
         }
+        try setProfileFields(request, on: &card)
         let me = try me(caller)
         // The edit has seen every current entry of the card, whichever of the account's keys
         // wrote it: it supersedes them all (PROTOCOL.md §8.3).
@@ -336,21 +359,21 @@ extension Node {
         let me = try me(caller)
         let limit = Int(request.limit ?? 20)
         guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "feed: limit must be 1...100") }
-        guard let mine = cards[me], let role = mine.role else {
+        let filter = try feedFilter(request)
+        guard let ranking = feedIndex.ranking(of: me) else {
             throw RPCError(.notAllowed, "your card has no role yet; this should not happen after signup — check `mentormate profile show`")
         }
         var excluded: Set<PublicKey> = [me]
         excluded.formUnion(try replica.passes(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
-        let course = request.course.map(ProfileCard.normalizeCourse)
-        // A course nobody lists matches nothing.
-        let courseFilter: Int32? = course.map { courseIDs[$0] ?? -1 }
-        let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values,
-                              course: courseFilter, limit: limit)
+        let index = feedIndex
+        let items = ranking.top(limit: limit, filter: filter, excluded: excluded, lookup: { index.candidates[$0] })
         let states = Dictionary(uniqueKeysWithValues: try replica.cards(of: items.map(\.key)).map { ($0.author, $0) })
         return FeedResult(cards: items.compactMap { item in
             states[item.key].map { state in
-                FeedCard(card: apiCard(state), sharedCourses: item.sharedCourses.map { courseNames[Int($0)] }, nearby: item.nearby)
+                var card = apiCard(state)
+                if let (score, parts) = compatibility(of: me, with: item.key) { (card.score, card.compatibility) = (score, parts) }
+                return FeedCard(card: card, sharedCourses: item.sharedCourses.map(index.courses.name), nearby: item.nearby)
             }
         })
     }
@@ -554,10 +577,11 @@ func apiCard(_ s: CardState) -> Card {
     }
     let photo = c.mainPhoto.map(apiPhoto)
     var card = Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
-                wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
-                availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
-                updatedAt: Int64(clamping: s.updatedAt))
+                    wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
+                    availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
+                    updatedAt: Int64(clamping: s.updatedAt))
     card.photos = (c.photos ?? []).map(apiPhoto)
+    apiCardFields(c, into: &card)
     return card
 }
 
@@ -573,6 +597,18 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     case .budget: return card.budget.map { .int(Int64(clamping: $0)) } ?? .null
     case .availability: return card.availability.map(JSON.string) ?? .null
     case .photo: return .array((card.photos ?? []).map { .string(Hex.encode($0.hash)) })
+    case .slots: return card.slots.map { .string($0.description) } ?? .null
+    case .gender: return card.gender.map(JSON.string) ?? .null
+    case .languages: return .array((card.languages ?? []).map(JSON.string))
+    case .area: return card.area.map(JSON.string) ?? .null
+    case .age: return (card.age ?? nil).map { .int(Int64($0)) } ?? .null
+    case .sign: return (card.sign ?? nil).map { .string($0.description) } ?? .null
+    case .preferences:
+        var c = Card(id: "", updatedAt: 0)
+        var p = ProfileCard(); p.preferences = card.preferences
+        apiCardFields(p, into: &c)
+        return (try? JSONValueEncoder().encode(c.preferences ?? CardPreferences())) ?? .null
+    case .paused: return card.paused.map(JSON.bool) ?? .null
     }
 }
 

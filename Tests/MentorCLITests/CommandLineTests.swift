@@ -85,30 +85,33 @@ final class CLIFakeHost: ClientHost {
     func openTerminal() -> (any InteractiveTerminal)? { terminal }
     func readInputLine() -> String? { inputLines.isEmpty ? nil : inputLines.removeFirst() }
 
+    /// `notify`: the environment, the programs on PATH (name → path), each argv run and the
+    /// exit status the runs give.
+    var environmentValues: [String: String] = [:]
+    var programs: [String: String] = [:]
+    var ran: [[String]] = []
+    var programStatus: Int32 = 0
+    func environment(_ name: String) -> String? { environmentValues[name] }
+    func findProgram(_ name: String) -> String? { programs[name] }
+    func runProgram(_ argv: [String]) throws(ClientError) -> Int32 { ran.append(argv); return programStatus }
+
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
 
-    /// `--save-photos` and `--open` (PhotoCommandTests): files written, directories made, the
-    /// environment, programs on the PATH, programs run.
+    /// `--save-photos` and `--open` (PhotoCommandTests): files written, directories made.
     var written: [String: [UInt8]] = [:]
     var directories: [String] = []
-    var env: [String: String] = [:]
-    var executables: [String: String] = [:]
-    var ran: [[String]] = []
     func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ClientError) {
         guard written[path] == nil, files[path] == nil else { throw ClientError("cannot create \(path): File exists") }
         written[path] = bytes
     }
     func fileExists(_ path: String) -> Bool { written[path] != nil || files[path] != nil }
     func makeDirectory(_ path: String) throws(ClientError) { directories.append(path) }
-    func environment(_ name: String) -> String? { env[name] }
-    func executablePath(_ name: String) -> String? { executables[name] }
     func writeTemporaryFile(_ name: String, _ bytes: [UInt8]) throws(ClientError) -> String {
         let path = "/tmp/mentormate-photo-TEST/" + name
         written[path] = bytes
         return path
     }
-    func run(_ argv: [String]) throws(ClientError) { ran.append(argv) }
 }
 
 /// Runs `mentormate argv` against `host`.

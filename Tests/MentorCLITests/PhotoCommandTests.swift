@@ -131,22 +131,29 @@ extension CommandLineTests {
         @Test func openHandsTheMainPhotoToXdgOpenOnlyOnADesktop() {
             let daemon = Self.daemon(["aa", "bb"], blobs: ["aa": Self.jpeg, "bb": Self.png])
             let host = CLIFakeHost(daemon)
-            host.executables["xdg-open"] = "/usr/bin/xdg-open"
+            host.programs["xdg-open"] = "/usr/bin/xdg-open"
             #expect(runCLI(["profile", "show", "--open"], host) == .failure)
             #expect(host.stderr.contains("--open needs a desktop session, and neither DISPLAY nor WAYLAND_DISPLAY is set"))
             #expect(host.ran.isEmpty)
 
             let noOpener = CLIFakeHost(daemon)
-            noOpener.env["WAYLAND_DISPLAY"] = "wayland-0"
+            noOpener.environmentValues["WAYLAND_DISPLAY"] = "wayland-0"
             #expect(runCLI(["profile", "show", "--open"], noOpener) == .failure)
             #expect(noOpener.stderr.contains("--open needs xdg-open, which is not on the PATH"))
 
             let desktop = CLIFakeHost(daemon)
-            desktop.env["DISPLAY"] = ":0"
-            desktop.executables["xdg-open"] = "/usr/bin/xdg-open"
+            desktop.environmentValues["DISPLAY"] = ":0"
+            desktop.programs["xdg-open"] = "/usr/bin/xdg-open"
             #expect(runCLI(["profile", "show", "--open"], desktop) == .success, "\(desktop.stderr)")
             #expect(desktop.ran == [["/usr/bin/xdg-open", "/tmp/mentormate-photo-TEST/photo-1.jpg"]])
             #expect(desktop.written["/tmp/mentormate-photo-TEST/photo-1.jpg"] == Self.jpeg)
+
+            let noViewer = CLIFakeHost(daemon)
+            noViewer.environmentValues["DISPLAY"] = ":0"
+            noViewer.programs["xdg-open"] = "/usr/bin/xdg-open"
+            noViewer.programStatus = 3
+            #expect(runCLI(["profile", "show", "--open"], noViewer) == .failure)
+            #expect(noViewer.stderr.contains("xdg-open failed (exit status 3); the photo is in /tmp/mentormate-photo-TEST/photo-1.jpg"))
         }
 
         @Test func theCardListsItsPhotosNumbered() {

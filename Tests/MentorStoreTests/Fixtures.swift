@@ -28,7 +28,7 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 }
 
 /// SQL that takes a replica back from migration 16 (every photo of a card) and the reserved
-/// 13–15: the index of migration 7 and the triggers of migration 11 come back.
+/// 14–15: the index of migration 7 and the triggers of migration 11 come back.
 let undoMigration16 = """
     DROP TRIGGER card_photos_entry_in; DROP TRIGGER card_photos_entry_out; DROP TRIGGER card_photos_entry_change;
     DROP TRIGGER photos_missing_photo_in; DROP TRIGGER photos_missing_photo_out; DROP TRIGGER photos_missing_blob_out;
@@ -61,8 +61,15 @@ let undoMigration16 = """
             WHERE c.field = 8 AND length(c.value) = 37 AND substr(c.value, 1, 32) = OLD.hash; END;
     """
 
-/// SQL that takes a replica back from migration 12 (device certificates and revocations).
-let undoMigration12 = undoMigration16 + """
+
+/// SQL that takes a replica back from migration 13 (per-account settings) and the later ones.
+let undoMigration13 = undoMigration16 + """
+    DROP TABLE account_settings;
+    """
+
+/// SQL that takes a replica back from migration 12 (device certificates and revocations) and the
+/// later ones.
+let undoMigration12 = undoMigration13 + """
     DROP TABLE device_certs; DROP TABLE device_revocations; DROP TABLE account_keys; DROP TABLE chat_purge; DROP TABLE purged; DROP TABLE pass_notes;
     ALTER TABLE pair_entries DROP COLUMN mine; ALTER TABLE pair_entries DROP COLUMN clock;
     """

@@ -40,7 +40,11 @@ extension Replica {
     }
 
     public func removeNodeAccount(uid: UInt32) throws(StoreError) {
-        try write(countsUnchanged: true) { db throws(StoreError) in try db.execute("DELETE FROM node_accounts WHERE uid = ?", [.integer(Int64(uid))]) }
+        try write(countsUnchanged: true) { db throws(StoreError) in
+            // Its settings go with it (`logout --forget` on a shared machine leaves none behind).
+            try db.execute("DELETE FROM account_settings WHERE account IN (SELECT account FROM node_accounts WHERE uid = ?)", [.integer(Int64(uid))])
+            try db.execute("DELETE FROM node_accounts WHERE uid = ?", [.integer(Int64(uid))])
+        }
     }
 
     private static func nodeAccount(_ row: Row) -> NodeAccount? {

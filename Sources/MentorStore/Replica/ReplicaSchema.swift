@@ -333,10 +333,19 @@ enum ReplicaSchema {
                 PRIMARY KEY (account, epoch, public)
             ) WITHOUT ROWID;
             """)
+        // Per-account settings (`settings show|set`, MentorNode/Settings.swift): node-local, never
+        // synced; a key without a row has its default. Values are the registry's canonical text.
+        m.register(13, "per-account settings", """
+            CREATE TABLE account_settings (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                key         TEXT NOT NULL,
+                value       TEXT NOT NULL,
+                PRIMARY KEY (account, key)
+            ) WITHOUT ROWID;
+            """)
         // Placeholders on branch `photos` for the migrations reserved for the other branches of
-        // issue 16 (13: helper A's settings, 14: helper B's blocks, 15: the lead's): the merge
-        // replaces them with theirs, so that the photos' migration keeps its number, 16.
-        m.register(13, "reserved (issue 16, settings)", "")
+        // issue 16 (14: helper B's blocks, 15: the lead's): the merge replaces them with theirs,
+        // so that the photos' migration keeps its number, 16.
         m.register(14, "reserved (issue 16, blocks)", "")
         m.register(15, "reserved (issue 16, cards)", "")
         // A card names up to six photos (field 8 is a list of 37-byte PhotoRefs, PROTOCOL.md §6).
