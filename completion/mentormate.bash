@@ -48,7 +48,7 @@ _mentormate() {
         profile)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set photo" -- "$cur")); return; fi
             case "$sub" in
-                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo" ;;
+                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --available --gender --languages --area --birthdate --prefer-gender --prefer-overlap --prefer-max-wage --prefer-min-budget --no-preferences" ;;
                 show) opts="--save-photos --open" ;;
                 photo)
                     if [[ -z "$sub2" ]]; then COMPREPLY=($(compgen -W "add remove order" -- "$cur")); return; fi
@@ -84,9 +84,9 @@ _mentormate() {
                 fi
             fi ;;
         notify) opts="--stdout" ;;
-        signup) opts="--email --name --role --passphrase --import --label" ;;
+        signup) opts="--email --name --role --passphrase --import --label --birthdate" ;;
         logout) opts="--forget" ;;
-        feed) opts="--course --limit" ;;
+        feed) opts="--course --limit --available --max-wage --min-budget --nearby --gender --min-age --max-age --min-score --no-defaults" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
         login|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;

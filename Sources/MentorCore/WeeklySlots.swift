@@ -80,7 +80,7 @@ public struct WeeklySlots: Equatable, Sendable, CustomStringConvertible {
         slots.map { "\($0.day) \(Self.time($0.start))-\(Self.time($0.end))" }.joined(separator: ", ")
     }
 
-    static func time(_ m: UInt16) -> String {
+    public static func time(_ m: UInt16) -> String {
         m % 60 == 0 ? "\(m / 60)" : "\(m / 60):\(m % 60 < 10 ? "0" : "")\(m % 60)"
     }
 

@@ -586,6 +586,8 @@ public final class Node: @unchecked Sendable {
         for pair in try replica.pairSummaries(of: account) where pair.unmatchedBy == pair.other {
             acknowledgeUnmatches(uid, me: account, other: pair.other)
         }
+        // A birthday that passed while the daemon was down.
+        refreshAge(uid)
     }
 
     func rebuildCardIndex() throws {

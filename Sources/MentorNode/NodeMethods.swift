@@ -126,6 +126,7 @@ extension Node {
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
                 try w.certify(keys.publicKey.key, label: config.deviceLabel, epoch: 1, at: now)
             }
+            if let birthdate = new.birthdate { try replica.setAccountSetting(account, key: "birthdate", value: birthdate.description) }
         } catch {
             // Leave nothing half-made: no row, no keys.
             writers[caller.uid] = nil
@@ -238,6 +239,7 @@ extension Node {
     }
 
     func profileShow(_ request: ProfileShowRequest, _ caller: Requester) throws -> Card {
+        refreshAge(caller.uid)
         let key = try request.id.map(resolve) ?? me(caller)
         guard let state = try replica.card(of: key) else {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
@@ -288,6 +290,7 @@ extension Node {
         }
         try setProfileFields(request, on: &card)
         let me = try me(caller)
+        if let text = request.birthdate { try setBirthdate(text, uid: caller.uid, account: me, on: &card) }
         // The edit has seen every current entry of the card, whichever of the account's keys
         // wrote it: it supersedes them all (PROTOCOL.md §8.3).
         let seen = try replica.cardClock(of: me)
@@ -359,7 +362,8 @@ extension Node {
         let me = try me(caller)
         let limit = Int(request.limit ?? 20)
         guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "feed: limit must be 1...100") }
-        let filter = try feedFilter(request)
+        refreshAge(caller.uid)
+        let filter = try feedFilter(try withDefaults(request, me))
         guard let ranking = feedIndex.ranking(of: me) else {
             throw RPCError(.notAllowed, "your card has no role yet; this should not happen after signup — check `mentormate profile show`")
         }

@@ -92,6 +92,76 @@ extension Node {
         return ProfileCard.ageRange.contains(UInt8(clamping: max(0, age))) ? UInt8(age) : nil
     }
 
+    // MARK: Settings that change the card
+
+    /// The stored birth date of `account` (the setting `birthdate`), if any.
+    func birthdate(of account: PublicKey) throws -> BirthDate? {
+        try replica.accountSettings(of: account)["birthdate"].flatMap { try? BirthDate(parsing: $0) }
+    }
+
+    func showsSign(_ account: PublicKey) throws -> Bool { try replica.accountSettings(of: account)["show_sign"] == "true" }
+
+    /// `paused`, `birthdate` or `show_sign` changed (the new value is stored): the card says so.
+    func cardSettingChanged(_ change: SettingChange) throws {
+        var card = ProfileCard()
+        switch change.key {
+        case "paused":
+            card.paused = change.new == "true"
+        case "birthdate":
+            let date = try change.new.map(checkBirthdate)
+            card.age = .some(date.flatMap { Self.publishedAge($0, at: config.now()) })
+            if try showsSign(change.account) { card.sign = .some(date?.sign) }
+        case "show_sign":
+            let on = change.new == "true"
+            guard let date = try birthdate(of: change.account) else {
+                if on { throw RPCError(.notAllowed, "the sun sign comes from your birth date: set it first (mentormate settings set birthdate YYYY-MM-DD)") }
+                return
+            }
+            card.sign = .some(on ? date.sign : nil)
+        default:
+            return
+        }
+        try writeCardEdit(change.uid, change.account, card)
+    }
+
+    /// `email` changed: it must pass this node's campus domains; the account's row follows.
+    func emailChanged(_ change: SettingChange) throws {
+        guard let email = change.new else {
+            throw RPCError(.invalidValue, "the e-mail address cannot be unset; give the new address instead")
+        }
+        try checkEmail(email)
+        try replica.setNodeAccountEmail(uid: change.uid, email: email)
+    }
+
+    /// Writes an edit of the caller's card that supersedes every current entry.
+    func writeCardEdit(_ uid: UInt32, _ account: PublicKey, _ card: ProfileCard) throws {
+        let seen = try replica.cardClock(of: account)
+        try write(uid) { w, now throws(RecordError) in try w.profile(card, clock: seen, at: now) }
+    }
+
+    /// `profile.set`'s `birthdate`: stored (or forgotten with ""), and the edit gets the age and,
+    /// if published, the sign.
+    func setBirthdate(_ text: String, uid: UInt32, account: PublicKey, on card: inout ProfileCard) throws {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let date = trimmed.isEmpty ? nil : try checkBirthdate(trimmed)
+        card.age = .some(date.flatMap { Self.publishedAge($0, at: config.now()) })
+        if try showsSign(account) || date == nil { card.sign = .some(date?.sign) }
+        try replica.setAccountSetting(account, key: "birthdate", value: date?.description)
+    }
+
+    /// A birthday passed since the card's age was written: a new edit says the new age. Run at
+    /// unlock and when the account asks for its feed or its card.
+    func refreshAge(_ uid: UInt32) {
+        guard let account = writers[uid]?.account, let date = try? birthdate(of: account) else { return }
+        let age = Self.publishedAge(date, at: config.now())
+        guard let indexed = feedIndex.candidates[account], indexed.age != age else { return }
+        var card = ProfileCard()
+        card.age = .some(age)
+        do { try writeCardEdit(uid, account, card) } catch {
+            logger.info("the card's age could not be brought up to date; tried again later", ["uid": "\(uid)", "error": "\(error)"])
+        }
+    }
+
     // MARK: The score
 
     /// The caller's compatibility with `other`: the score and its parts; nil when either has
@@ -118,6 +188,23 @@ extension Node {
     }
 
     // MARK: Filters
+
+    /// The request with the caller's default filters (settings `feed.*`) where it left one out.
+    func withDefaults(_ request: FeedRequest, _ account: PublicKey) throws -> FeedRequest {
+        guard request.noDefaults != true else { return request }
+        let stored = try replica.accountSettings(of: account)
+        var r = request
+        func number(_ key: String) -> Int64? { stored[key].flatMap { Int64($0) } }
+        if r.available == nil { r.available = stored["feed.available"] }
+        if r.maxWage == nil { r.maxWage = number("feed.max_wage") }
+        if r.minBudget == nil { r.minBudget = number("feed.min_budget") }
+        if r.nearby == nil, stored["feed.nearby"] == "true" { r.nearby = true }
+        if r.gender == nil { r.gender = stored["feed.gender"] }
+        if r.minAge == nil { r.minAge = number("feed.min_age") }
+        if r.maxAge == nil { r.maxAge = number("feed.max_age") }
+        if r.minScore == nil { r.minScore = number("feed.min_score") }
+        return r
+    }
 
     /// The feed's filters from the request.
     func feedFilter(_ r: FeedRequest) throws -> Feed.Filter {

@@ -7,7 +7,9 @@ import MentorCore
 extension Node {
     func settingsShow(_ caller: Requester) throws -> SettingsResult {
         let account = try unlockedAccount(caller)
-        let stored = try replica.accountSettings(of: account)
+        var stored = try replica.accountSettings(of: account)
+        // The address given at signup is the account's e-mail until it is changed here.
+        if stored["email"] == nil { stored["email"] = try replica.nodeAccount(uid: caller.uid)?.email }
         return SettingsResult(settings: settingsRegistry.settings.map { $0.info(stored: stored[$0.key]) })
     }
 

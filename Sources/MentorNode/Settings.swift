@@ -56,6 +56,12 @@ public struct SettingKind: Sendable {
         }
     }
 
+    /// A feed moment: a day, optionally with a time (`Mon`, `Mon-14`, `Mon 9:30`).
+    public static let moment = SettingKind(name: "moment", accepts: "a day, optionally with an hour: Mon, Mon-14, Mon 9:30") { text in
+        guard let (day, minute) = try? WeeklySlots.parseMoment(text) else { return nil }
+        return minute.map { "\(day)-\(WeeklySlots.time($0))" } ?? "\(day)"
+    }
+
     /// A calendar date, YYYY-MM-DD (a real day of the Gregorian calendar).
     public static let date = SettingKind(name: "date", accepts: "a date as YYYY-MM-DD") { text in
         let t = text.trimmingCharacters(in: .whitespaces)
@@ -134,6 +140,24 @@ struct SettingsRegistry: Sendable {
         Setting("notify.match", .bool, default: "true", "`mentormate notify` shows a notification for a new match."),
         Setting("notify.message", .bool, default: "true", "`mentormate notify` shows a notification for a new message."),
         Setting("notify.unmatch", .bool, default: "true", "`mentormate notify` shows a notification when a match ends."),
+        // The feed's default filters: each applies when `feed` leaves that filter out.
+        Setting("feed.available", .moment, default: nil, "Default for `feed --available`: a day, optionally with an hour (Mon, Mon-14)."),
+        Setting("feed.max_wage", .unsigned(0...1_000_000), default: nil, "Default for `feed --max-wage`."),
+        Setting("feed.min_budget", .unsigned(0...1_000_000), default: nil, "Default for `feed --min-budget`."),
+        Setting("feed.nearby", .bool, default: "false", "Default for `feed --nearby`."),
+        Setting("feed.gender", .text(maxBytes: ProfileCard.maxGenderBytes), default: nil, "Default for `feed --gender`."),
+        Setting("feed.min_age", .unsigned(0...150), default: nil, "Default for `feed --min-age`."),
+        Setting("feed.max_age", .unsigned(0...150), default: nil, "Default for `feed --max-age`."),
+        Setting("feed.min_score", .unsigned(0...100), default: nil, "Default for `feed --min-score`."),
+        // What the card publishes, and the account's private facts.
+        Setting("paused", .bool, default: "false", "Pause me: hidden from new feeds on every node while true; matches and chats go on.",
+                didSet: { node, change in try node.cardSettingChanged(change) }),
+        Setting("birthdate", .date, default: nil, "Your birth date, kept on this node; the card shows your age in years.",
+                didSet: { node, change in try node.cardSettingChanged(change) }),
+        Setting("show_sign", .bool, default: "false", "Publish your sun sign (from the birth date); it counts in the score with others who publish theirs.",
+                didSet: { node, change in try node.cardSettingChanged(change) }),
+        Setting("email", .text(maxBytes: 254), default: nil, "Your campus e-mail address, checked against this node's domains; never published.",
+                didSet: { node, change in try node.emailChanged(change) }),
     ])
 
     /// The key's setting, or the error that lists the keys there are.

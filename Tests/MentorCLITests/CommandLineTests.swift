@@ -323,7 +323,8 @@ extension CommandLineTests {
                 #expect(top.contains(type.configuration.abstract))
             }
             guard case .print(let set) = try MentormateCLI.parse(["profile", "set", "-h"]) else { Issue.record("no help"); return }
-            #expect(set.contains("--courses C1,C2      Your courses, comma-separated"))
+            #expect(set.contains("--courses C1,C2 ") && set.contains("  Your courses, comma-separated"))
+            #expect(set.contains("--available SLOTS") && set.contains("--prefer-max-wage N|none"))
             #expect(set.contains("GLOBAL OPTIONS:"))
             guard case .print(let viaHelp) = try MentormateCLI.parse(["help", "profile", "set"]) else { Issue.record("no help"); return }
             #expect(viaHelp == set)
@@ -346,9 +347,9 @@ extension CommandLineTests {
             for line in ["--email ADDR", "--name NAME", "--role student|tutor", "--passphrase"] {
                 #expect(signup.contains(line))
             }
-            #expect(MentormateCLI.Signup.usage == "mentormate signup --email ADDR [--name NAME] [--role student|tutor] [--passphrase] [--import FILE] [--label NAME]")
+            #expect(MentormateCLI.Signup.usage == "mentormate signup --email ADDR [--name NAME] [--role student|tutor] [--passphrase] [--import FILE] [--label NAME] [--birthdate YYYY-MM-DD]")
             #expect(MentormateCLI.Chat.usage == "mentormate chat [--follow] ID [MESSAGE]")
-            #expect(MentormateCLI.Feed.usage == "mentormate feed [--course C] [--limit N]")
+            #expect(MentormateCLI.Feed.usage == "mentormate feed [--course C] [--limit N] [--available DAY[-TIME]] [--max-wage N] [--min-budget N] [--nearby] [--gender G] [--min-age YEARS] [--max-age YEARS] [--min-score N] [--no-defaults]")
         }
 
         @Test func noCommandShowsTheOverviewAsAUsageError() {
@@ -971,14 +972,14 @@ extension CommandLineTests {
         @Test func theFeedShowsShortIDsAndMarksSharedCourses() {
             let feed: JSON = ["cards": [
                 ["id": .string(cliBen), "name": "Ben", "role": "tutor", "courses": ["MATH 221", "CS 490"], "wage": 25,
-                 "sharedCourses": ["CS 490"], "nearby": true],
+                 "sharedCourses": ["CS 490"], "nearby": true, "score": 72],
                 ["id": .string(cliAna), "name": "Ana Lima", "role": "tutor", "courses": [], "wage": .null,
                  "sharedCourses": [], "nearby": false],
             ]]
             let lines = ClientFormat.feed(feed).split(separator: "\n").map(String.init)
-            #expect(lines[0] == "ID            NAME      ROLE   PAY  COURSES            WHY")
-            #expect(lines[1] == "mm1zg69v7ysz  Ben       tutor   25  CS 490*, MATH 221  shares CS 490, nearby now")
-            #expect(lines[2] == "mm1qy352euf4  Ana Lima  tutor    -                     newest first")
+            #expect(lines[0] == "ID            NAME      SCORE  ROLE   PAY  COURSES            WHY")
+            #expect(lines[1] == "mm1zg69v7ysz  Ben          72  tutor   25  CS 490*, MATH 221  shares CS 490, nearby now")
+            #expect(lines[2] == "mm1qy352euf4  Ana Lima      -  tutor    -                     newest first")
         }
 
         @Test func matchesShowTheLastMessage() {

@@ -39,6 +39,13 @@ extension Replica {
         }
     }
 
+    /// A local account's new e-mail address (the setting `email`).
+    public func setNodeAccountEmail(uid: UInt32, email: String) throws(StoreError) {
+        try write(countsUnchanged: true) { db throws(StoreError) in
+            try db.execute("UPDATE node_accounts SET email = ? WHERE uid = ?", [.text(email), .integer(Int64(uid))])
+        }
+    }
+
     public func removeNodeAccount(uid: UInt32) throws(StoreError) {
         try write(countsUnchanged: true) { db throws(StoreError) in
             // Its settings go with it (`logout --forget` on a shared machine leaves none behind).
