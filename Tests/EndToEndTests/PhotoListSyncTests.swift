@@ -34,6 +34,8 @@ extension EndToEndTests {
         let files = [try e2e.write("one.jpg", jpeg), try e2e.write("two.png", png), try e2e.write("three.webp", webp)]
 
         try e2e.mm(["signup", "--email", "ana@uni.edu", "--name", "Ana", "--role", "student"], socket: socketA)
+        // Ben on B: `profile show ID` is asked by an account of the node (its score is for him).
+        try e2e.mm(["signup", "--email", "ben@uni.edu", "--name", "Ben", "--role", "tutor"], socket: socketB)
         for file in files { try e2e.mm(["profile", "photo", "add", file], socket: socketA) }
         let anaID = try #require(try mmJSON(e2e, ["whoami"], socketA)["id"]?.stringValue)
         func photoHashes(_ card: JSON?) -> [String] { (card?["photos"]?.arrayValue ?? []).compactMap { $0["hash"]?.stringValue } }
