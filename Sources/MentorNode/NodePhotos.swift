@@ -34,8 +34,11 @@ extension Node {
 
     func profilePhotoOrder(_ request: PhotoOrderRequest, _ caller: Requester) throws -> Card {
         let photos = try currentPhotos(caller)
-        let wanted = Array(1...max(1, photos.count)).map(Int64.init)
-        guard !photos.isEmpty, request.order.count == photos.count, request.order.sorted() == wanted else {
+        guard !photos.isEmpty else {
+            throw RPCError(.invalidValue, "your card has no photos to order; add some first (mentormate profile photo add FILE)")
+        }
+        let wanted = (1...photos.count).map(Int64.init)
+        guard request.order.count == photos.count, request.order.sorted() == wanted else {
             let given = request.order.map(String.init).joined(separator: ",")
             throw RPCError(.invalidValue, "the order \"\(given)\" must list each of 1 to \(photos.count) once "
                            + "(\(Self.photoCount(photos.count))), e.g. \(wanted.reversed().map(String.init).joined(separator: ","))")
