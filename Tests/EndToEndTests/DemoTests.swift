@@ -49,6 +49,11 @@ extension EndToEndTests {
         #expect(benRow.contains("shares CS 490") && cyRow.contains("nearby now") && !cyRow.contains("shares"),
                 "Ana's feed gives the reasons:\n\(anaFeed)")
         #expect(rows.count == 2 && rows[0] == benRow && rows[1] == cyRow, "Ben ranks above Cy in Ana's feed:\n\(anaFeed)")
+        let why = Self.demoSection(output, "Why Ben scores what he does")
+        #expect(why.contains("83/100") && why.contains("courses 17.5/35: 1 shared course: CS 490")
+                && why.contains("availability 20/20: free at the same time 3 h a week"), "Ben's score, part by part:\n\(why)")
+        let filtered = why.split(separator: "\n").filter { $0.hasPrefix("mm1") }
+        #expect(filtered.count == 1 && filtered[0].contains(" Ben "), "only Ben is free on Monday at 15:00 for at most 30:\n\(why)")
         let benFeed = Self.demoSection(output, "Ben's feed on host 2")
         let benRows = benFeed.split(separator: "\n").filter { $0.hasPrefix("mm1") }
         #expect(benRows.count == 1 && benRows[0].contains(" Ana ") && benRows[0].contains("shares CS 490"),
