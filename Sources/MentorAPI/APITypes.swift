@@ -65,7 +65,11 @@ public struct ProfileSetRequest: APIRequest, Equatable {
     public var budget: Int64?
     public var availability: String?
     public var photo: Photo?
-    public enum CodingKeys: String, CodingKey, CaseIterable { case name, bio, courses, wage, budget, availability, photo }
+    /// Sealed to each current match, never on the card (≤ 200 bytes; "" clears it).
+    public var contact: String?
+    public enum CodingKeys: String, CodingKey, CaseIterable { case name, bio, courses, wage, budget, availability, photo
+        case contact
+    }
 
     public init(name: String? = nil, bio: String? = nil, courses: [String]? = nil, wage: Int64? = nil, budget: Int64? = nil,
                 availability: String? = nil, photo: Photo? = nil) {
@@ -74,7 +78,10 @@ public struct ProfileSetRequest: APIRequest, Equatable {
     }
 
     /// Whether the request changes anything (profile.set with no field is refused).
-    public var isEmpty: Bool {
+    public var isEmpty: Bool { changesNoCardField && contact == nil }
+
+    /// Whether the request changes no field of the card (it may change the contact).
+    public var changesNoCardField: Bool {
         name == nil && bio == nil && courses == nil && wage == nil && budget == nil && availability == nil && photo == nil
     }
 }
@@ -337,7 +344,9 @@ public struct PhotoInfo: APIObject, Equatable {
 
 /// A profile as this node sees it; absent fields are null, `courses` is always a list.
 public struct Card: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt }
+    public enum CodingKeys: String, CodingKey { case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
+        case contact
+    }
     public var id: String
     public var name: String?
     public var role: String?
@@ -351,6 +360,8 @@ public struct Card: APIObject, Equatable {
     public var conflicts: [String: [JSON]]
     public var forked: Bool
     public var updatedAt: Int64
+    /// Your own contact, or a current match's (sealed to you); null otherwise.
+    public var contact: String?
 
     public init(id: String, name: String? = nil, role: String? = nil, bio: String? = nil, courses: [String] = [],
                 wage: Int64? = nil, budget: Int64? = nil, availability: String? = nil, photo: PhotoInfo? = nil,
@@ -468,6 +479,21 @@ public struct MatchSummary: APIObject, Equatable {
     public init(id: String, name: String?, messages: Int64, lastMessage: Message?) {
         (self.id, self.name, self.messages, self.lastMessage) = (id, name, messages, lastMessage)
     }
+}
+
+/// `blocked`: the accounts the caller blocks, oldest block first.
+public struct BlockedResult: APIObject, Equatable {
+    public struct Entry: APIObject, Equatable {
+        public enum CodingKeys: String, CodingKey { case id, name, since }
+        public var id: String
+        public var name: String?
+        /// When the block was written (ms since the Unix epoch).
+        public var since: Int64
+        public init(id: String, name: String?, since: Int64) { (self.id, self.name, self.since) = (id, name, since) }
+    }
+    public enum CodingKeys: String, CodingKey { case blocked }
+    public var blocked: [Entry]
+    public init(blocked: [Entry]) { self.blocked = blocked }
 }
 
 public struct MatchesResult: APIObject, Equatable {

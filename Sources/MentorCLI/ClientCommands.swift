@@ -248,6 +248,7 @@ public enum MentormateCLI {
                     discussion: """
                         Courses are normalized by the daemon (`cs 490` becomes `CS 490`); --courses "" clears
                         them. A photo must be a JPEG, PNG or WebP image (by content) of at most 4 MiB.
+                        The contact is never on your card: it is sealed to each current match only.
                         """)
             }
 
@@ -259,6 +260,7 @@ public enum MentormateCLI {
             public var availability: String?
             public var photo: String?
             public var noPhoto = false
+            public var contact: String?
 
             public static var options: [CommandOption<Self>] {
                 [.string("--name", value: "N", \.name, help: "The name others see."),
@@ -268,7 +270,9 @@ public enum MentormateCLI {
                  .integer("--budget", \.budget, help: "What you can pay per hour, as a student (a whole number ≥ 0)."),
                  .string("--availability", value: "TEXT", \.availability, help: "When you are free, e.g. \"Mon-Wed afternoons\"."),
                  .string("--photo", value: "FILE", \.photo, help: "Upload FILE (JPEG, PNG or WebP, ≤ 4 MiB) as your photo."),
-                 .flag("--no-photo", \.noPhoto, help: "Remove the photo from your card.")]
+                 .flag("--no-photo", \.noPhoto, help: "Remove the photo from your card."),
+                 .string("--contact", value: "TEXT", \.contact,
+                         help: "How your matches reach you (phone, chat handle; ≤ 200 bytes), sealed to each current match; \"\" clears it.")]
             }
 
             public init() {}
@@ -280,8 +284,11 @@ public enum MentormateCLI {
                 if photo?.isEmpty == true {
                     throw UsageError("--photo needs a file name", hint: "for example --photo ~/me.jpg")
                 }
+                if let contact, contact.utf8.count > 200 {
+                    throw UsageError("--contact is \(contact.utf8.count) bytes; at most 200", hint: "give a phone number or a chat handle")
+                }
                 if name == nil && bio == nil && courses == nil && wage == nil && budget == nil
-                    && availability == nil && photo == nil && !noPhoto {
+                    && availability == nil && photo == nil && !noPhoto && contact == nil {
                     throw UsageError("`profile set` needs at least one field to change",
                                      hint: "for example: mentormate profile set --courses \"CS 490,MATH 221\" --wage 25; "
                                         + "`mentormate profile set --help` lists the fields")
@@ -290,8 +297,10 @@ public enum MentormateCLI {
 
             /// The `profile.set` request apart from an uploaded photo.
             public var request: ProfileSetRequest {
-                ProfileSetRequest(name: name, bio: bio, courses: courses, wage: wage, budget: budget,
-                                  availability: availability, photo: noPhoto ? .remove : nil)
+                var request = ProfileSetRequest(name: name, bio: bio, courses: courses, wage: wage, budget: budget,
+                                                availability: availability, photo: noPhoto ? .remove : nil)
+                request.contact = contact
+                return request
             }
 
             /// The same as the params object it sends.

@@ -159,6 +159,7 @@ public enum ClientFormat {
         if let availability = card[.availability]?.stringValue {
             pairs.append(("availability", sanitize(availability, keepNewlines: true)))
         }
+        if let contact = card[.contact]?.stringValue { pairs.append(("contact", sanitize(contact))) }
         if let photo = card.object(.photo, as: PhotoInfo.self), let hash = photo[.hash]?.stringValue {
             var details: [String] = []
             if let bytes = photo[.size]?.intValue { details.append(size(bytes)) }

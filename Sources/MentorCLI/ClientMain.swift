@@ -19,6 +19,7 @@ extension MentormateCLI {
          ("DEVICES", [Device.List.self, Device.Link.self, Device.Approve.self, Device.Revoke.self]),
          ("PROFILE", [Profile.Show.self, Profile.Set.self]),
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
+         ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("CHAT", [Chat.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }

@@ -13,6 +13,9 @@ public struct PairEntry: Sendable, Equatable {
         /// The match it ends (`answers`: the other's like, `mine`: the author's); nil: every
         /// match of the pair, for good (written before unmatches named their match).
         case unmatch(peerSeq: UInt64, answers: [UInt8]? = nil, mine: [UInt8]? = nil)
+        /// The author's contact text for the match of `answers` (the other's like) and `mine`
+        /// (the author's); empty: cleared (§7.7).
+        case contact(answers: [UInt8], mine: [UInt8], text: String)
     }
     /// The author's account (whichever of its keys signed).
     public var author: PublicKey
@@ -61,6 +64,9 @@ public struct PairView: Sendable, Equatable {
     /// Messages that were not written while the two were matched (section 8.5 of PROTOCOL.md):
     /// kept out of the conversation, never counted as messages or notified.
     public var rejectedMessages: Int
+    /// The other's contact, while matched: the newest (timestamp, record ID) of their contacts
+    /// that name the match that stands; nil when there is none or it was cleared (§7.7).
+    public var contact: String? = nil
 
     /// Builds the view from all entries of the pair, in any order, duplicates allowed
     /// (PROTOCOL.md §8.4–8.7).
@@ -122,8 +128,17 @@ public struct PairView: Sendable, Equatable {
             }.map { Message(author: $0.entry.author, seq: $0.entry.seq, timestamp: $0.entry.timestamp,
                             recordID: $0.entry.recordID, text: $0.text) }
         }
+        var contact: String?
+        if matched {
+            let liveSet = Set(live)
+            let newest = unique.filter { e in
+                guard e.author == other, case .contact(let answers, let own, _) = e.kind else { return false }
+                return liveSet.contains(Match(answers, own)) && theirs.liveLikes.contains(own) && mine.liveLikes.contains(answers)
+            }.max { earlier($0, $1) }
+            if case .contact(_, _, let text)? = newest?.kind, !text.isEmpty { contact = text }
+        }
         return PairView(me: me, other: other, iLike: iLike, theyLike: theyLike, matched: matched, unmatchedBy: unmatchedBy,
-                        messages: messages, rejectedMessages: rejected)
+                        messages: messages, rejectedMessages: rejected, contact: contact)
     }
 
     /// A match: the record IDs of its two likes, in no particular order.

@@ -47,6 +47,11 @@ import MentorAPI
                                                                 availability: "now", photo: .set(hash: "ab")), Self.card)
                 try roundTrip(API.profileSet, ProfileSetRequest(photo: .remove), Self.card)
                 try roundTrip(API.profileSet, ProfileSetRequest(bio: ""), Self.card)
+                var contact = ProfileSetRequest()
+                contact.contact = "+1 555 0100"
+                var withContact = Self.card
+                withContact.contact = "+1 555 0100"
+                try roundTrip(API.profileSet, contact, withContact)
             case .blobPut:
                 try roundTrip(API.blobPut, BlobPutRequest(chunk: "AAEC", done: false), .more(upload: "tok"))
                 try roundTrip(API.blobPut, BlobPutRequest(chunk: "AAEC", upload: "tok", done: true),
@@ -67,6 +72,12 @@ import MentorAPI
                     MatchSummary(id: Self.id, name: "Ben", messages: 2, lastMessage: Self.message),
                     MatchSummary(id: Self.id, name: nil, messages: 0, lastMessage: nil)]))
             case .unmatch: try roundTrip(API.unmatch, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .block: try roundTrip(API.block, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .unblock: try roundTrip(API.unblock, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .blocked:
+                try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: [
+                    BlockedResult.Entry(id: Self.id, name: "Ben", since: 5), BlockedResult.Entry(id: Self.id, name: nil, since: 6)]))
+                try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: []))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),

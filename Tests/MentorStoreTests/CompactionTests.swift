@@ -333,7 +333,7 @@ import MentorCrypto
             try db.close()
         }
         let upgraded = try Replica(path: path, settings: testSettings())
-        #expect(try upgraded.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == 12)
+        #expect(try upgraded.read { db throws(StoreError) in try ReplicaSchema.migrator.currentVersion(db) } == ReplicaSchema.migrator.latestVersion)
         let fresh = try Self.replica()
         _ = try fresh.apply(verified: (records + [gapFirst, gapThird]).map { .success($0) })
         #expect(try Self.storedIDs(upgraded) == Self.storedIDs(fresh))

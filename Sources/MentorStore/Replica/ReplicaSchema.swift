@@ -333,6 +333,39 @@ enum ReplicaSchema {
                 PRIMARY KEY (account, epoch, public)
             ) WITHOUT ROWID;
             """)
+        // Per-account settings (`settings show|set`, MentorNode/Settings.swift): node-local, never
+        // synced; a key without a row has its default. Values are the registry's canonical text.
+        m.register(13, "per-account settings", """
+            CREATE TABLE account_settings (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                key         TEXT NOT NULL,
+                value       TEXT NOT NULL,
+                PRIMARY KEY (account, key)
+            ) WITHOUT ROWID;
+            """)
+        // Blocks (PROTOCOL.md §7.6): a register per (account, target) of the account's block
+        // notes, apart from its passes; `blocks` follows the newest. And each local account's
+        // contact text (§7.7), which its node seals to every current match.
+        m.register(14, "blocks and the contact sealed to matches", """
+            CREATE TABLE block_notes (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                target      BLOB NOT NULL CHECK (length(target) = 32),
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                blocked     INTEGER NOT NULL,
+                PRIMARY KEY (account, target)
+            ) WITHOUT ROWID;
+            CREATE TABLE blocks (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                target      BLOB NOT NULL CHECK (length(target) = 32),
+                at          INTEGER NOT NULL,
+                PRIMARY KEY (account, target)
+            ) WITHOUT ROWID;
+            CREATE TABLE account_contact (
+                account     BLOB PRIMARY KEY CHECK (length(account) = 32),
+                text        TEXT NOT NULL
+            ) WITHOUT ROWID;
+            """)
         return m
     }
 }
