@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch chat peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import)
@@ -21,7 +21,7 @@ _mentormate() {
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "30m 1h 8h 1d 7d" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label)
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact)
             return ;;
     esac
 
@@ -46,7 +46,7 @@ _mentormate() {
         profile)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set" -- "$cur")); return; fi
             case "$sub" in
-                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo" ;;
+                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --contact" ;;
                 show) opts="" ;;
             esac ;;
         device)
@@ -66,7 +66,7 @@ _mentormate() {
         feed) opts="--course --limit" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
-        login|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;
+        login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|peers|status|doctor) opts="" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }
