@@ -56,11 +56,7 @@ extension Node {
             let entries = try replica.pairEntries(account: me, other: other)
             guard let theirs = PairView.currentLike(of: other, in: entries)?.recordID,
                   let mine = PairView.currentLike(of: me, in: entries)?.recordID else { continue }
-            let sent = entries.filter { e in
-                guard e.author == me, case .contact(let answers, let own, _) = e.kind else { return false }
-                return answers == theirs && own == mine
-            }.max { $0.timestamp != $1.timestamp ? $0.timestamp < $1.timestamp : $0.recordID.lexicographicallyPrecedes($1.recordID) }
-            let current: String? = if case .contact(_, _, let t)? = sent?.kind { t } else { nil }
+            let current = PairView.newestContact(by: me, answers: theirs, mine: mine, in: entries)
             // Nothing sent in this match and nothing to say: no record.
             guard current != text, current != nil || !text.isEmpty else { continue }
             let key = try sealTo(other)
