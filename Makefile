@@ -1,5 +1,6 @@
 # MentorMate: build in release mode and install or remove the daemon, the client, the systemd
-# units and their companions, a commented default config, the man pages and bash completion.
+# units (and the user's mentormate-notify.service) and their companions, a commented default
+# config, the man pages and bash completion.
 #
 #   make                      # swift build -c release (mentormated and mentormate)
 #   sudo make install         # into /usr/local (units into /usr/local/lib/systemd/...)
@@ -46,6 +47,7 @@ FILES = \
 	$(DESTDIR)$(UNITDIR)/mentormated.socket \
 	$(DESTDIR)$(USERUNITDIR)/mentormated.service \
 	$(DESTDIR)$(USERUNITDIR)/mentormated.socket \
+	$(DESTDIR)$(USERUNITDIR)/mentormate-notify.service \
 	$(DESTDIR)$(SYSUSERSDIR)/mentormate.conf \
 	$(DESTDIR)$(TMPFILESDIR)/mentormate.conf \
 	$(DESTDIR)$(MANDIR)/man1/mentormate.1 \
@@ -79,7 +81,8 @@ install: build
 	$(SUBST) systemd/mentormated.socket > $(DESTDIR)$(UNITDIR)/mentormated.socket
 	$(SUBST) systemd/user/mentormated.service > $(DESTDIR)$(USERUNITDIR)/mentormated.service
 	$(SUBST) systemd/user/mentormated.socket > $(DESTDIR)$(USERUNITDIR)/mentormated.socket
-	chmod 644 $(DESTDIR)$(UNITDIR)/mentormated.* $(DESTDIR)$(USERUNITDIR)/mentormated.*
+	$(SUBST) systemd/user/mentormate-notify.service > $(DESTDIR)$(USERUNITDIR)/mentormate-notify.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/mentormated.* $(DESTDIR)$(USERUNITDIR)/mentormated.* $(DESTDIR)$(USERUNITDIR)/mentormate-notify.service
 	$(INSTALL) -m 644 systemd/mentormate.sysusers $(DESTDIR)$(SYSUSERSDIR)/mentormate.conf
 	$(INSTALL) -m 644 systemd/mentormate.tmpfiles $(DESTDIR)$(TMPFILESDIR)/mentormate.conf
 	$(INSTALL) -d -m 755 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)

@@ -133,6 +133,18 @@ final class SystemHost: ClientHost {
         }
     }
 
+    func environment(_ name: String) -> String? { ProcessInfo.processInfo.environment[name] }
+
+    func findProgram(_ name: String) -> String? { Program.find(name, path: environment("PATH")) }
+
+    func runProgram(_ argv: [String]) throws(ClientError) -> Int32 {
+        do {
+            return try Program.run(argv)
+        } catch {
+            throw ClientError("cannot run \(argv.first ?? "?"): \(error)")
+        }
+    }
+
     func interruptEndsCleanly() {
         _ = signal(SIGINT) { _ in _exit(0) }
     }

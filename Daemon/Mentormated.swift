@@ -136,6 +136,8 @@ struct Mentormated {
         var nodeConfig = NodeConfig(stateDirectory: settings.stateDirectory, emailDomains: settings.emailDomains,
                                     now: wallMillis)
         nodeConfig.passphraseChecksAtOnce = settings.passphraseChecksAtOnce
+        nodeConfig.minAge = settings.minAge
+        nodeConfig.areas = settings.areas
         var socketPath = settings.socketPath
         let connections = ConnectionRegistry()
         let facts = DaemonFacts(socketPath: socketPath, started: started, networkKeyFile: settings.networkKeyFile,

@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import)
@@ -34,7 +34,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account ) && -z "$sub" ]]; then sub="$w"; break
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings ) && -z "$sub" ]]; then sub="$w"; break
         else break
         fi
     done
@@ -46,7 +46,7 @@ _mentormate() {
         profile)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set" -- "$cur")); return; fi
             case "$sub" in
-                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --contact" ;;
+                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --available --gender --languages --area --birthdate --prefer-gender --prefer-overlap --prefer-max-wage --prefer-min-budget --no-preferences --contact" ;;
                 show) opts="" ;;
             esac ;;
         device)
@@ -61,9 +61,25 @@ _mentormate() {
             if [[ "$sub" == export && "$cur" != -* ]]; then
                 COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return
             fi ;;
-        signup) opts="--email --name --role --passphrase --import --label" ;;
+        settings)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set" -- "$cur")); return; fi
+            if [[ "$sub" == set ]]; then
+                opts="--unset"
+                # The words after `settings set`: none yet → a KEY (the daemon's list), one → a VALUE.
+                local after=0
+                for ((i = i + 1; i < cword; i++)); do [[ "${words[i]}" == -* ]] || ((after++)); done
+                if [[ "$cur" != -* && $after -eq 0 ]]; then
+                    local keys
+                    keys=$(mentormate settings show --json 2>/dev/null | sed -n 's/^ *"key" : "\([^"]*\)",\{0,1\}$/\1/p')
+                    COMPREPLY=($(compgen -W "${keys:-notify.match notify.message notify.unmatch}" -- "$cur")); return
+                elif [[ "$cur" != -* && $after -eq 1 ]]; then
+                    COMPREPLY=($(compgen -W "true false on off yes no" -- "$cur")); return
+                fi
+            fi ;;
+        notify) opts="--stdout" ;;
+        signup) opts="--email --name --role --passphrase --import --label --birthdate" ;;
         logout) opts="--forget" ;;
-        feed) opts="--course --limit" ;;
+        feed) opts="--course --limit --available --max-wage --min-budget --nearby --gender --min-age --max-age --min-score --no-defaults" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
         login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|peers|status|doctor) opts="" ;;

@@ -28,6 +28,8 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case deviceApprove = "device.approve"
     case accountExport = "account.export"
     case accountImport = "account.import"
+    case settingsShow = "settings.show"
+    case settingsSet = "settings.set"
     case block
     case unblock
     case blocked
@@ -145,4 +147,6 @@ public enum API {
     public static let deviceApprove = APICall<ApproveRequest, ApproveResult>(.deviceApprove)
     public static let accountExport = APICall<NoParams, AccountKeyExport>(.accountExport)
     public static let accountImport = APICall<ImportRequest, AccountInfo>(.accountImport)
+    public static let settingsShow = APICall<NoParams, SettingsResult>(.settingsShow)
+    public static let settingsSet = APICall<SettingsSetRequest, SettingInfo>(.settingsSet)
 }

@@ -17,10 +17,12 @@ public struct SignupRequest: APIRequest, Equatable {
     /// "student" or "tutor" (the daemon says so when it is neither).
     public var role: String
     public var passphrase: String?
-    public enum CodingKeys: String, CodingKey, CaseIterable { case email, name, role, passphrase }
+    /// YYYY-MM-DD, kept private on the node; required where the node sets `min_age`.
+    public var birthdate: String?
+    public enum CodingKeys: String, CodingKey, CaseIterable { case email, name, role, passphrase, birthdate }
 
-    public init(email: String, name: String, role: String, passphrase: String? = nil) {
-        (self.email, self.name, self.role, self.passphrase) = (email, name, role, passphrase)
+    public init(email: String, name: String, role: String, passphrase: String? = nil, birthdate: String? = nil) {
+        (self.email, self.name, self.role, self.passphrase, self.birthdate) = (email, name, role, passphrase, birthdate)
     }
 }
 
@@ -65,9 +67,23 @@ public struct ProfileSetRequest: APIRequest, Equatable {
     public var budget: Int64?
     public var availability: String?
     public var photo: Photo?
+    /// Weekly slots as people type them ("Mon 14-17, Wed 9:30-12"); "" clears them.
+    public var slots: String?
+    /// "" clears the gender.
+    public var gender: String?
+    /// [] clears them.
+    public var languages: [String]?
+    /// "" clears the area.
+    public var area: String?
+    /// YYYY-MM-DD, kept private on the node (the card publishes the age); "" forgets it.
+    public var birthdate: String?
+    /// The whole preferences register: {} clears every preference.
+    public var preferences: CardPreferences?
     /// Sealed to each current match, never on the card (≤ 200 bytes; "" clears it).
     public var contact: String?
-    public enum CodingKeys: String, CodingKey, CaseIterable { case name, bio, courses, wage, budget, availability, photo
+    public enum CodingKeys: String, CodingKey, CaseIterable {
+        case name, bio, courses, wage, budget, availability, photo
+        case slots, gender, languages, area, birthdate, preferences
         case contact
     }
 
@@ -83,6 +99,7 @@ public struct ProfileSetRequest: APIRequest, Equatable {
     /// Whether the request changes no field of the card (it may change the contact).
     public var changesNoCardField: Bool {
         name == nil && bio == nil && courses == nil && wage == nil && budget == nil && availability == nil && photo == nil
+            && slots == nil && gender == nil && languages == nil && area == nil && birthdate == nil && preferences == nil
     }
 }
 
@@ -114,7 +131,21 @@ public struct FeedRequest: APIRequest, Equatable {
     public var course: String?
     /// 1…100, default 20.
     public var limit: Int64?
-    public enum CodingKeys: String, CodingKey, CaseIterable { case course, limit }
+    /// `DAY` or `DAY-HH[:MM]`: a slot on that day (covering that time).
+    public var available: String?
+    public var maxWage: Int64?
+    public var minBudget: Int64?
+    /// true: only accounts on nodes linked to this one now.
+    public var nearby: Bool?
+    public var gender: String?
+    public var minAge: Int64?
+    public var maxAge: Int64?
+    public var minScore: Int64?
+    /// true: the account's default filters (settings `feed.*`) are not applied.
+    public var noDefaults: Bool?
+    public enum CodingKeys: String, CodingKey, CaseIterable {
+        case course, limit, available, maxWage, minBudget, nearby, gender, minAge, maxAge, minScore, noDefaults
+    }
 
     public init(course: String? = nil, limit: Int64? = nil) {
         (self.course, self.limit) = (course, limit)
@@ -344,7 +375,10 @@ public struct PhotoInfo: APIObject, Equatable {
 
 /// A profile as this node sees it; absent fields are null, `courses` is always a list.
 public struct Card: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
+    public enum CodingKeys: String, CodingKey {
+        case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
+        case slots, gender, languages, area, age, sign, preferences, paused
+        case score, compatibility, matches, pendingLikes
         case contact
     }
     public var id: String
@@ -360,6 +394,22 @@ public struct Card: APIObject, Equatable {
     public var conflicts: [String: [JSON]]
     public var forked: Bool
     public var updatedAt: Int64
+    /// Canonical weekly slots ("Mon 14-17, Wed 9:30-12"); null when none.
+    public var slots: String?
+    public var gender: String?
+    public var languages: [String]?
+    public var area: String?
+    public var age: Int64?
+    /// Published only by those who opted in ("Aries" … "Pisces").
+    public var sign: String?
+    public var preferences: CardPreferences?
+    public var paused: Bool?
+    /// Another's card: the compatibility score for the caller (0–100) and its parts.
+    public var score: Int64?
+    public var compatibility: [CompatibilityPart]?
+    /// The caller's own card: current matches, and likes received not (yet) answered — a count.
+    public var matches: Int64?
+    public var pendingLikes: Int64?
     /// Your own contact, or a current match's (sealed to you); null otherwise.
     public var contact: String?
 
@@ -369,6 +419,31 @@ public struct Card: APIObject, Equatable {
         (self.id, self.name, self.role, self.bio, self.courses) = (id, name, role, bio, courses)
         (self.wage, self.budget, self.availability, self.photo) = (wage, budget, availability, photo)
         (self.conflicts, self.forked, self.updatedAt) = (conflicts, forked, updatedAt)
+    }
+}
+
+/// What a person looks for in the other side; absent parts are not stated.
+public struct CardPreferences: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey, CaseIterable { case genders, overlapHours, maxWage, minBudget }
+    public var genders: [String]?
+    public var overlapHours: Int64?
+    public var maxWage: Int64?
+    public var minBudget: Int64?
+    public init(genders: [String]? = nil, overlapHours: Int64? = nil, maxWage: Int64? = nil, minBudget: Int64? = nil) {
+        (self.genders, self.overlapHours, self.maxWage, self.minBudget) = (genders, overlapHours, maxWage, minBudget)
+    }
+}
+
+/// One part of a compatibility score: `points` of at most `max`, and why.
+public struct CompatibilityPart: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case part, points, max, reason }
+    /// courses, availability, money, preferences, nearby, sign
+    public var part: String
+    public var points: Double
+    public var max: Int64
+    public var reason: String
+    public init(part: String, points: Double, max: Int64, reason: String) {
+        (self.part, self.points, self.max, self.reason) = (part, points, max, reason)
     }
 }
 

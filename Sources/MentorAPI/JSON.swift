@@ -50,6 +50,10 @@ public enum JSON: Sendable, Hashable, Codable, CustomStringConvertible,
 
     public var stringValue: String? { if case .string(let s) = self { return s }; return nil }
     public var intValue: Int64? { if case .int(let i) = self { return i }; return nil }
+    /// A number, whether written with a fraction or not.
+    public var doubleValue: Double? {
+        switch self { case .double(let d): d; case .int(let i): Double(i); default: nil }
+    }
     public var boolValue: Bool? { if case .bool(let b) = self { return b }; return nil }
     public var arrayValue: [JSON]? { if case .array(let a) = self { return a }; return nil }
     public var objectValue: [String: JSON]? { if case .object(let o) = self { return o }; return nil }

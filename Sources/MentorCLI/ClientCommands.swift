@@ -67,6 +67,7 @@ public enum MentormateCLI {
         public var passphrase = false
         public var importFile: String?
         public var label: String?
+        public var birthdate: String?
 
         public static var options: [CommandOption<Self>] {
             [.string("--email", value: "ADDR", \.email, required: true,
@@ -77,13 +78,16 @@ public enum MentormateCLI {
              .flag("--passphrase", \.passphrase, help: "Protect your key with a passphrase (asked for, never an argument)."),
              .string("--import", value: "FILE", \.importFile,
                      help: "Bring an existing account to this machine from a file `mentormate account export` wrote."),
-             .string("--label", value: "NAME", \.label, help: "With --import: what to call this machine (default: its host name).")]
+             .string("--label", value: "NAME", \.label, help: "With --import: what to call this machine (default: its host name)."),
+             .string("--birthdate", value: "YYYY-MM-DD", \.birthdate,
+                     help: "Kept on this node; your card shows your age. Needed where the node sets min_age.")]
         }
 
         public init() {}
 
         public func validate() throws(UsageError) {
             if let importFile {
+                if birthdate != nil { throw UsageError("--birthdate does not go with --import", hint: "after the import: mentormate profile set --birthdate YYYY-MM-DD") }
                 guard !importFile.isEmpty else { throw UsageError("--import needs a file name", hint: "for example --import ~/ana.mmaccount") }
                 guard name == nil, role == nil else {
                     throw UsageError("--name and --role do not go with --import: the account has its card already",
@@ -107,7 +111,7 @@ public enum MentormateCLI {
         public func run(_ context: CommandContext) throws(ClientError) {
             if let importFile { return try AccountFile.importAccount(from: importFile, email: email ?? "", label: label,
                                                                       protect: passphrase, context: context) }
-            var request = SignupRequest(email: email ?? "", name: name ?? "", role: role ?? "")
+            var request = SignupRequest(email: email ?? "", name: name ?? "", role: role ?? "", birthdate: birthdate)
             if passphrase {
                 // Typing a passphrase twice for an account that exists already would be wasted.
                 let existing: Fields<AccountInfo>?
@@ -248,6 +252,11 @@ public enum MentormateCLI {
                     discussion: """
                         Courses are normalized by the daemon (`cs 490` becomes `CS 490`); --courses "" clears
                         them. A photo must be a JPEG, PNG or WebP image (by content) of at most 4 MiB.
+                        --available takes weekly slots ("Mon 14-17, Wed 9:30-12, Sat-Sun 10-13"; quarter
+                        hours; "" clears them) — the free-text --availability stays beside them. Your birth
+                        date stays on this node: the card shows your age in years (and your sun sign only
+                        after `mentormate settings set show_sign true`). The --prefer-* options say what you
+                        look for; each one you state counts in the compatibility score of the people you see.
                         The contact is never on your card: it is sealed to each current match only.
                         """)
             }
@@ -261,6 +270,21 @@ public enum MentormateCLI {
             public var photo: String?
             public var noPhoto = false
             public var contact: String?
+            public var available: String?
+            public var gender: String?
+            public var languages: [String]?
+            public var area: String?
+            public var birthdate: String?
+            public var preferGenders: [String]?
+            public var preferOverlap: Int64?
+            public var preferMaxWage: String?
+            public var preferMinBudget: String?
+            public var noPreferences = false
+
+            /// Whether any --prefer-* option (or --no-preferences) was given.
+            var changesPreferences: Bool {
+                preferGenders != nil || preferOverlap != nil || preferMaxWage != nil || preferMinBudget != nil || noPreferences
+            }
 
             public static var options: [CommandOption<Self>] {
                 [.string("--name", value: "N", \.name, help: "The name others see."),
@@ -271,8 +295,25 @@ public enum MentormateCLI {
                  .string("--availability", value: "TEXT", \.availability, help: "When you are free, e.g. \"Mon-Wed afternoons\"."),
                  .string("--photo", value: "FILE", \.photo, help: "Upload FILE (JPEG, PNG or WebP, ≤ 4 MiB) as your photo."),
                  .flag("--no-photo", \.noPhoto, help: "Remove the photo from your card."),
+                 .string("--available", value: "SLOTS", \.available, help: "Weekly slots, e.g. \"Mon 14-17, Wed 9:30-12\" (\"\" clears)."),
+                 .string("--gender", value: "G", \.gender, help: "Your gender, in your words (\"\" clears)."),
+                 .list("--languages", value: "L1,L2", \.languages, help: "Languages you speak, comma-separated (replaces the list)."),
+                 .string("--area", value: "AREA", \.area, help: "Your campus area: a building or zone (\"\" clears)."),
+                 .string("--birthdate", value: "YYYY-MM-DD", \.birthdate, help: "Kept on this node; the card shows your age (\"\" forgets it)."),
+                 .list("--prefer-gender", value: "G1,G2", \.preferGenders, help: "Genders you would like to meet (\"\" clears)."),
+                 .integer("--prefer-overlap", value: "HOURS", \.preferOverlap, range: 0...168, help: "Hours a week you need free at the same time (0 clears)."),
+                 .string("--prefer-max-wage", value: "N|none", \.preferMaxWage, help: "The highest wage you would pay, as a student."),
+                 .string("--prefer-min-budget", value: "N|none", \.preferMinBudget, help: "The lowest budget you would accept, as a tutor."),
+                 .flag("--no-preferences", \.noPreferences, help: "Clear every preference."),
                  .string("--contact", value: "TEXT", \.contact,
                          help: "How your matches reach you (phone, chat handle; ≤ 200 bytes), sealed to each current match; \"\" clears it.")]
+            }
+
+            /// A --prefer-max-wage/--prefer-min-budget value: a whole number ≥ 0, or none (.some(nil)).
+            static func amount(_ text: String?, option: String) throws(UsageError) -> Int64?? {
+                guard let text else { return nil }
+                if text.lowercased() == "none" { return .some(nil) }
+                return .some(try ValueParser.integer(text, option: option, range: 0...Int64.max))
             }
 
             public init() {}
@@ -287,8 +328,14 @@ public enum MentormateCLI {
                 if let contact, contact.utf8.count > 200 {
                     throw UsageError("--contact is \(contact.utf8.count) bytes; at most 200", hint: "give a phone number or a chat handle")
                 }
+                if noPreferences && (preferGenders != nil || preferOverlap != nil || preferMaxWage != nil || preferMinBudget != nil) {
+                    throw UsageError("--no-preferences and a --prefer-* option contradict each other", hint: "give one of them")
+                }
+                _ = try Self.amount(preferMaxWage, option: "--prefer-max-wage")
+                _ = try Self.amount(preferMinBudget, option: "--prefer-min-budget")
                 if name == nil && bio == nil && courses == nil && wage == nil && budget == nil
-                    && availability == nil && photo == nil && !noPhoto && contact == nil {
+                    && availability == nil && photo == nil && !noPhoto && available == nil && gender == nil
+                    && languages == nil && area == nil && birthdate == nil && !changesPreferences && contact == nil {
                     throw UsageError("`profile set` needs at least one field to change",
                                      hint: "for example: mentormate profile set --courses \"CS 490,MATH 221\" --wage 25; "
                                         + "`mentormate profile set --help` lists the fields")
@@ -297,10 +344,24 @@ public enum MentormateCLI {
 
             /// The `profile.set` request apart from an uploaded photo.
             public var request: ProfileSetRequest {
-                var request = ProfileSetRequest(name: name, bio: bio, courses: courses, wage: wage, budget: budget,
-                                                availability: availability, photo: noPhoto ? .remove : nil)
-                request.contact = contact
-                return request
+                var r = ProfileSetRequest(name: name, bio: bio, courses: courses, wage: wage, budget: budget,
+                                          availability: availability, photo: noPhoto ? .remove : nil)
+                (r.slots, r.gender, r.languages, r.area, r.birthdate) = (available, gender, languages, area, birthdate)
+                if noPreferences { r.preferences = CardPreferences() }
+                r.contact = contact
+                return r
+            }
+
+            /// The preferences register after the --prefer-* options: the current card's with
+            /// the parts given replaced (the register is written whole).
+            /// (The amounts were checked by `validate`.)
+            func preferences(over current: CardPreferences?) -> CardPreferences {
+                var p = current ?? CardPreferences()
+                if let g = preferGenders { p.genders = g.isEmpty ? nil : g }
+                if let h = preferOverlap { p.overlapHours = h == 0 ? nil : h }
+                if let w = (try? Self.amount(preferMaxWage, option: "--prefer-max-wage")) ?? nil { p.maxWage = w }
+                if let b = (try? Self.amount(preferMinBudget, option: "--prefer-min-budget")) ?? nil { p.minBudget = b }
+                return p
             }
 
             /// The same as the params object it sends.
@@ -312,6 +373,10 @@ public enum MentormateCLI {
                     // Checked before the daemon is contacted: a wrong file fails fast.
                     let file = try PhotoUpload.load(photo, host: context.host)
                     request.photo = .set(hash: try PhotoUpload.upload(file.bytes, context: context))
+                }
+                if changesPreferences && !noPreferences {
+                    let current = try context.call(API.profileShow, ProfileShowRequest())
+                    request.preferences = preferences(over: current.object(.preferences, as: CardPreferences.self).flatMap { try? $0.decoded() })
                 }
                 let card = try context.call(API.profileSet, request)
                 if context.json { return context.printJSON(card.json) }
@@ -328,15 +393,45 @@ public enum MentormateCLI {
                 program: program, path: ["feed"],
                 abstract: "List people to like or pass: tutors for students, students for tutors.",
                 discussion: """
-                    Best first: the most shared courses, then people whose node is nearby now, then the
-                    most recently updated cards. Nobody you liked, passed or matched appears.
+                    Best first by compatibility score (0-100: shared courses, availability overlap, wage
+                    within budget, your preferences met, nearby now, and the sun signs when both publish
+                    them), then people whose node is nearby now, then the most recently updated cards.
+                    Nobody you liked, passed, matched or blocked appears, nor anyone who paused. Filters
+                    you leave out come from your defaults (`mentormate settings set feed.max_wage 30`).
                     """)
         }
         public var course: String?
         public var limit: Int64?
+        public var available: String?
+        public var maxWage: Int64?
+        public var minBudget: Int64?
+        public var nearby = false
+        public var gender: String?
+        public var minAge: Int64?
+        public var maxAge: Int64?
+        public var minScore: Int64?
+        public var noDefaults = false
         public static var options: [CommandOption<Self>] {
             [.string("--course", value: "C", \.course, help: "Only people who list course C."),
-             .integer("--limit", \.limit, range: 1...100, help: "Show at most N people (1-100; default 20).")]
+             .integer("--limit", \.limit, range: 1...100, help: "Show at most N people (1-100; default 20)."),
+             .string("--available", value: "DAY[-TIME]", \.available, help: "Only people free that day (at that time), e.g. Mon or Mon-14."),
+             .integer("--max-wage", \.maxWage, help: "Only tutors asking at most N an hour."),
+             .integer("--min-budget", \.minBudget, help: "Only students offering at least N an hour."),
+             .flag("--nearby", \.nearby, help: "Only people whose node is linked to yours now."),
+             .string("--gender", value: "G", \.gender, help: "Only people of gender G."),
+             .integer("--min-age", value: "YEARS", \.minAge, range: 0...150, help: "Only people at least this old."),
+             .integer("--max-age", value: "YEARS", \.maxAge, range: 0...150, help: "Only people at most this old."),
+             .integer("--min-score", \.minScore, range: 0...100, help: "Only people scoring at least N (0-100)."),
+             .flag("--no-defaults", \.noDefaults, help: "Ignore your default filters (settings feed.*) this time.")]
+        }
+
+        public var request: FeedRequest {
+            var r = FeedRequest(course: course, limit: limit)
+            (r.available, r.maxWage, r.minBudget, r.gender) = (available, maxWage, minBudget, gender)
+            (r.minAge, r.maxAge, r.minScore) = (minAge, maxAge, minScore)
+            r.nearby = nearby ? true : nil
+            r.noDefaults = noDefaults ? true : nil
+            return r
         }
         public init() {}
 
@@ -344,10 +439,16 @@ public enum MentormateCLI {
             if let course, course.cliTrimmed.isEmpty {
                 throw UsageError("--course is empty", hint: "give a course, for example --course \"CS 490\", or leave --course out")
             }
+            if let available, available.cliTrimmed.isEmpty {
+                throw UsageError("--available is empty", hint: "give a day, optionally with an hour: --available Mon or --available Mon-14")
+            }
+            if let minAge, let maxAge, minAge > maxAge {
+                throw UsageError("--min-age \(minAge) is above --max-age \(maxAge)", hint: "nobody could pass; swap them")
+            }
         }
 
         public func run(_ context: CommandContext) throws(ClientError) {
-            let result = try context.call(API.feed, FeedRequest(course: course, limit: limit))
+            let result = try context.call(API.feed, request)
             if context.json { return context.printJSON(result.json) }
             context.print(ClientFormat.feed(result.json))
         }

@@ -58,6 +58,13 @@ public protocol ClientHost: AnyObject {
     func openTerminal() -> (any InteractiveTerminal)?
     /// One line of stdin for `swipe`'s line prompt; nil at its end (default: nil).
     func readInputLine() -> String?
+    /// An environment variable (default: none).
+    func environment(_ name: String) -> String?
+    /// The path of the program `name` on PATH; nil when there is none (default: nil).
+    func findProgram(_ name: String) -> String?
+    /// Runs `argv` (`argv[0]` a path from `findProgram`) as argv, never through a shell, and
+    /// waits for it: its exit status (`notify`'s notify-send or gdbus). Default: refused.
+    func runProgram(_ argv: [String]) throws(ClientError) -> Int32
 }
 
 /// The exit status of `mentormate`.
@@ -196,6 +203,8 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             hint = method.hasPrefix("blob.") ? nil : "`mentormate feed` and `mentormate matches` show the IDs you can use"
         case .notAllowed:
             hint = method.hasPrefix("chat.") ? "you can chat once you both liked each other; `mentormate matches` lists your matches" : nil
+        case .invalidValue where method.hasPrefix("settings."):
+            hint = "`mentormate settings show` lists the settings and what each accepts"
         case .storage:
             hint = "free disk space or fix the state directory's permissions; `mentormate doctor` checks both"
         case .methodNotFound, .invalidParams, .invalidRequest, .parseError:

@@ -159,6 +159,7 @@ public enum ClientFormat {
         if let availability = card[.availability]?.stringValue {
             pairs.append(("availability", sanitize(availability, keepNewlines: true)))
         }
+        pairs += cardFields(card)
         if let contact = card[.contact]?.stringValue { pairs.append(("contact", sanitize(contact))) }
         if let photo = card.object(.photo, as: PhotoInfo.self), let hash = photo[.hash]?.stringValue {
             var details: [String] = []
@@ -167,6 +168,9 @@ public enum ClientFormat {
             pairs.append(("photo", sanitize(hash) + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")))
         }
         if let updated = card[.updatedAt]?.intValue { pairs.append(("updated", time(updated, in: zone))) }
+        if let matches = card[.matches]?.intValue { pairs.append(("matches", "\(matches)")) }
+        if let pending = card[.pendingLikes]?.intValue { pairs.append(("likes", "\(pending) waiting for your answer")) }
+        pairs += compatibility(card)
         if let conflicts = card[.conflicts]?.objectValue, !conflicts.isEmpty {
             var lines: [String] = []
             for (field, values) in conflicts.sorted(by: { $0.key < $1.key }) {
@@ -187,6 +191,40 @@ public enum ClientFormat {
         return out
     }
 
+    /// The card's fields 10–17, each when given.
+    static func cardFields(_ card: Fields<Card>) -> [(String, String)] {
+        var pairs: [(String, String)] = []
+        if let slots = card[.slots]?.stringValue { pairs.append(("slots", sanitize(slots))) }
+        if let gender = card[.gender]?.stringValue { pairs.append(("gender", sanitize(gender))) }
+        let languages = (card[.languages]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+        if !languages.isEmpty { pairs.append(("languages", languages.joined(separator: ", "))) }
+        if let area = card[.area]?.stringValue { pairs.append(("area", sanitize(area))) }
+        if let age = card[.age]?.intValue { pairs.append(("age", "\(age)")) }
+        if let sign = card[.sign]?.stringValue { pairs.append(("sign", sanitize(sign))) }
+        if let p = card.object(.preferences, as: CardPreferences.self) {
+            var parts: [String] = []
+            let genders = (p[.genders]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+            if !genders.isEmpty { parts.append("gender " + genders.joined(separator: " or ")) }
+            if let h = p[.overlapHours]?.intValue { parts.append("\(h) h a week free together") }
+            if let w = p[.maxWage]?.intValue { parts.append("wage at most \(w)") }
+            if let b = p[.minBudget]?.intValue { parts.append("budget at least \(b)") }
+            if !parts.isEmpty { pairs.append(("prefers", parts.joined(separator: "; "))) }
+        }
+        if card[.paused]?.boolValue == true { pairs.append(("paused", "yes: hidden from new feeds")) }
+        return pairs
+    }
+
+    /// Another's card: the score and one line per part.
+    static func compatibility(_ card: Fields<Card>) -> [(String, String)] {
+        guard let score = card[.score]?.intValue else { return [] }
+        let lines = card.objects(.compatibility, as: CompatibilityPart.self).map { part in
+            let points = part[.points]?.doubleValue ?? 0
+            let shown = points == points.rounded() ? "\(Int(points))" : String(format: "%.1f", points)
+            return "\(sanitize(part[.part]?.stringValue ?? "?")) \(shown)/\(part[.max]?.intValue ?? 0): \(sanitize(part[.reason]?.stringValue ?? ""))"
+        }
+        return [("score", "\(score)/100"), ("because", lines.joined(separator: "\n"))]
+    }
+
     /// `feed`: one row per card, best first.
     public static func feed(_ json: JSON) -> String {
         let entries = Fields<FeedResult>(json).objects(.cards, as: FeedCard.self)
@@ -204,14 +242,15 @@ public enum ClientFormat {
             let pay = role == "tutor" ? card[.wage]?.intValue : card[.budget]?.intValue
             return [shortID(card[.id]?.stringValue ?? "?"),
                     cell(card[.name]?.stringValue ?? "", width: 24),
+                    card[.score]?.intValue.map(String.init) ?? "-",
                     cell(role, width: 8),
                     pay.map(String.init) ?? "-",
                     cell(ordered.joined(separator: ", "), width: 40),
                     cell(feedReasons(entry.json).joined(separator: ", "), width: 40)]
         }
-        var out = table(["ID", "NAME", "ROLE", "PAY", "COURSES", "WHY"], rows, right: [3])
+        var out = table(["ID", "NAME", "SCORE", "ROLE", "PAY", "COURSES", "WHY"], rows, right: [2, 4])
         out += "\n\n" + (anyShared ? "* a course you share. " : "") + "PAY is a tutor's wage or a student's budget. "
-            + "WHY: the feed ranks by shared courses, then nodes nearby now, then the newest card."
+            + "SCORE: compatibility 0-100 (`profile show ID` gives its parts); the feed ranks by it, then nodes nearby now, then the newest card."
         out += "\n`mentormate profile show ID` shows a card; `mentormate like ID` or `mentormate pass ID` decides."
         return out
     }

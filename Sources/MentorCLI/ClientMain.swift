@@ -21,6 +21,7 @@ extension MentormateCLI {
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("CHAT", [Chat.self]),
+         ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }
 
@@ -135,7 +136,7 @@ extension MentormateCLI {
         switch target {
         case .root: return overview
         case .group(let word, let members):
-            let abstract = ["profile": Profile.abstract, "device": Device.abstract, "account": Account.abstract][word] ?? ""
+            let abstract = ["profile": Profile.abstract, "device": Device.abstract, "account": Account.abstract, "settings": Settings.abstract][word] ?? ""
             var out = "\(abstract)\n\nUSAGE:"
             for (i, m) in members.enumerated() {
                 out += (i == 0 ? " " : "       ") + HelpFormatter.wrap(m.usage, indent: 7 + m.configuration.invocation.count + 1, width: 100) + "\n"

@@ -12,10 +12,13 @@ public struct ProfileCard: RecordSchema, Equatable {
     /// Field tags; each is one register of the card.
     public enum Field: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case name = 1, role = 2, bio = 3, courses = 4, wage = 5, budget = 6, availability = 7, photo = 8
+        case slots = 10, gender = 11, languages = 12, area = 13, age = 14, sign = 15, preferences = 16, paused = 17
         public var description: String {
             switch self {
             case .name: "name"; case .role: "role"; case .bio: "bio"; case .courses: "courses"
             case .wage: "wage"; case .budget: "budget"; case .availability: "availability"; case .photo: "photo"
+            case .slots: "slots"; case .gender: "gender"; case .languages: "languages"; case .area: "area"
+            case .age: "age"; case .sign: "sign"; case .preferences: "preferences"; case .paused: "paused"
             }
         }
     }
@@ -32,6 +35,11 @@ public struct ProfileCard: RecordSchema, Equatable {
     public static let maxAvailabilityBytes = 500
     public static let maxCourses = 32
     public static let maxCourseBytes = 32
+    public static let maxGenderBytes = 32
+    public static let maxLanguages = 8
+    public static let maxLanguageBytes = 32
+    public static let maxAreaBytes = 64
+    public static let ageRange: ClosedRange<UInt8> = 13...120
 
     public var name: String?
     public var role: Role?
@@ -46,6 +54,24 @@ public struct ProfileCard: RecordSchema, Equatable {
     public var photo: PhotoRef??
     /// The account's proof-of-work nonce (`AccountWork`): set only in its seq-1 card.
     public var work: UInt64?
+    // Fields 10–17 (PROTOCOL.md §6.3). Set after init. An empty value clears a field: an edit
+    // with `gender = ""`, `languages = []`, `slots = .none`, `preferences = .none`, `age = .some(nil)`
+    // or `sign = .some(nil)` removes it; the merged card shows a cleared field as nil.
+    /// Weekly availability as slots (the free-text `availability` stays beside it).
+    public var slots: WeeklySlots?
+    /// Canonical form: `normalizeWord` (lower case, single spaces).
+    public var gender: String?
+    public var languages: [String]?
+    /// A building or zone of the campus (the node's config may list the allowed ones).
+    public var area: String?
+    /// Age in whole years, computed by the person's node from a birth date it keeps private.
+    public var age: UInt8??
+    /// The sun sign, published only when the person opts in.
+    public var sign: SunSign??
+    /// What the person looks for in the other side.
+    public var preferences: Preferences?
+    /// "Pause me": hidden from new feeds while true; matches are unaffected.
+    public var paused: Bool?
 
     public init(name: String? = nil, role: Role? = nil, bio: String? = nil, courses: [String]? = nil,
                 wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photo: PhotoRef?? = nil,
@@ -109,6 +135,38 @@ public struct ProfileCard: RecordSchema, Equatable {
         availability = try f.text(Field.availability.rawValue, "availability", maxBytes: Self.maxAvailabilityBytes, what: what)
         if let v = f[Field.photo.rawValue] { photo = v.isEmpty ? .some(nil) : .some(try PhotoRef.decode(v)) }
         work = try f.u64(Self.workTag, "proof of work", what: what)
+        if let v = f[Field.slots.rawValue] { slots = try WeeklySlots(encoded: v) }
+        if let g = try f.text(Field.gender.rawValue, "gender", maxBytes: Self.maxGenderBytes, what: what) {
+            gender = try Self.checkWord(g, "gender")
+        }
+        if let v = f[Field.languages.rawValue] {
+            languages = try Self.decodeWords(v, "language", max: Self.maxLanguages, maxBytes: Self.maxLanguageBytes)
+        }
+        if let a = try f.text(Field.area.rawValue, "area", maxBytes: Self.maxAreaBytes, what: what) {
+            guard a == Self.normalizeSpaces(a), !a.contains("\n") else {
+                throw RecordError(.invalidBody, "profile area is not in canonical form (single spaces, none at the ends)")
+            }
+            area = a
+        }
+        if let v = f[Field.age.rawValue] {
+            guard v.count <= 1 else { throw RecordError(.malformed, "profile age must be 0 or 1 byte, is \(v.count)") }
+            if let a = v.first {
+                guard Self.ageRange.contains(a) else { throw RecordError(.invalidBody, "profile age \(a) is outside \(Self.ageRange)") }
+                age = .some(a)
+            } else { age = .some(nil) }
+        }
+        if let v = f[Field.sign.rawValue] {
+            guard v.count <= 1 else { throw RecordError(.malformed, "profile sign must be 0 or 1 byte, is \(v.count)") }
+            if let b = v.first {
+                guard let sign = SunSign(rawValue: b) else { throw RecordError(.invalidBody, "profile sign \(b) is not 0 (Aries) to 11 (Pisces)") }
+                self.sign = .some(sign)
+            } else { sign = .some(nil) }
+        }
+        if let v = f[Field.preferences.rawValue] { preferences = try Preferences(encoded: v) }
+        if let v = f[Field.paused.rawValue] {
+            guard v.count == 1, v[0] <= 1 else { throw RecordError(.malformed, "profile paused must be one byte, 0 or 1") }
+            paused = v[0] == 1
+        }
     }
 
     /// A card is valid only at its seq: the proof-of-work field belongs in an account's first
@@ -150,6 +208,14 @@ public struct ProfileCard: RecordSchema, Equatable {
         if let availability { f.set(Field.availability.rawValue, text: availability) }
         if let photo { f.set(Field.photo.rawValue, photo?.encoded ?? []) }
         if let work { f.set(Self.workTag, u64: work) }
+        if let slots { f.set(Field.slots.rawValue, slots.encoded) }
+        if let gender { f.set(Field.gender.rawValue, text: gender) }
+        if let languages { f.set(Field.languages.rawValue, Self.encodeWords(languages)) }
+        if let area { f.set(Field.area.rawValue, text: area) }
+        if let age { f.set(Field.age.rawValue, age.map { [$0] } ?? []) }
+        if let sign { f.set(Field.sign.rawValue, sign.map { [$0.rawValue] } ?? []) }
+        if let preferences { f.set(Field.preferences.rawValue, preferences.encoded) }
+        if let paused { f.set(Field.paused.rawValue, [paused ? 1 : 0]) }
         return f
     }
 
@@ -168,6 +234,17 @@ public struct ProfileCard: RecordSchema, Equatable {
                     throw RecordError(.invalidBody, "course '\(c.prefix(40))' must be 1 to \(Self.maxCourseBytes) bytes")
                 }
             }
+        }
+        if let languages {
+            guard languages.count <= Self.maxLanguages else {
+                throw RecordError(.invalidBody, "\(languages.count) languages given; at most \(Self.maxLanguages) allowed")
+            }
+            for l in languages where l.isEmpty || l.utf8.count > Self.maxLanguageBytes {
+                throw RecordError(.invalidBody, "language '\(l.prefix(40))' must be 1 to \(Self.maxLanguageBytes) bytes")
+            }
+        }
+        if let genders = preferences?.genders, genders.count > Preferences.maxGenders {
+            throw RecordError(.invalidBody, "\(genders.count) preferred genders given; at most \(Preferences.maxGenders) allowed")
         }
         // Everything else is checked by decoding the encoding (its limits are all below what
         // the encoding can represent).

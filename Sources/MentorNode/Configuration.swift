@@ -1,5 +1,6 @@
 import Foundation
 import MentorAPI
+import MentorCore
 import MentorCrypto
 import MentorNet
 import MentorSystem
@@ -19,6 +20,10 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var networkWorkBits = AccountWork.defaultBits
     public var logLevel: LogLevel = .info
     public var emailDomains: [String] = []
+    /// The youngest age a person may sign up at here (nil: no limit); signup then needs a birth date.
+    public var minAge: Int?
+    /// Campus areas (buildings, zones) a card's area may name; empty: any.
+    public var areas: [String] = []
     /// Records per second one peer may make us apply (sustained; the burst is one second's worth).
     public var peerRecordsPerSecond = 20_000
     /// API connections one Unix user may hold at once.
@@ -61,7 +66,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var description: String { line > 0 ? "\(path):\(line): \(message)" : "\(path): \(message)" }
     }
 
-    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "network_work_bits", "log_level", "email_domains",
+    public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "network_work_bits", "log_level", "email_domains", "min_age", "areas",
                               "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
                               "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb",
                               "foreign_accounts_max", "foreign_storage_mb"]
@@ -142,6 +147,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
             emailDomains = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
             if let bad = emailDomains.first(where: { !$0.contains(".") || $0.contains("@") || $0.contains(" ") }) {
                 throw ValueError(message: "email_domains: \"\(bad)\" is not a domain like uni.edu")
+            }
+        case "min_age":
+            minAge = try Self.wholeNumber(key, value, 13...120, unit: " (years; signup below it is refused)")
+        case "areas":
+            areas = value.split(separator: ",").map { ProfileCard.normalizeSpaces(String($0)) }.filter { !$0.isEmpty }
+            if let bad = areas.first(where: { $0.utf8.count > ProfileCard.maxAreaBytes }) {
+                throw ValueError(message: "areas: \"\(bad.prefix(40))…\" is longer than \(ProfileCard.maxAreaBytes) bytes")
             }
         default:
             throw ValueError(message: "unknown setting \"\(key)\"; known settings: \(Self.keys.joined(separator: ", "))")

@@ -81,19 +81,20 @@ public final class Node: @unchecked Sendable {
     var accountKeys: [UInt32: SigningKeyPair] = [:]
     /// Accounts whose users logged out (an unprotected key stays locked until `login`).
     var loggedOut: Set<UInt32> = []
-    /// Card summaries of every author with a card, for the feed, and their names; read them
-    /// through `cards` and `names`, which first read again the cards changed since.
-    private var cardIndex: [PublicKey: Feed.Candidate] = [:]
-    private var nameIndex: [PublicKey: String] = [:]
+    /// Card summaries of every author with a card, for the feed, their names, and the local
+    /// viewers' rankings; read it through `feedIndex`, which first reads again the cards changed
+    /// since.
+    private var feedState = FeedIndex()
     /// Authors whose card records were applied since the index last read their card. Read again
     /// when the index is next asked, not per applied batch: a cold sync applies thousands of
     /// cards nobody looks at meanwhile, and reading each back was a tenth of its CPU.
     private var staleCards: Set<PublicKey> = []
-    var cards: [PublicKey: Feed.Candidate] { readStaleCards(); return cardIndex }
-    var names: [PublicKey: String] { readStaleCards(); return nameIndex }
-    /// Course names interned as small integers for the feed.
-    var courseIDs: [String: Int32] = [:]
-    var courseNames: [String] = []
+    var feedIndex: FeedIndex {
+        _read { readStaleCards(); yield feedState }
+        _modify { readStaleCards(); yield &feedState }
+    }
+    var cards: [PublicKey: Feed.Candidate] { feedIndex.candidates }
+    var names: [PublicKey: String] { feedIndex.names }
     /// Unfinished photo uploads: token → (caller, bytes).
     var uploads: [String: (caller: Requester, data: [UInt8])] = [:]
     /// Subscriptions: connection → (uid, events).
@@ -107,6 +108,8 @@ public final class Node: @unchecked Sendable {
     var pendingLinks: [UInt32: PendingLink] = [:]
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
+    /// The per-account settings there are (`Settings.swift`).
+    var settingsRegistry = SettingsRegistry.standard
 
     /// A node over `replica`, wired once: its notifications go to `notifications`, its changes
     /// to `changes`' subscribers, `status`/`doctor` read `runtime`.
@@ -583,13 +586,14 @@ public final class Node: @unchecked Sendable {
         for pair in try replica.pairSummaries(of: account) where pair.unmatchedBy == pair.other {
             acknowledgeUnmatches(uid, me: account, other: pair.other)
         }
+        // A birthday that passed while the daemon was down.
+        refreshAge(uid)
         // Matches that formed while it was locked, or lack the newest contact, get it (§7.7).
         sendContactLogged(uid, me: account)
     }
 
     func rebuildCardIndex() throws {
-        cardIndex = [:]
-        nameIndex = [:]
+        feedState.removeAll()
         staleCards = []
         // One pass over the card entries: a read transaction per author kept a daemon with
         // 100,000 accounts from answering its socket for seconds after a restart.
@@ -614,10 +618,7 @@ public final class Node: @unchecked Sendable {
     }
 
     private func index(_ state: CardState) {
-        let key = state.author
-        cardIndex[key] = Feed.Candidate(key: key, role: state.card.role, courses: (state.card.courses ?? []).map(courseID),
-                                        updatedAt: state.updatedAt, nearby: isNearby(key))
-        nameIndex[key] = state.card.name
+        feedState.index(state, nearby: isNearby(state.author))
     }
 
     /// An account is nearby now when it lives on this node or on a node linked to ours.
@@ -630,21 +631,13 @@ public final class Node: @unchecked Sendable {
         queue.async { [self] in
             let changed = accounts.symmetricDifference(nearbyAccounts)
             nearbyAccounts = accounts
-            for key in changed where cardIndex[key] != nil { cardIndex[key]?.nearby = isNearby(key) }
+            for key in changed { feedState.setNearby(key, isNearby(key)) }
         }
     }
 
     /// The accounts of this node's users (for `here`).
     public func localAccounts() -> [PublicKey] {
         queue.sync { localKeys.sorted() }
-    }
-
-    func courseID(_ name: String) -> Int32 {
-        if let id = courseIDs[name] { return id }
-        let id = Int32(courseNames.count)
-        courseIDs[name] = id
-        courseNames.append(name)
-        return id
     }
 
     /// Signs and applies one record of the caller's account; throws unless it was applied.

@@ -7,6 +7,10 @@ public struct NodeConfig: Sendable {
     public var stateDirectory: String
     /// Campus e-mail domains accepted at sign-up; empty accepts any address.
     public var emailDomains: [String]
+    /// `min_age`: the youngest age allowed to sign up (nil: no limit).
+    public var minAge: Int?
+    /// `areas`: the campus areas a card may name (empty: any).
+    public var areas: [String] = []
     /// Cost of passphrase protection for account keys.
     public var passphraseCost: Argon2id.Parameters
     /// Milliseconds since the Unix epoch (injected for tests).

@@ -43,6 +43,8 @@ extension Node {
         case .deviceApprove: return try run(API.deviceApprove, params) { try deviceApprove($0, caller, prepared: prepared) }
         case .accountExport: return try run(API.accountExport, params) { _ in try accountExport(caller) }
         case .accountImport: return try run(API.accountImport, params) { try accountImport($0, caller, prepared: prepared) }
+        case .settingsShow: return try run(API.settingsShow, params) { _ in try settingsShow(caller) }
+        case .settingsSet: return try run(API.settingsSet, params) { try settingsSet($0, caller) }
         case .block: return try run(API.block, params) { try block($0, caller) }
         case .unblock: return try run(API.unblock, params) { try unblock($0, caller) }
         case .blocked: return try run(API.blocked, params) { _ in try blockedList(caller) }
@@ -62,6 +64,7 @@ extension Node {
         var name: String
         var role: ProfileCard.Role
         var passphrase: String?
+        var birthdate: BirthDate?
     }
 
     /// Every check of a signup that costs nothing: run before Argon2id (`admit`) and again by
@@ -78,7 +81,17 @@ extension Node {
         try checkEmail(email)
         guard !name.isEmpty else { throw RPCError(.invalidValue, "the name is empty; give the name others will see") }
         if let passphrase = request.passphrase, passphrase.isEmpty { throw RPCError(.invalidValue, "the passphrase is empty") }
-        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase)
+        let birthdate = try request.birthdate.map(checkBirthdate)
+        if let minAge = config.minAge {
+            guard let birthdate else {
+                throw RPCError(.invalidValue, "this node admits people aged \(minAge) or over (min_age): sign up with your birth date, --birthdate YYYY-MM-DD")
+            }
+            let age = birthdate.age(at: config.now())
+            guard age >= minAge else {
+                throw RPCError(.notAllowed, "sign-up here needs an age of \(minAge) or over (this node's min_age); by the birth date given you are \(age)")
+            }
+        }
+        return NewAccount(email: email, name: name, role: role, passphrase: request.passphrase, birthdate: birthdate)
     }
 
     func signup(_ request: SignupRequest, _ caller: Requester, prepared: PreparedKey?) throws -> AccountInfo {
@@ -106,11 +119,14 @@ extension Node {
             // The account's first record: its card, carrying the proof of work (PROTOCOL.md §6.1);
             // then the certificate of this machine's device key, which signs from now on.
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
-                try w.profile(ProfileCard(name: name, role: role, work: prepared.work), at: now)
+                var card = ProfileCard(name: name, role: role, work: prepared.work)
+                if let birthdate = new.birthdate { card.age = .some(Self.publishedAge(birthdate, at: now)) }
+                return try w.profile(card, at: now)
             }
             try write(caller.uid, as: .account) { w, now throws(RecordError) in
                 try w.certify(keys.publicKey.key, label: config.deviceLabel, epoch: 1, at: now)
             }
+            if let birthdate = new.birthdate { try replica.setAccountSetting(account, key: "birthdate", value: birthdate.description) }
         } catch {
             // Leave nothing half-made: no row, no keys.
             writers[caller.uid] = nil
@@ -223,11 +239,19 @@ extension Node {
     }
 
     func profileShow(_ request: ProfileShowRequest, _ caller: Requester) throws -> Card {
+        refreshAge(caller.uid)
         let key = try request.id.map(resolve) ?? me(caller)
         guard let state = try replica.card(of: key) else {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
-        return apiCard(state)
+        var card = apiCard(state)
+        let me = try me(caller)
+        if key == me {
+            (card.matches, card.pendingLikes) = try ownCounts(me)
+        } else if let (score, parts) = compatibility(of: me, with: key) {
+            (card.score, card.compatibility) = (score, parts)
+        }
+        return card
     }
 
     func profileSet(_ request: ProfileSetRequest, _ caller: Requester) throws -> Card {
@@ -267,7 +291,9 @@ extension Node {
         case .remove?:
             card.photo = .some(nil)
         }
+        try setProfileFields(request, on: &card)
         let me = try me(caller)
+        if let text = request.birthdate { try setBirthdate(text, uid: caller.uid, account: me, on: &card) }
         // The edit has seen every current entry of the card, whichever of the account's keys
         // wrote it: it supersedes them all (PROTOCOL.md §8.3).
         let seen = try replica.cardClock(of: me)
@@ -339,22 +365,23 @@ extension Node {
         let me = try me(caller)
         let limit = Int(request.limit ?? 20)
         guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "feed: limit must be 1...100") }
-        guard let mine = cards[me], let role = mine.role else {
+        refreshAge(caller.uid)
+        let filter = try feedFilter(try withDefaults(request, me))
+        guard let ranking = feedIndex.ranking(of: me) else {
             throw RPCError(.notAllowed, "your card has no role yet; this should not happen after signup — check `mentormate profile show`")
         }
         var excluded: Set<PublicKey> = [me]
         excluded.formUnion(try replica.passes(of: me))
         excluded.formUnion(try replica.blockedAccounts(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
-        let course = request.course.map(ProfileCard.normalizeCourse)
-        // A course nobody lists matches nothing.
-        let courseFilter: Int32? = course.map { courseIDs[$0] ?? -1 }
-        let items = Feed.rank(role: role, courses: mine.courses, excluded: excluded, candidates: cards.values,
-                              course: courseFilter, limit: limit)
+        let index = feedIndex
+        let items = ranking.top(limit: limit, filter: filter, excluded: excluded, lookup: { index.candidates[$0] })
         let states = Dictionary(uniqueKeysWithValues: try replica.cards(of: items.map(\.key)).map { ($0.author, $0) })
         return FeedResult(cards: items.compactMap { item in
             states[item.key].map { state in
-                FeedCard(card: apiCard(state), sharedCourses: item.sharedCourses.map { courseNames[Int($0)] }, nearby: item.nearby)
+                var card = apiCard(state)
+                if let (score, parts) = compatibility(of: me, with: item.key) { (card.score, card.compatibility) = (score, parts) }
+                return FeedCard(card: card, sharedCourses: item.sharedCourses.map(index.courses.name), nearby: item.nearby)
             }
         })
     }
@@ -552,10 +579,12 @@ func apiCard(_ s: CardState) -> Card {
     if case .some(.some(let ref)) = c.photo {
         photo = PhotoInfo(hash: Hex.encode(ref.hash), size: Int64(ref.size), type: ref.format.mimeType)
     }
-    return Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
-                wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
-                availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
-                updatedAt: Int64(clamping: s.updatedAt))
+    var card = Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
+                    wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
+                    availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
+                    updatedAt: Int64(clamping: s.updatedAt))
+    apiCardFields(c, into: &card)
+    return card
 }
 
 /// A losing register value, shown in the field's own type.
@@ -572,6 +601,18 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     case .photo:
         if case .some(.some(let ref)) = card.photo { return .string(Hex.encode(ref.hash)) }
         return .null
+    case .slots: return card.slots.map { .string($0.description) } ?? .null
+    case .gender: return card.gender.map(JSON.string) ?? .null
+    case .languages: return .array((card.languages ?? []).map(JSON.string))
+    case .area: return card.area.map(JSON.string) ?? .null
+    case .age: return (card.age ?? nil).map { .int(Int64($0)) } ?? .null
+    case .sign: return (card.sign ?? nil).map { .string($0.description) } ?? .null
+    case .preferences:
+        var c = Card(id: "", updatedAt: 0)
+        var p = ProfileCard(); p.preferences = card.preferences
+        apiCardFields(p, into: &c)
+        return (try? JSONValueEncoder().encode(c.preferences ?? CardPreferences())) ?? .null
+    case .paused: return card.paused.map(JSON.bool) ?? .null
     }
 }
 

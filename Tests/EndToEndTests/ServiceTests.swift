@@ -118,7 +118,8 @@ extension EndToEndTests {
 
         let runtime = e2e.path("xdg-runtime")
         try FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let userVerified = try Self.run(e2e, [analyze, "--user", "verify", user + "/mentormated.service", user + "/mentormated.socket"],
+        let userVerified = try Self.run(e2e, [analyze, "--user", "verify", user + "/mentormated.service", user + "/mentormated.socket",
+                                                   user + "/mentormate-notify.service"],
                                         environment: manpath.merging(["XDG_RUNTIME_DIR": runtime]) { $1 })
         #expect(userVerified.status.exitCode == 0 && userVerified.output.isEmpty,
                 "systemd-analyze --user verify (user units): \(userVerified.status)\n\(userVerified.output)")
@@ -187,6 +188,7 @@ extension EndToEndTests {
             "usr/local/bin/mentormated", "usr/local/bin/mentormate",
             "usr/local/lib/systemd/system/mentormated.service", "usr/local/lib/systemd/system/mentormated.socket",
             "usr/local/lib/systemd/user/mentormated.service", "usr/local/lib/systemd/user/mentormated.socket",
+            "usr/local/lib/systemd/user/mentormate-notify.service",
             "usr/local/lib/sysusers.d/mentormate.conf", "usr/local/lib/tmpfiles.d/mentormate.conf",
             "usr/local/share/man/man1/mentormate.1", "usr/local/share/man/man8/mentormated.8",
             "usr/local/share/bash-completion/completions/mentormate", "usr/local/share/bash-completion/completions/mentormated",
@@ -211,6 +213,7 @@ extension EndToEndTests {
         let unit = e2e.read(usr + "/usr/lib/systemd/system/mentormated.service")
         #expect(unit.contains("ExecStart=/usr/bin/mentormated --config /etc/mentormate/mentormated.conf"), "\(unit)")
         #expect(e2e.read(usr + "/usr/lib/systemd/user/mentormated.service").contains("ExecStart=/usr/bin/mentormated\n"))
+        #expect(e2e.read(usr + "/usr/lib/systemd/user/mentormate-notify.service").contains("ExecStart=/usr/bin/mentormate notify\n"))
         #expect(FileManager.default.isExecutableFile(atPath: usr + "/usr/bin/mentormate"))
 
         // A second install keeps an edited config.
@@ -507,7 +510,7 @@ extension EndToEndTests {
             #expect(manDaemon.contains(flag), "mentormated(8) lacks \(flag)")
         }
 
-        // And in bash: the commands, profile's subcommands, an option, a choice.
+        // And in bash: the commands, profile's subcommands, an option, a choice, a setting's values.
         let script = """
             source \(Self.packageRoot)/completion/mentormate.bash
             t() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _mentormate; echo "${COMPREPLY[*]}"; }
@@ -515,8 +518,11 @@ extension EndToEndTests {
             t mentormate profile ""
             t mentormate --json profile set --no
             t mentormate signup --role ""
+            t mentormate settings set notify.match ""
+            t mentormate notify --s
             """
         let bash = try Self.run(e2e, ["/bin/bash", "--norc", "-c", script])
-        #expect(bash.output == "signup swipe status\nshow set\n--no-photo\nstudent tutor\n", "\(bash.output)")
+        #expect(bash.output == "signup swipe settings status\nshow set\n--no-photo\nstudent tutor\ntrue false on off yes no\n--stdout --socket\n",
+                "\(bash.output)")
     }
 }

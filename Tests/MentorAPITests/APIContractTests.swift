@@ -128,6 +128,12 @@ import MentorAPI
             case .accountImport:
                 try roundTrip(API.accountImport, ImportRequest(key: "AAEC", email: "a@uni.edu", passphrase: "pw", label: "laptop"), account)
                 try roundTrip(API.accountImport, ImportRequest(key: "AAEC", email: "a@uni.edu"), account)
+            case .settingsShow:
+                try roundTrip(API.settingsShow, NoParams(), SettingsResult(settings: [Self.setting, SettingInfo(
+                    key: "feed.gender", value: nil, isDefault: true, defaultValue: nil, kind: "text", accepts: "any text", description: "d")]))
+            case .settingsSet:
+                try roundTrip(API.settingsSet, SettingsSetRequest(key: "notify.match", value: .set("off")), Self.setting)
+                try roundTrip(API.settingsSet, SettingsSetRequest(key: "notify.match", value: .unset), Self.setting)
             }
         }
     }
@@ -136,7 +142,9 @@ import MentorAPI
     @Test func nilIsNullInResultsAndAbsentInRequests() throws {
         let card = try API.profileShow.json(Card(id: "mm1x", updatedAt: 7))
         #expect(card == ["id": "mm1x", "name": nil, "role": nil, "bio": nil, "courses": [], "wage": nil, "budget": nil,
-                         "availability": nil, "photo": nil, "conflicts": [:], "forked": false, "updatedAt": 7, "contact": nil])
+                         "availability": nil, "photo": nil, "conflicts": [:], "forked": false, "updatedAt": 7,
+                         "slots": nil, "gender": nil, "languages": nil, "area": nil, "age": nil, "sign": nil, "preferences": nil,
+                         "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil, "contact": nil])
         #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
         #expect(try API.accountWhoami.params(NoParams()) == [:])
     }
@@ -159,7 +167,7 @@ import MentorAPI
         let entry = try API.feed.json(FeedResult(cards: [FeedCard(card: Card(id: "mm1x", updatedAt: 1), sharedCourses: ["A"], nearby: false)]))
         let first = try #require(entry["cards"]?.arrayValue?.first?.objectValue)
         #expect(first["sharedCourses"] == ["A"] && first["nearby"] == false && first["id"] == "mm1x" && first["photo"] == .null)
-        #expect(first.count == 15)
+        #expect(first.count == 27)
         let doctor = try API.doctor.json(DoctorResult(checks: [DoctorCheck(name: "a", ok: true, detail: "d", fix: nil)], ok: true))
         #expect(doctor == ["checks": [["name": "a", "ok": true, "detail": "d"]], "ok": true])
         #expect(try API.blobPut.json(.more(upload: "t")) == ["upload": "t"])
@@ -167,9 +175,10 @@ import MentorAPI
     }
 
     @Test func parameterNamesComeFromTheCodingKeys() {
-        #expect(SignupRequest.parameterNames.sorted() == ["email", "name", "passphrase", "role"])
+        #expect(SignupRequest.parameterNames.sorted() == ["birthdate", "email", "name", "passphrase", "role"])
         #expect(NoParams.parameterNames.isEmpty)
-        #expect(ProfileSetRequest.parameterNames.sorted() == ["availability", "bio", "budget", "contact", "courses", "name", "photo", "wage"])
+        #expect(ProfileSetRequest.parameterNames.sorted() == ["area", "availability", "bio", "birthdate", "budget", "contact", "courses", "gender",
+                                                              "languages", "name", "photo", "preferences", "slots", "wage"])
     }
 
     /// The notifications the node sends for the caller's own account, with their names.
@@ -200,10 +209,26 @@ import MentorAPI
         #expect(try JSONValueEncoder().encode(AmbiguousIDData(matches: ["a", "b"])) == ["matches": ["a", "b"]])
     }
 
+    /// settings.set's value: null (back to the default) kept apart from absent (refused), and a
+    /// boolean or integer taken as its text.
+    @Test func settingsSetValueIsRequiredNullableAndTakesScalars() throws {
+        #expect(try API.settingsSet.params(SettingsSetRequest(key: "k", value: .unset)) == ["key": "k", "value": nil])
+        #expect(try API.settingsSet.request(from: ["key": "k", "value": nil]).value == .unset)
+        #expect(try API.settingsSet.request(from: ["key": "k", "value": false]).value == .set("false"))
+        #expect(try API.settingsSet.request(from: ["key": "k", "value": 30]).value == .set("30"))
+        #expect(throws: RPCError.self) { try API.settingsSet.request(from: ["key": "k"]) }
+        #expect(try API.settingsShow.json(SettingsResult(settings: [Self.setting])) == ["settings": [[
+            "key": "notify.match", "value": "false", "isDefault": false, "defaultValue": "true", "kind": "bool",
+            "accepts": "true or false (also on/off, yes/no)", "description": "Notify me of a new match."]]])
+    }
+
+    static let setting = SettingInfo(key: "notify.match", value: "false", isDefault: false, defaultValue: "true", kind: "bool",
+                                     accepts: "true or false (also on/off, yes/no)", description: "Notify me of a new match.")
+
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 31)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 31)
+        #expect(APIMethod.allCases.count == 33)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 33)
     }
 }
 

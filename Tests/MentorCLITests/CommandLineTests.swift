@@ -85,6 +85,16 @@ final class CLIFakeHost: ClientHost {
     func openTerminal() -> (any InteractiveTerminal)? { terminal }
     func readInputLine() -> String? { inputLines.isEmpty ? nil : inputLines.removeFirst() }
 
+    /// `notify`: the environment, the programs on PATH (name → path), each argv run and the
+    /// exit status the runs give.
+    var environmentValues: [String: String] = [:]
+    var programs: [String: String] = [:]
+    var ran: [[String]] = []
+    var programStatus: Int32 = 0
+    func environment(_ name: String) -> String? { environmentValues[name] }
+    func findProgram(_ name: String) -> String? { programs[name] }
+    func runProgram(_ argv: [String]) throws(ClientError) -> Int32 { ran.append(argv); return programStatus }
+
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
 }
@@ -298,7 +308,8 @@ extension CommandLineTests {
                 #expect(top.contains(type.configuration.abstract))
             }
             guard case .print(let set) = try MentormateCLI.parse(["profile", "set", "-h"]) else { Issue.record("no help"); return }
-            #expect(set.contains("--courses C1,C2      Your courses, comma-separated"))
+            #expect(set.contains("--courses C1,C2 ") && set.contains("  Your courses, comma-separated"))
+            #expect(set.contains("--available SLOTS") && set.contains("--prefer-max-wage N|none"))
             #expect(set.contains("GLOBAL OPTIONS:"))
             guard case .print(let viaHelp) = try MentormateCLI.parse(["help", "profile", "set"]) else { Issue.record("no help"); return }
             #expect(viaHelp == set)
@@ -321,9 +332,9 @@ extension CommandLineTests {
             for line in ["--email ADDR", "--name NAME", "--role student|tutor", "--passphrase"] {
                 #expect(signup.contains(line))
             }
-            #expect(MentormateCLI.Signup.usage == "mentormate signup --email ADDR [--name NAME] [--role student|tutor] [--passphrase] [--import FILE] [--label NAME]")
+            #expect(MentormateCLI.Signup.usage == "mentormate signup --email ADDR [--name NAME] [--role student|tutor] [--passphrase] [--import FILE] [--label NAME] [--birthdate YYYY-MM-DD]")
             #expect(MentormateCLI.Chat.usage == "mentormate chat [--follow] ID [MESSAGE]")
-            #expect(MentormateCLI.Feed.usage == "mentormate feed [--course C] [--limit N]")
+            #expect(MentormateCLI.Feed.usage == "mentormate feed [--course C] [--limit N] [--available DAY[-TIME]] [--max-wage N] [--min-budget N] [--nearby] [--gender G] [--min-age YEARS] [--max-age YEARS] [--min-score N] [--no-defaults]")
         }
 
         @Test func noCommandShowsTheOverviewAsAUsageError() {
@@ -946,14 +957,14 @@ extension CommandLineTests {
         @Test func theFeedShowsShortIDsAndMarksSharedCourses() {
             let feed: JSON = ["cards": [
                 ["id": .string(cliBen), "name": "Ben", "role": "tutor", "courses": ["MATH 221", "CS 490"], "wage": 25,
-                 "sharedCourses": ["CS 490"], "nearby": true],
+                 "sharedCourses": ["CS 490"], "nearby": true, "score": 72],
                 ["id": .string(cliAna), "name": "Ana Lima", "role": "tutor", "courses": [], "wage": .null,
                  "sharedCourses": [], "nearby": false],
             ]]
             let lines = ClientFormat.feed(feed).split(separator: "\n").map(String.init)
-            #expect(lines[0] == "ID            NAME      ROLE   PAY  COURSES            WHY")
-            #expect(lines[1] == "mm1zg69v7ysz  Ben       tutor   25  CS 490*, MATH 221  shares CS 490, nearby now")
-            #expect(lines[2] == "mm1qy352euf4  Ana Lima  tutor    -                     newest first")
+            #expect(lines[0] == "ID            NAME      SCORE  ROLE   PAY  COURSES            WHY")
+            #expect(lines[1] == "mm1zg69v7ysz  Ben          72  tutor   25  CS 490*, MATH 221  shares CS 490, nearby now")
+            #expect(lines[2] == "mm1qy352euf4  Ana Lima      -  tutor    -                     newest first")
         }
 
         @Test func matchesShowTheLastMessage() {

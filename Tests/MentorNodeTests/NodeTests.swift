@@ -16,16 +16,20 @@ final class TestNode {
     /// The node's monotonic clock (the login back-off), moved by the test.
     let clock = ManualClock()
 
-    init(domains: [String] = [], workBits: Int = 0) throws {
+    /// The wall clock of the node and its replica (a second per reading), moved by the test.
+    let wall = TestClock()
+
+    init(domains: [String] = [], workBits: Int = 0, configure: (inout NodeConfig) -> Void = { _ in }) throws {
         dir = NSTemporaryDirectory() + "mm-node-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let clock = TestClock()
+        let clock = wall
         var settings = Replica.Settings()
         settings.now = { clock.tick() }
         settings.accountWork = AccountWork.Requirement(bits: workBits, network: .default)
         let replica = try Replica(path: dir + "/replica.db", settings: settings)
         var config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
         config.clock = { [monotonic = self.clock] in monotonic.now }
+        configure(&config)
         node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(),
                     notifications: events, runtime: runtime)
         try node.start()
@@ -48,6 +52,7 @@ final class TestClock: @unchecked Sendable {
     private let lock = NSLock()
     private var t: UInt64 = 1_800_000_000_000
     func tick() -> UInt64 { lock.lock(); defer { lock.unlock() }; t += 1000; return t }
+    func advance(days: UInt64) { lock.lock(); t += days * 86_400_000; lock.unlock() }
 }
 
 /// Results and counters shared with threads and tasks of a test (all under one lock).

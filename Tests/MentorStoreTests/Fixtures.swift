@@ -27,13 +27,19 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migrations 13 (settings) and 14 (blocks, contact).
+/// SQL that takes a replica back from migration 14 (blocks, contact).
 let undoMigration14 = """
-    DROP TABLE account_settings; DROP TABLE block_notes; DROP TABLE blocks; DROP TABLE account_contact;
+    DROP TABLE block_notes; DROP TABLE blocks; DROP TABLE account_contact;
     """
 
-/// SQL that takes a replica back from migration 12 (device certificates and revocations).
-let undoMigration12 = undoMigration14 + """
+/// SQL that takes a replica back from migration 13 (per-account settings) and the later ones.
+let undoMigration13 = undoMigration14 + """
+    DROP TABLE account_settings;
+    """
+
+/// SQL that takes a replica back from migration 12 (device certificates and revocations) and the
+/// later ones.
+let undoMigration12 = undoMigration13 + """
     DROP TABLE device_certs; DROP TABLE device_revocations; DROP TABLE account_keys; DROP TABLE chat_purge; DROP TABLE purged; DROP TABLE pass_notes;
     ALTER TABLE pair_entries DROP COLUMN mine; ALTER TABLE pair_entries DROP COLUMN clock;
     """

@@ -39,8 +39,19 @@ extension Replica {
         }
     }
 
+    /// A local account's new e-mail address (the setting `email`).
+    public func setNodeAccountEmail(uid: UInt32, email: String) throws(StoreError) {
+        try write(countsUnchanged: true) { db throws(StoreError) in
+            try db.execute("UPDATE node_accounts SET email = ? WHERE uid = ?", [.text(email), .integer(Int64(uid))])
+        }
+    }
+
     public func removeNodeAccount(uid: UInt32) throws(StoreError) {
-        try write(countsUnchanged: true) { db throws(StoreError) in try db.execute("DELETE FROM node_accounts WHERE uid = ?", [.integer(Int64(uid))]) }
+        try write(countsUnchanged: true) { db throws(StoreError) in
+            // Its settings go with it (`logout --forget` on a shared machine leaves none behind).
+            try db.execute("DELETE FROM account_settings WHERE account IN (SELECT account FROM node_accounts WHERE uid = ?)", [.integer(Int64(uid))])
+            try db.execute("DELETE FROM node_accounts WHERE uid = ?", [.integer(Int64(uid))])
+        }
     }
 
     private static func nodeAccount(_ row: Row) -> NodeAccount? {
