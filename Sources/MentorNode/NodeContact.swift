@@ -6,49 +6,50 @@ import MentorStore
 // MARK: The contact, sealed to each current match (PROTOCOL.md §7.7)
 
 extension Node {
-    /// `profile.show`, with the contact where the caller may read it: their own (kept on this
-    /// node), or a current match's (sealed to them). Never for anyone else.
+    /// `profile.show`, with the contact where the caller may read it: their own (the setting
+    /// `contact`), or a current match's (sealed to them). Never for anyone else.
     func profileShowWithContact(_ request: ProfileShowRequest, _ caller: Requester) throws -> Card {
         var card = try profileShow(request, caller)
         let me = try me(caller)
         guard case .exact(let key)? = try? AccountID.parse(card.id) else { return card }
         if key == me {
-            card.contact = try replica.contactText(of: me).flatMap { $0.isEmpty ? nil : $0 }
+            card.contact = try replica.accountSettings(of: me)[Self.contactKey]
         } else if !isBlocked(key, by: me) {
             card.contact = try replica.pairView(account: me, other: key).contact
         }
         return card
     }
 
-    /// `profile.set`: a `contact` is kept here and sealed to every current match; the other
-    /// fields make a card edit as always. Only the contact given: no card edit.
+    /// `profile.set`: `contact` is the setting `contact` (checked, stored, and sealed to every
+    /// current match by its hook; "" unsets it); the other fields make a card edit as always.
+    /// The contact is checked before the card is written: a refused one changes nothing.
     func profileSetWithContact(_ request: ProfileSetRequest, _ caller: Requester) throws -> Card {
         guard let contact = request.contact else { return try profileSet(request, caller) }
-        let text = contact.trimmingCharacters(in: .whitespaces)
-        guard text.utf8.count <= ContactPayload.maxTextBytes else {
-            throw RPCError(.invalidValue, "the contact is \(text.utf8.count) bytes; at most \(ContactPayload.maxTextBytes) allowed")
+        let value: SettingValue
+        if contact.trimmingCharacters(in: .whitespaces).isEmpty {
+            value = .unset
+        } else {
+            value = .set(try settingsRegistry.named(Self.contactKey).validate(contact))
         }
-        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
-            throw RPCError(.invalidValue, "the contact contains a control character; give one line of text (a phone number, a chat handle)")
-        }
-        let me = try me(caller)
-        guard writers[caller.uid] != nil else { throw try lockedError(caller.uid) }
+        _ = try unlockedAccount(caller)
         var rest = request
         rest.contact = nil
-        // The card edit first: a refused field leaves the contact as it was.
         let card = rest.changesNoCardField ? nil : try profileSet(rest, caller)
-        try replica.setContactText(text, of: me)
-        try sendContact(caller.uid, me: me)
+        let info = try settingsSet(SettingsSetRequest(key: Self.contactKey, value: value), caller)
         guard var card else { return try profileShowWithContact(ProfileShowRequest(), caller) }
-        card.contact = text.isEmpty ? nil : text
+        card.contact = info.value
         return card
     }
+
+    static let contactKey = "contact"
 
     /// Seals the account's contact text to each current match that lacks it (its newest
     /// contact to them in the standing match says otherwise), blocked ones left out. Run after
     /// `--contact`, when a match forms, and at unlock.
     func sendContact(_ uid: UInt32, me: PublicKey, only: PublicKey? = nil) throws {
-        guard writers[uid] != nil, let text = try replica.contactText(of: me) else { return }
+        guard writers[uid] != nil else { return }
+        // Unset: "" (cleared) for the matches that have one, nothing for the others.
+        let text = try replica.accountSettings(of: me)[Self.contactKey] ?? ""
         let blocked = try replica.blockedAccounts(of: me)
         for pair in try replica.pairSummaries(of: me) where pair.matched && !blocked.contains(pair.other) {
             let other = pair.other

@@ -134,7 +134,6 @@ extension Node {
         writers[caller.uid] = nil
         accountKeys[caller.uid] = nil
         localKeys.remove(a.account)
-        try replica.setContactText(nil, of: a.account)
         try replica.removeNodeAccount(uid: caller.uid)
         let path = config.keyPath(uid: caller.uid)
         do { try FileManager.default.removeItem(atPath: path) } catch {

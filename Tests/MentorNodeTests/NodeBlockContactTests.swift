@@ -200,6 +200,24 @@ import MentorStore
         #expect(try t.call(ben, "profile.show", ["id": .string(anaID)])["contact"] == "+1 555 0100")
     }
 
+    /// The contact is the setting `contact`: `settings.set` of it seals it to the matches too,
+    /// and unsetting it clears it for them.
+    @Test func theContactIsTheSettingContact() throws {
+        let t = try TestNode()
+        let anaID = try signup(t, ana, "Ana", "student")
+        let benID = try signup(t, ben, "Ben", "tutor")
+        try t.call(ana, "like", ["id": .string(benID)])
+        try t.call(ben, "like", ["id": .string(anaID)])
+        try t.call(ana, "settings.set", ["key": "contact", "value": "@ana"])
+        #expect(try t.call(ben, "profile.show", ["id": .string(anaID)])["contact"] == "@ana")
+        try t.call(ana, "profile.set", ["contact": "@ana2"])
+        let listed = try t.call(ana, "settings.show")["settings"]?.arrayValue?.first { $0["key"] == "contact" }
+        #expect(listed?["value"] == "@ana2")
+        try t.call(ana, "settings.set", ["key": "contact", "value": .null])
+        #expect(try t.call(ben, "profile.show", ["id": .string(anaID)])["contact"]?.stringValue == nil)
+        #expect(try t.call(ana, "profile.show")["contact"]?.stringValue == nil)
+    }
+
     @Test func aBadContactIsRefusedAndChangesNothing() throws {
         let t = try TestNode()
         _ = try signup(t, ana, "Ana", "student")

@@ -27,9 +27,9 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 14 (blocks, contact).
+/// SQL that takes a replica back from migration 14 (blocks).
 let undoMigration14 = """
-    DROP TABLE block_notes; DROP TABLE blocks; DROP TABLE account_contact;
+    DROP TABLE block_notes; DROP TABLE blocks;
     """
 
 /// SQL that takes a replica back from migration 13 (per-account settings) and the later ones.

@@ -344,9 +344,8 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             """)
         // Blocks (PROTOCOL.md §7.6): a register per (account, target) of the account's block
-        // notes, apart from its passes; `blocks` follows the newest. And each local account's
-        // contact text (§7.7), which its node seals to every current match.
-        m.register(14, "blocks and the contact sealed to matches", """
+        // notes, apart from its passes; `blocks` follows the newest.
+        m.register(14, "blocks", """
             CREATE TABLE block_notes (
                 account     BLOB NOT NULL CHECK (length(account) = 32),
                 target      BLOB NOT NULL CHECK (length(target) = 32),
@@ -360,10 +359,6 @@ enum ReplicaSchema {
                 target      BLOB NOT NULL CHECK (length(target) = 32),
                 at          INTEGER NOT NULL,
                 PRIMARY KEY (account, target)
-            ) WITHOUT ROWID;
-            CREATE TABLE account_contact (
-                account     BLOB PRIMARY KEY CHECK (length(account) = 32),
-                text        TEXT NOT NULL
             ) WITHOUT ROWID;
             """)
         return m
