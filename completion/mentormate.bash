@@ -15,7 +15,7 @@ _mentormate() {
     local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat settings notify peers status doctor help"
 
     case "$prev" in
-        --socket|--photo|--import)
+        --socket|--photo|--import|--save-photos)
             COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return ;;
         --role)
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
@@ -26,7 +26,7 @@ _mentormate() {
     esac
 
     # The command: the first one or two words that are not options (or option values).
-    local cmd="" sub="" i w
+    local cmd="" sub="" sub2="" i w
     for ((i = 1; i < cword; i++)); do
         w="${words[i]}"
         case "$w" in
@@ -34,7 +34,9 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings ) && -z "$sub" ]]; then sub="$w"; break
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings ) && -z "$sub" ]]; then
+            sub="$w"; [[ "$cmd $sub" == "profile photo" ]] || break
+        elif [[ "$cmd $sub" == "profile photo" && -z "$sub2" ]]; then sub2="$w"; break
         else break
         fi
     done
@@ -44,10 +46,15 @@ _mentormate() {
         "") COMPREPLY=($(compgen -W "$commands $global" -- "$cur")); return ;;
         help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
         profile)
-            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set" -- "$cur")); return; fi
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set photo" -- "$cur")); return; fi
             case "$sub" in
                 set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --available --gender --languages --area --birthdate --prefer-gender --prefer-overlap --prefer-max-wage --prefer-min-budget --no-preferences --contact" ;;
-                show) opts="" ;;
+                show) opts="--save-photos --open" ;;
+                photo)
+                    if [[ -z "$sub2" ]]; then COMPREPLY=($(compgen -W "add remove order" -- "$cur")); return; fi
+                    if [[ "$sub2" == add && "$cur" != -* ]]; then
+                        COMPREPLY=($(compgen -f -- "$cur")); compopt -o filenames 2>/dev/null; return
+                    fi ;;
             esac ;;
         device)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "list link approve revoke" -- "$cur")); return; fi

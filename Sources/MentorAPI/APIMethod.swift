@@ -6,6 +6,9 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case accountWhoami = "account.whoami"
     case profileShow = "profile.show"
     case profileSet = "profile.set"
+    case profilePhotoAdd = "profile.photo.add"
+    case profilePhotoRemove = "profile.photo.remove"
+    case profilePhotoOrder = "profile.photo.order"
     case blobPut = "blob.put"
     case blobGet = "blob.get"
     case feed
@@ -122,6 +125,9 @@ public enum API {
     public static let accountWhoami = APICall<NoParams, AccountInfo>(.accountWhoami)
     public static let profileShow = APICall<ProfileShowRequest, Card>(.profileShow)
     public static let profileSet = APICall<ProfileSetRequest, Card>(.profileSet)
+    public static let profilePhotoAdd = APICall<PhotoAddRequest, Card>(.profilePhotoAdd)
+    public static let profilePhotoRemove = APICall<PhotoRemoveRequest, Card>(.profilePhotoRemove)
+    public static let profilePhotoOrder = APICall<PhotoOrderRequest, Card>(.profilePhotoOrder)
     public static let blobPut = APICall<BlobPutRequest, BlobPutResult>(.blobPut)
     public static let blobGet = APICall<BlobGetRequest, BlobGetResult>(.blobGet)
     public static let feed = APICall<FeedRequest, FeedResult>(.feed)

@@ -40,7 +40,7 @@ public struct ProfileShowRequest: APIRequest, Equatable {
 }
 
 public struct ProfileSetRequest: APIRequest, Equatable {
-    /// `photo`: absent changes nothing, null removes the photo, a hash sets it.
+    /// `photo`: absent changes nothing, null removes every photo, a hash makes it the only one.
     public enum Photo: Codable, Sendable, Equatable, DecodesExplicitNull {
         case remove
         case set(hash: String)
@@ -379,6 +379,7 @@ public struct Card: APIObject, Equatable {
         case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
         case slots, gender, languages, area, age, sign, preferences, paused
         case score, compatibility, matches, pendingLikes
+        case photos
         case contact
     }
     public var id: String
@@ -389,7 +390,10 @@ public struct Card: APIObject, Equatable {
     public var wage: Int64?
     public var budget: Int64?
     public var availability: String?
+    /// The main photo (the first of `photos`), kept for clients that know one photo.
     public var photo: PhotoInfo?
+    /// Every photo of the card, main one first (0 to 6); null from a daemon before lists.
+    public var photos: [PhotoInfo]?
     /// Per field, the values of concurrent edits that lost the tie-break, in the field's type.
     public var conflicts: [String: [JSON]]
     public var forked: Bool

@@ -231,16 +231,35 @@ public enum MentormateCLI {
                                      abstract: "Show a profile card: yours, or the account with ID.")
             }
             public var id: String?
-            public static var options: [CommandOption<Self>] { [] }
+            public var savePhotos: String?
+            public var open = false
+            public static var options: [CommandOption<Self>] {
+                [.string("--save-photos", value: "DIR", \.savePhotos,
+                         help: "Write every photo to DIR as 1.jpg, 2.png, … (DIR is made if missing; no file is overwritten)."),
+                 .flag("--open", \.open, help: "Open the main photo with xdg-open (needs a desktop session).")]
+            }
             public static var arguments: [CommandArgument<Self>] {
                 [.optionalAccountID(\.id, help: "Whose card to show (default: yours). " + idHelp)]
             }
             public init() {}
 
+            public func validate() throws(UsageError) {
+                if savePhotos?.isEmpty == true { throw UsageError("--save-photos needs a directory", hint: "for example --save-photos ~/photos") }
+            }
+
             public func run(_ context: CommandContext) throws(ClientError) {
                 let card = try context.call(API.profileShow, ProfileShowRequest(id: id))
-                if context.json { return context.printJSON(card.json) }
+                let saved = try savePhotos.map { dir throws(ClientError) in try PhotoFiles.save(card, to: dir, context: context) }
+                let opened = open ? try PhotoFiles.open(card, context: context) : nil
+                if context.json {
+                    guard saved != nil || opened != nil, case .object(var object) = card.json else { return context.printJSON(card.json) }
+                    if let saved { object["saved"] = .array(saved.map(JSON.string)) }
+                    if let opened { object["opened"] = .string(opened) }
+                    return context.printJSON(.object(object))
+                }
                 context.print(ClientFormat.card(card.json, in: context.host.timeZone))
+                if let saved { context.print("Saved \(saved.count) photo\(saved.count == 1 ? "" : "s"): " + saved.map { ClientFormat.sanitize($0) }.joined(separator: ", ")) }
+                if let opened { context.print("Opened the main photo with xdg-open (\(ClientFormat.sanitize(opened))).") }
             }
         }
 
@@ -293,8 +312,8 @@ public enum MentormateCLI {
                  .integer("--wage", \.wage, help: "What you charge per hour, as a tutor (a whole number ≥ 0)."),
                  .integer("--budget", \.budget, help: "What you can pay per hour, as a student (a whole number ≥ 0)."),
                  .string("--availability", value: "TEXT", \.availability, help: "When you are free, e.g. \"Mon-Wed afternoons\"."),
-                 .string("--photo", value: "FILE", \.photo, help: "Upload FILE (JPEG, PNG or WebP, ≤ 4 MiB) as your photo."),
-                 .flag("--no-photo", \.noPhoto, help: "Remove the photo from your card."),
+                 .string("--photo", value: "FILE", \.photo, help: "Upload FILE (JPEG, PNG or WebP, ≤ 4 MiB) as your only photo (replaces them all)."),
+                 .flag("--no-photo", \.noPhoto, help: "Remove every photo from your card."),
                  .string("--available", value: "SLOTS", \.available, help: "Weekly slots, e.g. \"Mon 14-17, Wed 9:30-12\" (\"\" clears)."),
                  .string("--gender", value: "G", \.gender, help: "Your gender, in your words (\"\" clears)."),
                  .list("--languages", value: "L1,L2", \.languages, help: "Languages you speak, comma-separated (replaces the list)."),

@@ -65,6 +65,13 @@ public protocol ClientHost: AnyObject {
     /// Runs `argv` (`argv[0]` a path from `findProgram`) as argv, never through a shell, and
     /// waits for it: its exit status (`notify`'s notify-send or gdbus). Default: refused.
     func runProgram(_ argv: [String]) throws(ClientError) -> Int32
+    // `profile show --save-photos DIR` and `--open` (PhotoCommands.swift has the defaults).
+    /// Whether anything (a file, a directory, a dangling link) is at `path`.
+    func fileExists(_ path: String) -> Bool
+    /// Makes the directory `path` and any missing parents; fine if it is a directory already.
+    func makeDirectory(_ path: String) throws(ClientError)
+    /// Writes `bytes` to a new private file named `name` in a new private temporary directory; its path.
+    func writeTemporaryFile(_ name: String, _ bytes: [UInt8]) throws(ClientError) -> String
 }
 
 /// The exit status of `mentormate`.

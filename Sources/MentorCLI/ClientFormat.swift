@@ -161,11 +161,18 @@ public enum ClientFormat {
         }
         pairs += cardFields(card)
         if let contact = card[.contact]?.stringValue { pairs.append(("contact", sanitize(contact))) }
-        if let photo = card.object(.photo, as: PhotoInfo.self), let hash = photo[.hash]?.stringValue {
+        // Every photo, numbered as `profile photo remove|order` take them (a daemon before photo
+        // lists sends only `photo`).
+        var photos = card.objects(.photos, as: PhotoInfo.self)
+        if card[.photos]?.arrayValue == nil, let photo = card.object(.photo, as: PhotoInfo.self) { photos = [photo] }
+        for (i, photo) in photos.enumerated() {
+            guard let hash = photo[.hash]?.stringValue else { continue }
             var details: [String] = []
             if let bytes = photo[.size]?.intValue { details.append(size(bytes)) }
             if let type = photo[.type]?.stringValue { details.append(sanitize(type)) }
-            pairs.append(("photo", sanitize(hash) + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")))
+            if i == 0 && photos.count > 1 { details.append("main") }
+            let label = photos.count == 1 ? "photo" : "photo \(i + 1)"
+            pairs.append((label, sanitize(hash) + (details.isEmpty ? "" : " (\(details.joined(separator: ", ")))")))
         }
         if let updated = card[.updatedAt]?.intValue { pairs.append(("updated", time(updated, in: zone))) }
         if let matches = card[.matches]?.intValue { pairs.append(("matches", "\(matches)")) }

@@ -17,7 +17,7 @@ extension MentormateCLI {
     static var sections: [(String, [any ClientCommand.Type])] {
         [("ACCOUNT", [Signup.self, Login.self, Logout.self, Whoami.self, Account.Export.self]),
          ("DEVICES", [Device.List.self, Device.Link.self, Device.Approve.self, Device.Revoke.self]),
-         ("PROFILE", [Profile.Show.self, Profile.Set.self]),
+         ("PROFILE", [Profile.Show.self, Profile.Set.self, Profile.PhotoAdd.self, Profile.PhotoRemove.self, Profile.PhotoOrder.self]),
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("CHAT", [Chat.self]),
@@ -86,22 +86,30 @@ extension MentormateCLI {
             throw misplacedOption(name, words: rest.compactMap { if case .argument(let w) = $0 { w } else { nil } })
         }
         let groups = self.groups
-        if let members = groups[word] {
+        if var members = groups[word] {
             rest.removeFirst()
-            guard case .argument(let sub)? = rest.first else {
-                if forHelp { return .group(word, members) }
-                let names = members.map { $0.configuration.path[1] }
-                throw UsageError("`\(word)` needs a subcommand: \(names.joined(separator: " or "))",
-                                 hint: "for example `mentormate \(word) \(names[0])`; `mentormate \(word) --help` says more")
+            // A group may hold a group (`profile photo add`): one word per level.
+            var path = [word]
+            while true {
+                let group = path.joined(separator: " ")
+                let level = path.count
+                let names = members.map { $0.configuration.path[level] }.cliUniqued()
+                guard case .argument(let sub)? = rest.first else {
+                    if forHelp { return .group(group, members) }
+                    throw UsageError("`\(group)` needs a subcommand: \(names.joined(separator: " or "))",
+                                     hint: "for example `mentormate \(group) \(names[0])`; `mentormate \(group) --help` says more")
+                }
+                let matching = members.filter { $0.configuration.path[level] == sub }
+                guard !matching.isEmpty else {
+                    var message = "unknown subcommand `\(ClientFormat.sanitize(sub))` for `\(group)`"
+                    if let guess = Suggestion.closest(to: sub, among: names) { message += "; did you mean `\(group) \(guess)`?" }
+                    throw UsageError(message, hint: "`\(group)` has: \(names.joined(separator: ", "))")
+                }
+                rest.removeFirst()
+                if let type = matching.first(where: { $0.configuration.path.count == level + 1 }) { return .command(type) }
+                path.append(sub)
+                members = matching
             }
-            guard let type = members.first(where: { $0.configuration.path[1] == sub }) else {
-                let names = members.map { $0.configuration.path[1] }
-                var message = "unknown subcommand `\(ClientFormat.sanitize(sub))` for `\(word)`"
-                if let guess = Suggestion.closest(to: sub, among: names) { message += "; did you mean `\(word) \(guess)`?" }
-                throw UsageError(message, hint: "`\(word)` has: \(names.joined(separator: ", "))")
-            }
-            rest.removeFirst()
-            return .command(type)
         }
         guard let type = commands.first(where: { $0.configuration.path == [word] }) else {
             let words = commands.map { $0.configuration.path[0] }.cliUniqued() + ["help"]
@@ -136,12 +144,16 @@ extension MentormateCLI {
         switch target {
         case .root: return overview
         case .group(let word, let members):
-            let abstract = ["profile": Profile.abstract, "device": Device.abstract, "account": Account.abstract, "settings": Settings.abstract][word] ?? ""
+            let abstract = ["profile": Profile.abstract, "profile photo": Profile.photoAbstract, "device": Device.abstract,
+                            "account": Account.abstract, "settings": Settings.abstract][word] ?? ""
+            let level = word.split(separator: " ").count
             var out = "\(abstract)\n\nUSAGE:"
             for (i, m) in members.enumerated() {
                 out += (i == 0 ? " " : "       ") + HelpFormatter.wrap(m.usage, indent: 7 + m.configuration.invocation.count + 1, width: 100) + "\n"
             }
-            out += "\nSUBCOMMANDS:\n" + HelpFormatter.rows(members.map { ($0.configuration.path[1], $0.configuration.abstract) })
+            out += "\nSUBCOMMANDS:\n" + HelpFormatter.rows(members.map {
+                ($0.configuration.path.dropFirst(level).joined(separator: " "), $0.configuration.abstract)
+            })
             out += "\n`mentormate \(word) SUBCOMMAND --help` lists a subcommand's options."
             return out
         case .command(let type):
@@ -158,7 +170,8 @@ extension MentormateCLI {
             USAGE: mentormate [--socket PATH] [--json] COMMAND [OPTIONS] [ARGUMENTS]
 
             """
-        let width = 14
+        // The longest command (`profile photo remove`) fits on its line, before its abstract.
+        let width = commands.map { $0.configuration.path.joined(separator: " ").count }.max().map { max(14, $0) } ?? 14
         for (heading, types) in sections {
             out += "\n\(heading):\n" + HelpFormatter.rows(types.map { ($0.configuration.path.joined(separator: " "), $0.configuration.abstract) },
                                                            labelWidth: width)

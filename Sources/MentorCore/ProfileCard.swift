@@ -50,8 +50,10 @@ public struct ProfileCard: RecordSchema, Equatable {
     /// Hourly budget offered by a student, in whole currency units.
     public var budget: UInt64?
     public var availability: String?
-    /// `.some(nil)` removes the photo.
-    public var photo: PhotoRef??
+    /// The photos, main one first (at most `maxPhotos`, each once); `[]` removes them all.
+    public var photos: [PhotoRef]?
+    /// Photos a card may name (field 8 is their list; the first is the main one).
+    public static let maxPhotos = 6
     /// The account's proof-of-work nonce (`AccountWork`): set only in its seq-1 card.
     public var work: UInt64?
     // Fields 10–17 (PROTOCOL.md §6.3). Set after init. An empty value clears a field: an edit
@@ -74,10 +76,10 @@ public struct ProfileCard: RecordSchema, Equatable {
     public var paused: Bool?
 
     public init(name: String? = nil, role: Role? = nil, bio: String? = nil, courses: [String]? = nil,
-                wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photo: PhotoRef?? = nil,
+                wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photos: [PhotoRef]? = nil,
                 work: UInt64? = nil) {
         self.name = name; self.role = role; self.bio = bio; self.courses = courses
-        self.wage = wage; self.budget = budget; self.availability = availability; self.photo = photo
+        self.wage = wage; self.budget = budget; self.availability = availability; self.photos = photos
         self.work = work
     }
 
@@ -133,7 +135,7 @@ public struct ProfileCard: RecordSchema, Equatable {
         wage = try f.u64(Field.wage.rawValue, "wage", what: what)
         budget = try f.u64(Field.budget.rawValue, "budget", what: what)
         availability = try f.text(Field.availability.rawValue, "availability", maxBytes: Self.maxAvailabilityBytes, what: what)
-        if let v = f[Field.photo.rawValue] { photo = v.isEmpty ? .some(nil) : .some(try PhotoRef.decode(v)) }
+        if let v = f[Field.photo.rawValue] { photos = try PhotoRef.decodeList(v) }
         work = try f.u64(Self.workTag, "proof of work", what: what)
         if let v = f[Field.slots.rawValue] { slots = try WeeklySlots(encoded: v) }
         if let g = try f.text(Field.gender.rawValue, "gender", maxBytes: Self.maxGenderBytes, what: what) {
@@ -206,7 +208,7 @@ public struct ProfileCard: RecordSchema, Equatable {
         if let wage { f.set(Field.wage.rawValue, u64: wage) }
         if let budget { f.set(Field.budget.rawValue, u64: budget) }
         if let availability { f.set(Field.availability.rawValue, text: availability) }
-        if let photo { f.set(Field.photo.rawValue, photo?.encoded ?? []) }
+        if let photos { f.set(Field.photo.rawValue, PhotoRef.encodeList(photos)) }
         if let work { f.set(Self.workTag, u64: work) }
         if let slots { f.set(Field.slots.rawValue, slots.encoded) }
         if let gender { f.set(Field.gender.rawValue, text: gender) }
@@ -220,6 +222,9 @@ public struct ProfileCard: RecordSchema, Equatable {
     }
 
     public var body: [UInt8] { fieldList.encoded }
+
+    /// The main photo (the first of the list); nil when the card names none or leaves them as they are.
+    public var mainPhoto: PhotoRef? { photos?.first }
 
     /// Checks every value against its limit before encoding, so a value that does not fit is
     /// refused with a clear error rather than truncated (a course longer than 255 bytes would

@@ -83,6 +83,9 @@ public struct PhotoRef: Hashable, Sendable {
         return nil
     }
 
+    /// The bytes of one reference in a card's photo field.
+    public static let encodedSize = 37
+
     var encoded: [UInt8] {
         var w = ByteWriter(capacity: 37)
         w.raw(hash); w.u32(size); w.u8(format.rawValue)
@@ -101,5 +104,34 @@ public struct PhotoRef: Hashable, Sendable {
             throw RecordError(.invalidBody, "profile photo is \(size) bytes; at most \(Limits.maxPhotoBytes) allowed")
         }
         return PhotoRef(hash: hash, size: size, format: format)
+    }
+}
+
+extension PhotoRef {
+    /// A card's photo field (field 8, PROTOCOL.md §6): 0 to `ProfileCard.maxPhotos` references
+    /// of 37 bytes, concatenated, the main photo first. One photo encodes as it did before the
+    /// field was a list; the empty value means no photo.
+    public static func encodeList(_ photos: [PhotoRef]) -> [UInt8] {
+        photos.flatMap(\.encoded)
+    }
+
+    public static func decodeList(_ v: [UInt8]) throws(RecordError) -> [PhotoRef] {
+        guard v.count % encodedSize == 0 else {
+            throw RecordError(.malformed, "profile photos field is \(v.count) bytes; it must be a list of \(encodedSize)-byte photo references (a multiple of \(encodedSize))")
+        }
+        let count = v.count / encodedSize
+        guard count <= ProfileCard.maxPhotos else {
+            throw RecordError(.invalidBody, "profile names \(count) photos; at most \(ProfileCard.maxPhotos) allowed")
+        }
+        var out: [PhotoRef] = []
+        out.reserveCapacity(count)
+        for i in 0..<count {
+            let ref = try decode(Array(v[(i * encodedSize)..<((i + 1) * encodedSize)]))
+            guard !out.contains(where: { $0.hash == ref.hash }) else {
+                throw RecordError(.invalidBody, "profile names photo \(Hex.encode(ref.hash).prefix(16)) twice; each photo may appear once")
+            }
+            out.append(ref)
+        }
+        return out
     }
 }

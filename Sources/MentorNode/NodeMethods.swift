@@ -21,6 +21,9 @@ extension Node {
         case .accountWhoami: return try run(API.accountWhoami, params) { _ in try accountInfo(caller.uid) }
         case .profileShow: return try run(API.profileShow, params) { try profileShowWithContact($0, caller) }
         case .profileSet: return try run(API.profileSet, params) { try profileSetWithContact($0, caller) }
+        case .profilePhotoAdd: return try run(API.profilePhotoAdd, params) { try profilePhotoAdd($0, caller) }
+        case .profilePhotoRemove: return try run(API.profilePhotoRemove, params) { try profilePhotoRemove($0, caller) }
+        case .profilePhotoOrder: return try run(API.profilePhotoOrder, params) { try profilePhotoOrder($0, caller) }
         case .blobPut: return try run(API.blobPut, params) { try blobPut($0, caller) }
         case .blobGet: return try run(API.blobGet, params) { try blobGet($0) }
         case .feed: return try run(API.feed, params) { try feed($0, caller) }
@@ -255,7 +258,7 @@ extension Node {
     }
 
     func profileSet(_ request: ProfileSetRequest, _ caller: Requester) throws -> Card {
-        // A field set to null changes nothing (except photo: null, which removes the photo).
+        // A field set to null changes nothing (except photo: null, which removes every photo).
         guard !request.isEmpty else {
             throw RPCError(.invalidParams, "\(APIMethod.profileSet.rawValue) needs at least one field to change (\(ProfileSetRequest.parameterNames.sorted().joined(separator: ", ")))")
         }
@@ -284,12 +287,9 @@ extension Node {
         switch request.photo {
         case nil: break
         case .set(let hex)?:
-            guard let hash = Hex.decode(hex), hash.count == 32, let blob = try replica.blob(hash: hash) else {
-                throw RPCError(.notFound, "no uploaded photo \(hex.prefix(16)); upload it first with blob.put (the client's --photo does)")
-            }
-            card.photo = .some(blob.ref)
+            card.photos = [try uploadedPhoto(hex)]   // the only photo: the list is replaced
         case .remove?:
-            card.photo = .some(nil)
+            card.photos = []
         }
         try setProfileFields(request, on: &card)
         let me = try me(caller)
@@ -575,14 +575,12 @@ func apiCard(_ s: CardState) -> Card {
     for (field, values) in s.conflicts {
         conflicts[field.description] = values.map { fieldValueJSON(field, $0) }
     }
-    var photo: PhotoInfo?
-    if case .some(.some(let ref)) = c.photo {
-        photo = PhotoInfo(hash: Hex.encode(ref.hash), size: Int64(ref.size), type: ref.format.mimeType)
-    }
+    let photo = c.mainPhoto.map(apiPhoto)
     var card = Card(id: s.author.id, name: c.name, role: c.role?.rawValue, bio: c.bio, courses: c.courses ?? [],
                     wage: c.wage.map { Int64(clamping: $0) }, budget: c.budget.map { Int64(clamping: $0) },
                     availability: c.availability, photo: photo, conflicts: conflicts, forked: s.forked,
                     updatedAt: Int64(clamping: s.updatedAt))
+    card.photos = (c.photos ?? []).map(apiPhoto)
     apiCardFields(c, into: &card)
     return card
 }
@@ -598,9 +596,7 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     case .wage: return card.wage.map { .int(Int64(clamping: $0)) } ?? .null
     case .budget: return card.budget.map { .int(Int64(clamping: $0)) } ?? .null
     case .availability: return card.availability.map(JSON.string) ?? .null
-    case .photo:
-        if case .some(.some(let ref)) = card.photo { return .string(Hex.encode(ref.hash)) }
-        return .null
+    case .photo: return .array((card.photos ?? []).map { .string(Hex.encode($0.hash)) })
     case .slots: return card.slots.map { .string($0.description) } ?? .null
     case .gender: return card.gender.map(JSON.string) ?? .null
     case .languages: return .array((card.languages ?? []).map(JSON.string))

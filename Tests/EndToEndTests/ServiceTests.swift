@@ -520,9 +520,11 @@ extension EndToEndTests {
             t mentormate signup --role ""
             t mentormate settings set notify.match ""
             t mentormate notify --s
+            t mentormate profile photo ""
+            t mentormate profile show --save
             """
         let bash = try Self.run(e2e, ["/bin/bash", "--norc", "-c", script])
-        #expect(bash.output == "signup swipe settings status\nshow set\n--no-photo\nstudent tutor\ntrue false on off yes no\n--stdout --socket\n",
+        #expect(bash.output == "signup swipe settings status\nshow set photo\n--no-photo --no-preferences\nstudent tutor\ntrue false on off yes no\n--stdout --socket\nadd remove order\n--save-photos\n",
                 "\(bash.output)")
     }
 }

@@ -97,6 +97,21 @@ final class CLIFakeHost: ClientHost {
 
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
+
+    /// `--save-photos` and `--open` (PhotoCommandTests): files written, directories made.
+    var written: [String: [UInt8]] = [:]
+    var directories: [String] = []
+    func writeNewFile(_ path: String, _ bytes: [UInt8]) throws(ClientError) {
+        guard written[path] == nil, files[path] == nil else { throw ClientError("cannot create \(path): File exists") }
+        written[path] = bytes
+    }
+    func fileExists(_ path: String) -> Bool { written[path] != nil || files[path] != nil }
+    func makeDirectory(_ path: String) throws(ClientError) { directories.append(path) }
+    func writeTemporaryFile(_ name: String, _ bytes: [UInt8]) throws(ClientError) -> String {
+        let path = "/tmp/mentormate-photo-TEST/" + name
+        written[path] = bytes
+        return path
+    }
 }
 
 /// Runs `mentormate argv` against `host`.
@@ -314,7 +329,7 @@ extension CommandLineTests {
             guard case .print(let viaHelp) = try MentormateCLI.parse(["help", "profile", "set"]) else { Issue.record("no help"); return }
             #expect(viaHelp == set)
             guard case .print(let group) = try MentormateCLI.parse(["profile", "--help"]) else { Issue.record("no help"); return }
-            #expect(group.contains("mentormate profile show [ID]") && group.contains("SUBCOMMANDS:"))
+            #expect(group.contains("mentormate profile show [--save-photos DIR] [--open] [ID]") && group.contains("SUBCOMMANDS:"))
             guard case .print(let version) = try MentormateCLI.parse(["--version"]) else { Issue.record("no version"); return }
             #expect(version == "mentormate \(MentorMateVersion.string)")
             // --help wins over mistakes in the rest of the line.
@@ -375,9 +390,9 @@ extension CommandLineTests {
         }
 
         @Test func subcommandsAreCheckedToo() {
-            expectError(["profile"], "`profile` needs a subcommand: show or set")
+            expectError(["profile"], "`profile` needs a subcommand: show or set or photo")
             expectError(["profile", "shwo"], "unknown subcommand `shwo` for `profile`; did you mean `profile show`?",
-                        hint: "`profile` has: show, set")
+                        hint: "`profile` has: show, set, photo")
         }
 
         @Test func optionsOfACommandBeforeItAreNamedAsMisplaced() {

@@ -100,10 +100,10 @@ import Testing
     @Test func profileCardRoundTripsEveryField() throws {
         let photo = PhotoRef(hash: [UInt8](repeating: 3, count: 32), size: 1234, format: .png)
         let card = ProfileCard(name: "Ben", role: .tutor, bio: "I teach\nalgorithms", courses: ["CS 490", "MATH 221"],
-                               wage: 25, budget: nil, availability: "Mon-Wed", photo: .some(photo))
+                               wage: 25, budget: nil, availability: "Mon-Wed", photos: [photo])
         #expect(try ProfileCard(body: card.body) == card)
-        let removal = ProfileCard(photo: .some(nil))
-        #expect(try ProfileCard(body: removal.body).photo == .some(nil))
+        let removal = ProfileCard(photos: [])
+        #expect(try ProfileCard(body: removal.body).photos == [])
         #expect(ProfileCard.normalizeCourse("  cs   490 ") == "CS 490")
     }
 

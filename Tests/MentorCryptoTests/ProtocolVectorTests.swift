@@ -809,21 +809,42 @@ extension ProtocolVectors {
         }
         let anaLikeID = try recordID(like, number: 3), benLikeID = try recordID(likeBack, number: 4)
         return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
-                              anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana)
+                              anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
             + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
     }
 
-    /// V15–V16: a block (a note, PROTOCOL.md §7.6) and a contact sealed to a match (§7.7).
+    /// Field 8 as a list (PROTOCOL.md §6): Cy's second card names three photos.
+    static func photoSpecs(main: PhotoRef) throws -> [Spec] {
+        func stand(_ text: String, size: UInt32, format: PhotoRef.Format) -> PhotoRef {
+            PhotoRef(hash: BLAKE2b.hash(Array(text.utf8), outputLength: 32), size: size, format: format)
+        }
+        let photos = [stand("mentormate photo two", size: 120_331, format: .png), main,
+                      stand("mentormate photo three", size: 9_876, format: .webp)]
+        return [
+            Spec(name: "profile-photos", title: "Cy's card names three photos",
+                 summary: """
+                 Cy's seq 2 sets only field 8, the card's photos: a list of three 37-byte references, \
+                 concatenated (111 bytes), the main photo first — a PNG of 120331 bytes (hash = BLAKE2b-256 \
+                 of the ASCII text `mentormate photo two`), the JPEG of `profile-full`, and a WebP of 9876 \
+                 bytes (of `mentormate photo three`). A list of one is the single 37-byte reference of \
+                 `profile-full`; an empty value (`profile-edit`) removes them all.
+                 """,
+                 author: try cy(), seq: 2, timestamp: start + 2940 * minute,
+                 content: .profile(ProfileCard(photos: photos))),
+        ]
+    }
+
+    /// V16–V17: a block (a note, PROTOCOL.md §7.6) and a contact sealed to a match (§7.7).
     static func blockAndContactSpecs(ana: Party, ben: Party, anaLikeID: [UInt8], benLikeID: [UInt8]) throws -> [Spec] {
         guard let secret2 = AccountKeyring.derived(from: ana.keys, epochs: 1...2).secrets[2] else { return [] }
         let payload = NotePayload(target: ben.key, blocked: true)
         let note = try NoteBox.seal(payload, with: SealingKey(account: ana.key, epoch: 2, secret: secret2),
-                                    nonce: [UInt8](repeating: 0xcf, count: 24))
+                                    nonce: [UInt8](repeating: 0xd0, count: 24))
         return [
             Spec(name: "note-block", title: "Ana blocks Ben, a note to herself",
                  summary: """
                  Ana's seq 9 is a note (type 7, section 7.6) whose payload carries field 3 (blocked) instead \
-                 of field 2: a block of Ben, sealed with her epoch-2 key (box nonce 24 × `cf`). Her devices \
+                 of field 2: a block of Ben, sealed with her epoch-2 key (box nonce 24 × `d0`). Her devices \
                  leave Ben out of her feed, matches and conversations; Ben learns nothing of it.
                  """,
                  author: ana, seq: 9, timestamp: start + 5900 * minute,
@@ -948,14 +969,14 @@ extension ProtocolVectors {
                  content: .profile(ProfileCard(name: "Ana Lima", role: .tutor,
                                                bio: "Maths PhD student, patient with beginners.\nOffice hours in room B12.",
                                                courses: ["MATH 101", "CS 490"], wage: 25, budget: 12,
-                                               availability: "Mon–Thu 16:00–19:00", photo: .some(photo)))),
+                                               availability: "Mon–Thu 16:00–19:00", photos: [photo]))),
             Spec(name: "profile-edit", title: "Ana edits two fields",
                  summary: """
                  At seq 2 Ana changes only the wage (30) and removes her photo (field 8 present with an empty \
                  value). The six other fields keep their seq-1 values.
                  """,
                  author: ana, seq: 2, timestamp: start + 60 * minute,
-                 content: .profile(ProfileCard(wage: 30, photo: .some(nil)))),
+                 content: .profile(ProfileCard(wage: 30, photos: []))),
             like,
             likeBack,
             Spec(name: "chat", title: "Ana writes to Ben (sealed)",

@@ -33,7 +33,7 @@ import MentorStore
         try (0..<authors).flatMap { n -> [[UInt8]] in
             var w = RecordWriter(keys: try SigningKeyPair(seed: [UInt8(n >> 8), UInt8(n & 0xFF)] + [UInt8](repeating: 5, count: 30)))
             let photo = PhotoRef(hash: [UInt8](repeating: UInt8(n & 0xFF), count: 31) + [UInt8(n >> 8)], size: 1000, format: .png)
-            return [try w.profile(ProfileCard(name: "Author \(n)", role: .student, photo: .some(photo)), at: 1000 + UInt64(n)).encoded,
+            return [try w.profile(ProfileCard(name: "Author \(n)", role: .student, photos: [photo]), at: 1000 + UInt64(n)).encoded,
                     try w.profile(ProfileCard(bio: "bio of \(n)"), at: 2000 + UInt64(n)).encoded]
         }
     }

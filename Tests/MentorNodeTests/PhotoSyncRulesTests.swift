@@ -66,9 +66,11 @@ import Testing
     @Test func onlyCardsThatSetAPhotoCallForALook() throws {
         var ada = RecordWriter(keys: try SigningKeyPair(seed: [UInt8](repeating: 5, count: 32)))
         let photo = PhotoRef(hash: [UInt8](repeating: 7, count: 32), size: 100, format: .jpeg)
-        #expect(PhotoSync.setsAPhoto(try ada.profile(ProfileCard(name: "Ada", photo: .some(photo)), at: 1).encoded))
+        #expect(PhotoSync.setsAPhoto(try ada.profile(ProfileCard(name: "Ada", photos: [photo]), at: 1).encoded))
         #expect(!PhotoSync.setsAPhoto(try ada.profile(ProfileCard(name: "Ada"), at: 2).encoded), "a card without a photo")
-        #expect(!PhotoSync.setsAPhoto(try ada.profile(ProfileCard(photo: .some(nil)), at: 3).encoded), "a card removing its photo")
+        #expect(!PhotoSync.setsAPhoto(try ada.profile(ProfileCard(photos: []), at: 3).encoded), "a card removing its photo")
+        let second = PhotoRef(hash: [UInt8](repeating: 8, count: 32), size: 100, format: .png)
+        #expect(PhotoSync.setsAPhoto(try ada.profile(ProfileCard(photos: [photo, second]), at: 4).encoded), "a card naming several")
         #expect(!PhotoSync.setsAPhoto([1, 2, 3]), "not a record")
     }
 }

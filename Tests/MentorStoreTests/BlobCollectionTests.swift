@@ -16,17 +16,17 @@ import MentorCrypto
         let first = try replica.putBlob(png(1))
         let second = try replica.putBlob(png(2), uploadedAt: 10_000)   // a local upload, no card names it yet
         _ = try replica.putBlob(png(3, size: 2000))                     // fetched, never named: garbage
-        #expect(try replica.applyOne(try w.profile(ProfileCard(name: "Ana", photo: .some(first)), at: 1000)) == .applied)
+        #expect(try replica.applyOne(try w.profile(ProfileCard(name: "Ana", photos: [first]), at: 1000)) == .applied)
         #expect(try replica.isNamedPhoto(hash: first.hash) && !(try replica.isNamedPhoto(hash: second.hash)))
         let gone = try replica.collectBlobs(now: 20_000)
         #expect(gone.blobs == 1 && gone.bytes == 2000, "only the unnamed fetched blob goes: \(gone)")
         #expect(try replica.blobUsage().blobs == 2)
         // Ana's card moves to the upload: the first photo goes at once, the second stays.
-        #expect(try replica.applyOne(try w.profile(ProfileCard(photo: .some(second)), at: 2000)) == .applied)
+        #expect(try replica.applyOne(try w.profile(ProfileCard(photos: [second]), at: 2000)) == .applied)
         try replica.collectBlobs(now: 30_000)
         #expect(try replica.blob(hash: first.hash) == nil && replica.blob(hash: second.hash) != nil)
         // A photo removed from the card is collected; an upload nobody names, after the grace.
-        #expect(try replica.applyOne(try w.profile(ProfileCard(photo: .some(nil)), at: 3000)) == .applied)
+        #expect(try replica.applyOne(try w.profile(ProfileCard(photos: []), at: 3000)) == .applied)
         let orphan = try replica.putBlob(png(4), uploadedAt: 40_000)
         try replica.collectBlobs(now: 40_000 + 3_599_999)
         #expect(try replica.blob(hash: second.hash) == nil && replica.blob(hash: orphan.hash) != nil)
@@ -34,14 +34,19 @@ import MentorCrypto
         #expect(try replica.blobUsage().blobs == 0)
     }
 
-    /// What `missingPhotos` listed before migration 11 (a scan of every card's photo entry),
-    /// as a set of hash ‖ author: the reference the triggers' table must equal.
+    /// The photos current cards name and the replica lacks, found by decoding every card's
+    /// photo entry (every position of its list), as a set of hash ‖ author: the reference the
+    /// triggers' tables must equal.
     private func missingByScan(_ replica: Replica) throws -> Set<[UInt8]> {
         try replica.read { db throws(StoreError) in
-            Set(try db.query("""
-                SELECT substr(c.value, 1, 32), a.key FROM card_entries c JOIN authors a ON a.id = c.author
-                WHERE c.field = 8 AND length(c.value) = 37 AND substr(c.value, 1, 32) NOT IN (SELECT hash FROM blobs)
-                """).compactMap { row in row.blob(0).flatMap { hash in row.blob(1).map { hash + $0 } } })
+            var out = Set<[UInt8]>()
+            for row in try db.query("SELECT c.value, a.key FROM card_entries c JOIN authors a ON a.id = c.author WHERE c.field = 8") {
+                guard let value = row.blob(0), let author = row.blob(1), let list = try? PhotoRef.decodeList(value) else { continue }
+                for ref in list where try db.queryOne("SELECT 1 FROM blobs WHERE hash = ?", [.blob(ref.hash)]) == nil {
+                    out.insert(ref.hash + author)
+                }
+            }
+            return out
         }
     }
 
@@ -76,18 +81,20 @@ import MentorCrypto
         var changes = 0
         for step in 0..<80 {
             t += 1
-            let photo: PhotoRef?? = Int.random(in: 0..<8, using: &rng) == 0 ? .some(nil) : .some(photos[Int.random(in: 0..<photos.count, using: &rng)])
+            // No photo, one, or a list of up to three (each photo once).
+            let count = Int.random(in: 0..<8, using: &rng) == 0 ? 0 : Int.random(in: 1...3, using: &rng)
+            let list = Array(photos.shuffled(using: &rng).prefix(count))
             let before = try missingByScan(replica)
             switch Int.random(in: 0..<8, using: &rng) {
             case 0:
-                _ = try replica.applyOne(try twin.profile(ProfileCard(name: "twin \(step)", photo: photo), at: t))
+                _ = try replica.applyOne(try twin.profile(ProfileCard(name: "twin \(step)", photos: list), at: t))
             case 1:
                 _ = try replica.putBlob(fetchable[Int.random(in: 0..<fetchable.count, using: &rng)].data)   // fetched
             case 2:
                 try replica.collectBlobs(now: t)   // unnamed photos go (and are missing if named again)
             default:
                 let i = Int.random(in: 0..<keys.count, using: &rng)
-                _ = try replica.applyOne(try writers[i].profile(ProfileCard(name: "n\(step)", photo: photo), at: t))
+                _ = try replica.applyOne(try writers[i].profile(ProfileCard(name: "n\(step)", photos: list), at: t))
             }
             let listed = try missingListed(replica)
             let scanned = try missingByScan(replica)
@@ -108,9 +115,9 @@ import MentorCrypto
             var w = RecordWriter(keys: keyPair(30))
             let heldPhoto = try replica.putBlob(png(7))
             let absent = PhotoRef(hash: [UInt8](repeating: 0xEE, count: 32), size: 1234, format: heldPhoto.format)
-            _ = try replica.applyOne(try w.profile(ProfileCard(name: "Eve", photo: .some(absent)), at: 1000))
+            _ = try replica.applyOne(try w.profile(ProfileCard(name: "Eve", photos: [absent]), at: 1000))
             var v = RecordWriter(keys: keyPair(31))
-            _ = try replica.applyOne(try v.profile(ProfileCard(name: "Val", photo: .some(heldPhoto)), at: 1000))
+            _ = try replica.applyOne(try v.profile(ProfileCard(name: "Val", photos: [heldPhoto]), at: 1000))
             try replica.run { db throws(StoreError) in
                 try db.executeScript(undoMigration11 + "PRAGMA user_version = 10;")
             }
@@ -126,7 +133,7 @@ import MentorCrypto
         let replica = try memoryReplica()
         var w = RecordWriter(keys: keyPair(2))
         let photo = try replica.putBlob(png(5, size: 5000))
-        let card = try w.profile(ProfileCard(name: "Ben", photo: .some(photo)), at: 1000)
+        let card = try w.profile(ProfileCard(name: "Ben", photos: [photo]), at: 1000)
         #expect(try replica.applyOne(card) == .applied)
         #expect(try replica.authorUsage(w.author) == Int64(card.encoded.count) + 5000)
         #expect(try replica.authorUsage(keyPair(3).publicKey.key) == 0)
@@ -138,7 +145,7 @@ import MentorCrypto
         let replica = try memoryReplica()
         var ana = RecordWriter(keys: keyPair(2)), ben = RecordWriter(keys: keyPair(4))
         let photo = try replica.putBlob(png(5, size: 5000))
-        let anaCard = try ana.profile(ProfileCard(name: "Ana", photo: .some(photo)), at: 1000)
+        let anaCard = try ana.profile(ProfileCard(name: "Ana", photos: [photo]), at: 1000)
         let benCard = try ben.profile(ProfileCard(name: "Ben"), at: 1000)
         let benEdit = try ben.profile(ProfileCard(bio: "Calculus"), at: 2000)
         for r in [anaCard, benCard, benEdit] { #expect(try replica.applyOne(r) == .applied) }

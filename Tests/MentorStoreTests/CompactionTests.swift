@@ -32,8 +32,8 @@ import MentorCrypto
                 case 0: card = ProfileCard(bio: "bio \(step)")
                 case 1: card = ProfileCard(name: "name \(step)", bio: "both \(step)")
                 case 2: card = ProfileCard(availability: "av \(step)")
-                case 3: card = ProfileCard(photo: .some(photo))
-                default: card = ProfileCard(photo: .some(nil))
+                case 3: card = ProfileCard(photos: [photo])
+                default: card = ProfileCard(photos: [])
                 }
                 out.append(try w[i].profile(card, at: tick()))
             case 5..<8:
@@ -140,13 +140,13 @@ import MentorCrypto
         var w = RecordWriter(keys: Self.keys[0])
         let photo = PhotoRef(hash: [UInt8](repeating: 9, count: 32), size: 10, format: .jpeg)
         let first = try w.profile(ProfileCard(name: "Ana", bio: "one"), at: 1)
-        let withPhoto = try w.profile(ProfileCard(bio: "two", photo: .some(photo)), at: 2)
-        let removed = try w.profile(ProfileCard(bio: "three", photo: .some(nil)), at: 3)
+        let withPhoto = try w.profile(ProfileCard(bio: "two", photos: [photo]), at: 2)
+        let removed = try w.profile(ProfileCard(bio: "three", photos: []), at: 3)
         let r = try Self.replica()
         #expect(try r.apply(verified: [first, withPhoto, removed].map { .success($0) }) == [.applied, .applied, .applied])
         // Seq 2 is superseded in both its fields; seq 1 keeps its name and its proof of work.
         #expect(try Self.storedIDs(r) == [first.id, removed.id])
-        #expect(try r.card(of: w.author)?.card.photo == .some(nil))
+        #expect(try r.card(of: w.author)?.card.photos == [])
         // Offered again (by a peer that still had it): verified, recognised, not stored.
         #expect(try r.applyOne(withPhoto) == .duplicate)
         #expect(try Self.storedIDs(r) == [first.id, removed.id])
@@ -155,7 +155,7 @@ import MentorCrypto
         // A replica that gets the deleted photo after its deletion never stores or shows it.
         let late = try Self.replica()
         #expect(try late.apply(verified: [first, removed, withPhoto].map { .success($0) }) == [.applied, .applied, .duplicate])
-        #expect(try late.card(of: w.author)?.card.photo == .some(nil))
+        #expect(try late.card(of: w.author)?.card.photos == [])
         #expect(try late.digest() == r.digest())
         #expect(try late.contiguousSeq(of: w.author) == 3)
         // The first card, whatever supersedes it, stays.

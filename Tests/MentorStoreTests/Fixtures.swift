@@ -27,13 +27,48 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
+/// SQL that takes a replica back from migration 16 (every photo of a card) and the reserved
+/// 14–15: the index of migration 7 and the triggers of migration 11 come back.
+let undoMigration16 = """
+    DROP TRIGGER card_photos_entry_in; DROP TRIGGER card_photos_entry_out; DROP TRIGGER card_photos_entry_change;
+    DROP TRIGGER photos_missing_photo_in; DROP TRIGGER photos_missing_photo_out; DROP TRIGGER photos_missing_blob_out;
+    DROP TRIGGER card_photos_named_upload;
+    DROP TABLE card_photos;
+    CREATE INDEX card_entries_photo ON card_entries(substr(value, 1, 32)) WHERE field = 8 AND length(value) = 37;
+    CREATE TRIGGER photos_missing_card_in AFTER INSERT ON card_entries
+        WHEN NEW.field = 8 AND length(NEW.value) = 37
+             AND NOT EXISTS (SELECT 1 FROM blobs WHERE hash = substr(NEW.value, 1, 32)) BEGIN
+        INSERT OR IGNORE INTO photos_missing(size, value, author)
+            VALUES (substr(NEW.value, 33, 4), NEW.value, NEW.author); END;
+    CREATE TRIGGER photos_missing_card_out AFTER DELETE ON card_entries
+        WHEN OLD.field = 8 AND length(OLD.value) = 37 BEGIN
+        DELETE FROM photos_missing
+            WHERE size = substr(OLD.value, 33, 4) AND value = OLD.value AND author = OLD.author
+              AND NOT EXISTS (SELECT 1 FROM card_entries WHERE author = OLD.author AND field = 8 AND value = OLD.value); END;
+    CREATE TRIGGER photos_missing_card_change AFTER UPDATE OF value, field, author ON card_entries
+        WHEN OLD.field = 8 OR NEW.field = 8 BEGIN
+        DELETE FROM photos_missing
+            WHERE OLD.field = 8 AND length(OLD.value) = 37
+              AND size = substr(OLD.value, 33, 4) AND value = OLD.value AND author = OLD.author
+              AND NOT EXISTS (SELECT 1 FROM card_entries WHERE author = OLD.author AND field = 8 AND value = OLD.value);
+        INSERT OR IGNORE INTO photos_missing(size, value, author)
+            SELECT substr(NEW.value, 33, 4), NEW.value, NEW.author
+            WHERE NEW.field = 8 AND length(NEW.value) = 37
+              AND NOT EXISTS (SELECT 1 FROM blobs WHERE hash = substr(NEW.value, 1, 32)); END;
+    CREATE TRIGGER photos_missing_blob_out AFTER DELETE ON blobs BEGIN
+        INSERT OR IGNORE INTO photos_missing(size, value, author)
+            SELECT substr(c.value, 33, 4), c.value, c.author FROM card_entries c
+            WHERE c.field = 8 AND length(c.value) = 37 AND substr(c.value, 1, 32) = OLD.hash; END;
+    """
+
+
 /// SQL that takes a replica back from migration 14 (blocks).
 let undoMigration14 = """
     DROP TABLE block_notes; DROP TABLE blocks;
     """
 
 /// SQL that takes a replica back from migration 13 (per-account settings) and the later ones.
-let undoMigration13 = undoMigration14 + """
+let undoMigration13 = undoMigration16 + undoMigration14 + """
     DROP TABLE account_settings;
     """
 

@@ -23,7 +23,7 @@ import MentorCrypto
                 let t = UInt64(1000 * (round + 1) + n)
                 let photo = PhotoRef(hash: [UInt8](repeating: UInt8(n), count: 31) + [UInt8(round)], size: 100, format: .png)
                 batch.append(try writers[n].profile(ProfileCard(name: "A \(n)", role: .student, bio: "bio \(round)",
-                                                                courses: ["CS 10\(round)"], photo: .some(photo)), at: t).encoded)
+                                                                courses: ["CS 10\(round)"], photos: [photo]), at: t).encoded)
                 batch.append(try writers[n].like(keys[(n + 1) % keys.count], liked: round != 1, at: t + 1).encoded)
             }
             #expect(try replica.apply(batch: batch).allSatisfy { $0 == .applied })

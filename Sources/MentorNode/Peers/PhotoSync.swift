@@ -60,15 +60,15 @@ struct PhotoSync: Sendable {
     /// Listing failed: the next chance lists again.
     mutating func listingFailed() { listingStale = true }
 
-    /// Whether an applied record is a profile edit that sets a photo (type and body read
+    /// Whether an applied record is a profile edit that names photos (type and body read
     /// without verifying: the replica already did). The type byte follows the magic and the
     /// version (§4): most records are not cards, and this runs for every record applied, so
     /// only cards are decoded.
     static func setsAPhoto(_ bytes: [UInt8]) -> Bool {
         guard bytes.count > 4, bytes[4] == RecordType.profile.rawValue,
               let r = try? Record.decode(bytes), r.type == .profile,
-              let card = try? ProfileCard(body: r.body), case .some(.some) = card.photo else { return false }
-        return true
+              let card = try? ProfileCard(body: r.body) else { return false }
+        return card.photos?.isEmpty == false
     }
 
     // MARK: Fetching

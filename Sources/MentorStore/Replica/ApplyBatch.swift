@@ -462,8 +462,8 @@ struct ApplyBatch {
         var entered = false
         let clock = v.record.effectiveClock
         let clockBytes = clock.encoded
-        // `field = +?`, not `field = ?`: a bare parameter compared where the partial index
-        // `card_entries_photo` (field = 8) might apply makes SQLite prepare the statement again
+        // `field = +?`, not `field = ?`: a bare parameter compared where a partial index on
+        // `card_entries` (`card_entries_photo`, field = 8, until migration 16) might apply makes SQLite prepare the statement again
         // every time a value is bound to it — three statements per card field applied. The unary
         // plus keeps the primary-key search (author, field[, record_id]).
         let select = try statement(

@@ -142,12 +142,12 @@ extension Replica {
         return ref
     }
 
-    /// A current card field (winner or concurrent value) naming the photo whose hash is the SQL
-    /// expression `hash`: a `PhotoRef` encoding, 37 bytes, whose first 32 are the hash. The field
-    /// number is written into the SQL, not bound, so that the partial index `card_entries_photo`
-    /// (migration 7) serves it: one look-up per photo, not a scan of every author's fields.
+    /// A current card entry (winner or concurrent value) naming, at any position of its photo
+    /// list, the photo whose hash is the SQL expression `hash`: a row of `card_photos`
+    /// (migration 16), whose `ref` is a 37-byte `PhotoRef` starting with the hash. Its index
+    /// `card_photos_by_hash` serves it: one look-up per photo, not a scan of every card.
     private static func cardNamingPhoto(_ hash: String) -> String {
-        "SELECT 1 FROM card_entries WHERE field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37 AND substr(value, 1, 32) = \(hash)"
+        "SELECT 1 FROM card_photos WHERE substr(ref, 1, 32) = \(hash)"
     }
 
     /// Photos that current profile cards name (winners and concurrent values) and this node does
@@ -187,9 +187,10 @@ extension Replica {
         }
     }
 
-    /// Deletes every blob no current card names — a photo its card replaced, or one fetched for
-    /// an edit that was superseded — except a local upload younger than `uploadGrace` ms (its
-    /// card edit may still follow). Returns how many blobs and bytes went.
+    /// Deletes every blob no current card names at any position of its photo list — a photo its
+    /// card replaced or removed, or one fetched for an edit that was superseded — except a local
+    /// upload younger than `uploadGrace` ms that no card has named yet (its card edit may still
+    /// follow; once named, `uploaded` is cleared). Returns how many blobs and bytes went.
     @discardableResult
     public func collectBlobs(now: UInt64, uploadGrace: UInt64 = 3_600_000) throws(StoreError) -> (blobs: Int, bytes: Int64) {
         try write(countsUnchanged: true) { db throws(StoreError) in
@@ -231,13 +232,10 @@ extension Replica {
                 SELECT coalesce((SELECT sum(length(bytes)) FROM records WHERE author = ?1), 0)
                      + coalesce((SELECT sum(length(bytes)) FROM pending WHERE author = ?1), 0)
                 """)
-            // The field is written in, not bound: a parameter compared where a partial index
-            // (`card_entries_photo`) could apply makes SQLite prepare the statement again each
-            // time its value is bound.
+            // Every photo of every current entry of the author's card (`card_photos`), each blob once.
             let photos = try db.cachedStatement("""
                 SELECT coalesce(sum(b.size), 0) FROM blobs b WHERE b.hash IN (
-                    SELECT substr(value, 1, 32) FROM card_entries
-                    WHERE author = ? AND field = \(ProfileCard.Field.photo.rawValue) AND length(value) = 37)
+                    SELECT substr(ref, 1, 32) FROM card_photos WHERE author = ?)
                 """)
             var usages: [PublicKey: AuthorUsage?] = [:]
             usages.reserveCapacity(authors.count)

@@ -361,6 +361,66 @@ enum ReplicaSchema {
                 PRIMARY KEY (account, target)
             ) WITHOUT ROWID;
             """)
+        // Reserved for the lead's branch of issue 16 (the photos' migration keeps its number, 16).
+        m.register(15, "reserved (issue 16, cards)", "")
+        // A card names up to six photos (field 8 is a list of 37-byte PhotoRefs, PROTOCOL.md §6).
+        // `card_photos` holds one row per photo of each current card entry (winners and
+        // concurrent values), kept by triggers on `card_entries`; whether a card names a blob
+        // (fetching, collecting) is one look-up in its hash index, and `photos_missing` is now
+        // kept from it, so every photo of a card is fetched, not only the first. It replaces
+        // the index on the first 32 bytes of a 37-byte value (migration 7), which saw one photo.
+        // An upload a card has named is no longer spared as fresh (migration 6): its card edit
+        // came, so the photo goes as soon as no card names it (`profile photo remove`).
+        // Positions come from a six-row constant (no table function: any SQLite 3.3x has it).
+        m.register(16, "every photo of a card, one row each", """
+            CREATE TABLE card_photos (
+                author      INTEGER NOT NULL REFERENCES authors(id),
+                record_id   BLOB NOT NULL,                -- the card entry (card_entries, field 8)
+                slot        INTEGER NOT NULL,             -- its position in the list; 0: the main photo
+                ref         BLOB NOT NULL,                -- a PhotoRef, 37 bytes: hash, size, format
+                PRIMARY KEY (author, record_id, slot)
+            ) WITHOUT ROWID;
+            CREATE INDEX card_photos_by_hash ON card_photos(substr(ref, 1, 32));
+            INSERT OR IGNORE INTO card_photos(author, record_id, slot, ref)
+                SELECT c.author, c.record_id, s.n, substr(c.value, s.n * 37 + 1, 37) FROM card_entries c, \(photoSlots) s
+                WHERE c.field = 8 AND s.n * 37 < length(c.value);
+            CREATE TRIGGER card_photos_entry_in AFTER INSERT ON card_entries WHEN NEW.field = 8 BEGIN
+                INSERT OR IGNORE INTO card_photos(author, record_id, slot, ref)
+                    SELECT NEW.author, NEW.record_id, s.n, substr(NEW.value, s.n * 37 + 1, 37) FROM \(photoSlots) s
+                    WHERE s.n * 37 < length(NEW.value); END;
+            CREATE TRIGGER card_photos_entry_out AFTER DELETE ON card_entries WHEN OLD.field = 8 BEGIN
+                DELETE FROM card_photos WHERE author = OLD.author AND record_id = OLD.record_id; END;
+            CREATE TRIGGER card_photos_entry_change AFTER UPDATE OF author, field, record_id, value ON card_entries
+                WHEN OLD.field = 8 OR NEW.field = 8 BEGIN
+                DELETE FROM card_photos WHERE OLD.field = 8 AND author = OLD.author AND record_id = OLD.record_id;
+                INSERT OR IGNORE INTO card_photos(author, record_id, slot, ref)
+                    SELECT NEW.author, NEW.record_id, s.n, substr(NEW.value, s.n * 37 + 1, 37) FROM \(photoSlots) s
+                    WHERE NEW.field = 8 AND s.n * 37 < length(NEW.value); END;
+            DROP TRIGGER photos_missing_card_in;
+            DROP TRIGGER photos_missing_card_out;
+            DROP TRIGGER photos_missing_card_change;
+            DROP TRIGGER photos_missing_blob_out;
+            DROP INDEX card_entries_photo;
+            CREATE TRIGGER photos_missing_photo_in AFTER INSERT ON card_photos
+                WHEN NOT EXISTS (SELECT 1 FROM blobs WHERE hash = substr(NEW.ref, 1, 32)) BEGIN
+                INSERT OR IGNORE INTO photos_missing(size, value, author) VALUES (substr(NEW.ref, 33, 4), NEW.ref, NEW.author); END;
+            CREATE TRIGGER photos_missing_photo_out AFTER DELETE ON card_photos BEGIN
+                DELETE FROM photos_missing
+                    WHERE size = substr(OLD.ref, 33, 4) AND value = OLD.ref AND author = OLD.author
+                      AND NOT EXISTS (SELECT 1 FROM card_photos WHERE author = OLD.author AND ref = OLD.ref); END;
+            CREATE TRIGGER photos_missing_blob_out AFTER DELETE ON blobs BEGIN
+                INSERT OR IGNORE INTO photos_missing(size, value, author)
+                    SELECT substr(p.ref, 33, 4), p.ref, p.author FROM card_photos p WHERE substr(p.ref, 1, 32) = OLD.hash; END;
+            CREATE TRIGGER card_photos_named_upload AFTER INSERT ON card_photos BEGIN
+                UPDATE blobs SET uploaded = NULL WHERE hash = substr(NEW.ref, 1, 32) AND uploaded IS NOT NULL; END;
+            DELETE FROM photos_missing;
+            INSERT OR IGNORE INTO photos_missing(size, value, author)
+                SELECT substr(p.ref, 33, 4), p.ref, p.author FROM card_photos p
+                WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = substr(p.ref, 1, 32));
+            """)
         return m
     }
+
+    /// The positions 0...5 of a card's photo list, as a subquery (migration 16).
+    private static let photoSlots = "(SELECT 0 AS n UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5)"
 }

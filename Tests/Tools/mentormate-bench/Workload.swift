@@ -350,7 +350,7 @@ enum Content {
     static func fullCard(role: ProfileCard.Role, rng: inout SeededRandom) -> ProfileCard {
         ProfileCard(name: name(&rng), role: role, bio: sentence(words: 8...40, rng: &rng), courses: courseList(&rng),
                     wage: role == .tutor ? rate(&rng) : nil, budget: role == .student ? rate(&rng) : nil,
-                    availability: availability(&rng), photo: .some(photo(&rng)))
+                    availability: availability(&rng), photos: [photo(&rng)])
     }
 
     /// An edit of one to three fields, weighted toward what people change often.
@@ -363,7 +363,7 @@ enum Content {
             case 55..<70: card.courses = courseList(&rng)
             case 70..<85:
                 if role == .tutor { card.wage = rate(&rng) } else { card.budget = rate(&rng) }
-            case 85..<93: card.photo = Int.random(in: 0..<10, using: &rng) == 0 ? .some(nil) : .some(photo(&rng))
+            case 85..<93: card.photos = Int.random(in: 0..<10, using: &rng) == 0 ? [] : [photo(&rng)]
             case 93..<98: card.name = name(&rng)
             default: card.role = role
             }

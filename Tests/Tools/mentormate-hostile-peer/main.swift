@@ -393,7 +393,7 @@ var writer = RecordWriter(keys: SigningKeyPair.generate(), accountWork: accountW
         order.append(hash)
         let ref = PhotoRef(hash: hash, size: UInt32(data.count), format: .png)
         do {
-            edits.append(try writer.profile(ProfileCard(name: "Photo \(i)", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+            edits.append(try writer.profile(ProfileCard(name: "Photo \(i)", role: .tutor, courses: ["EVIL 101"], photos: [ref]),
                                             at: UInt64(time(nil)) * 1000).encoded)
         } catch { fail("signing: \(error)") }
     }
@@ -671,7 +671,7 @@ case "wrong-blob":
     sendMessage(.recon([ReconItem(depth: 0, prefix: 0, .ids([]))]))
     var roundDone = false
     do {
-        sendMessage(.records([try writer.profile(ProfileCard(name: "Swapper", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+        sendMessage(.records([try writer.profile(ProfileCard(name: "Swapper", role: .tutor, courses: ["EVIL 101"], photos: [ref]),
                                                  at: UInt64(time(nil)) * 1000).encoded]))
     } catch { fail("signing: \(error)") }
     // Wait for the daemon to ask for the photo, then serve the wrong bytes under its hash.
@@ -700,7 +700,7 @@ case "silent-blob":
     let promised = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 3, count: 1000)
     let ref = PhotoRef(hash: BLAKE2b.hash(promised, outputLength: 32), size: UInt32(promised.count), format: .png)
     do {
-        sendMessage(.records([try writer.profile(ProfileCard(name: "Silent Sid", role: .tutor, courses: ["EVIL 101"], photo: .some(ref)),
+        sendMessage(.records([try writer.profile(ProfileCard(name: "Silent Sid", role: .tutor, courses: ["EVIL 101"], photos: [ref]),
                                                  at: UInt64(time(nil)) * 1000).encoded]))
     } catch { fail("signing: \(error)") }
     var askedAt: Double?
