@@ -955,21 +955,38 @@ extension ProtocolVectors {
         ]
     }
 
+    /// Ana's card with every field (vector V1).
+    static func fullCard(photo: PhotoRef) -> ProfileCard {
+        var card = ProfileCard(name: "Ana Lima", role: .tutor,
+                               bio: "Maths PhD student, patient with beginners.\nOffice hours in room B12.",
+                               courses: ["MATH 101", "CS 490"], wage: 25, budget: 12,
+                               availability: "Mon–Thu 16:00–19:00", photos: [photo])
+        card.slots = try? WeeklySlots.parse("Mon 14-17, Wed 9:30-12")
+        card.gender = "woman"
+        card.languages = ["english", "portuguese"]
+        card.area = "Science Hall"
+        card.age = .some(24)
+        card.sign = .some(.capricorn)
+        card.preferences = Preferences(genders: ["man", "non binary"], minOverlapHours: 2, minBudget: 10)
+        card.paused = false
+        return card
+    }
+
     static func storySpecs(ana: Party, ben: Party, photo: PhotoRef, greeting: String, reply: String, like: Spec, likeBack: Spec,
                            anaLikeID: [UInt8], benLikeID: [UInt8]) throws -> [Spec] {
         return [
             Spec(name: "profile-full", title: "Ana's first profile card, every field",
                  summary: """
-                 Ana publishes her card at seq 1 with all eight fields: name `Ana Lima`, role `tutor`, a bio of \
+                 Ana publishes her card at seq 1 with all sixteen fields: name `Ana Lima`, role `tutor`, a bio of \
                  two lines, courses `MATH 101` and `CS 490`, wage 25, budget 12, availability \
-                 `Mon–Thu 16:00–19:00` (with two U+2013 en dashes) and a photo reference: JPEG, 48213 bytes, \
-                 hash = BLAKE2b-256 of the ASCII text `mentormate example photo` (a stand-in for photo bytes).
+                 `Mon–Thu 16:00–19:00` (with two U+2013 en dashes), a photo reference: JPEG, 48213 bytes, \
+                 hash = BLAKE2b-256 of the ASCII text `mentormate example photo` (a stand-in for photo bytes); \
+                 slots `Mon 14-17, Wed 9:30-12` (field 10), gender `woman`, languages `english` and \
+                 `portuguese`, area `Science Hall`, age 24, sign 9 (Capricorn), preferences (genders `man` and \
+                 `non binary`, 2 hours' overlap, min budget 10) and paused 0 (fields 11–17, PROTOCOL.md §6.3).
                  """,
                  author: ana, seq: 1, timestamp: start,
-                 content: .profile(ProfileCard(name: "Ana Lima", role: .tutor,
-                                               bio: "Maths PhD student, patient with beginners.\nOffice hours in room B12.",
-                                               courses: ["MATH 101", "CS 490"], wage: 25, budget: 12,
-                                               availability: "Mon–Thu 16:00–19:00", photos: [photo]))),
+                 content: .profile(fullCard(photo: photo))),
             Spec(name: "profile-edit", title: "Ana edits two fields",
                  summary: """
                  At seq 2 Ana changes only the wage (30) and removes her photo (field 8 present with an empty \
