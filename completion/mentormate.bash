@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch chat settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -21,7 +21,7 @@ _mentormate() {
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "30m 1h 8h 1d 7d" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label)
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact)
             return ;;
     esac
 
@@ -48,7 +48,7 @@ _mentormate() {
         profile)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show set photo" -- "$cur")); return; fi
             case "$sub" in
-                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --available --gender --languages --area --birthdate --prefer-gender --prefer-overlap --prefer-max-wage --prefer-min-budget --no-preferences" ;;
+                set) opts="--name --bio --courses --wage --budget --availability --photo --no-photo --available --gender --languages --area --birthdate --prefer-gender --prefer-overlap --prefer-max-wage --prefer-min-budget --no-preferences --contact" ;;
                 show) opts="--save-photos --open" ;;
                 photo)
                     if [[ -z "$sub2" ]]; then COMPREPLY=($(compgen -W "add remove order" -- "$cur")); return; fi
@@ -89,7 +89,7 @@ _mentormate() {
         feed) opts="--course --limit --available --max-wage --min-budget --nearby --gender --min-age --max-age --min-score --no-defaults" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
-        login|whoami|like|pass|undo|matches|unmatch|peers|status|doctor) opts="" ;;
+        login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|peers|status|doctor) opts="" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }

@@ -33,6 +33,9 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case accountImport = "account.import"
     case settingsShow = "settings.show"
     case settingsSet = "settings.set"
+    case block
+    case unblock
+    case blocked
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -133,6 +136,9 @@ public enum API {
     public static let undo = APICall<AccountRequest, UndoResult>(.undo)
     public static let matches = APICall<NoParams, MatchesResult>(.matches)
     public static let unmatch = APICall<AccountRequest, AccountResult>(.unmatch)
+    public static let block = APICall<AccountRequest, AccountResult>(.block)
+    public static let unblock = APICall<AccountRequest, AccountResult>(.unblock)
+    public static let blocked = APICall<NoParams, BlockedResult>(.blocked)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)
     public static let subscribe = APICall<SubscribeRequest, SubscribeResult>(.subscribe)

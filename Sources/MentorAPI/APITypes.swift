@@ -79,9 +79,12 @@ public struct ProfileSetRequest: APIRequest, Equatable {
     public var birthdate: String?
     /// The whole preferences register: {} clears every preference.
     public var preferences: CardPreferences?
+    /// Sealed to each current match, never on the card (≤ 200 bytes; "" clears it).
+    public var contact: String?
     public enum CodingKeys: String, CodingKey, CaseIterable {
         case name, bio, courses, wage, budget, availability, photo
         case slots, gender, languages, area, birthdate, preferences
+        case contact
     }
 
     public init(name: String? = nil, bio: String? = nil, courses: [String]? = nil, wage: Int64? = nil, budget: Int64? = nil,
@@ -91,7 +94,10 @@ public struct ProfileSetRequest: APIRequest, Equatable {
     }
 
     /// Whether the request changes anything (profile.set with no field is refused).
-    public var isEmpty: Bool {
+    public var isEmpty: Bool { changesNoCardField && contact == nil }
+
+    /// Whether the request changes no field of the card (it may change the contact).
+    public var changesNoCardField: Bool {
         name == nil && bio == nil && courses == nil && wage == nil && budget == nil && availability == nil && photo == nil
             && slots == nil && gender == nil && languages == nil && area == nil && birthdate == nil && preferences == nil
     }
@@ -374,6 +380,7 @@ public struct Card: APIObject, Equatable {
         case slots, gender, languages, area, age, sign, preferences, paused
         case score, compatibility, matches, pendingLikes
         case photos
+        case contact
     }
     public var id: String
     public var name: String?
@@ -407,6 +414,8 @@ public struct Card: APIObject, Equatable {
     /// The caller's own card: current matches, and likes received not (yet) answered — a count.
     public var matches: Int64?
     public var pendingLikes: Int64?
+    /// Your own contact, or a current match's (sealed to you); null otherwise.
+    public var contact: String?
 
     public init(id: String, name: String? = nil, role: String? = nil, bio: String? = nil, courses: [String] = [],
                 wage: Int64? = nil, budget: Int64? = nil, availability: String? = nil, photo: PhotoInfo? = nil,
@@ -549,6 +558,21 @@ public struct MatchSummary: APIObject, Equatable {
     public init(id: String, name: String?, messages: Int64, lastMessage: Message?) {
         (self.id, self.name, self.messages, self.lastMessage) = (id, name, messages, lastMessage)
     }
+}
+
+/// `blocked`: the accounts the caller blocks, oldest block first.
+public struct BlockedResult: APIObject, Equatable {
+    public struct Entry: APIObject, Equatable {
+        public enum CodingKeys: String, CodingKey { case id, name, since }
+        public var id: String
+        public var name: String?
+        /// When the block was written (ms since the Unix epoch).
+        public var since: Int64
+        public init(id: String, name: String?, since: Int64) { (self.id, self.name, self.since) = (id, name, since) }
+    }
+    public enum CodingKeys: String, CodingKey { case blocked }
+    public var blocked: [Entry]
+    public init(blocked: [Entry]) { self.blocked = blocked }
 }
 
 public struct MatchesResult: APIObject, Equatable {

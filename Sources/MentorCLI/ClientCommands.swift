@@ -276,6 +276,7 @@ public enum MentormateCLI {
                         date stays on this node: the card shows your age in years (and your sun sign only
                         after `mentormate settings set show_sign true`). The --prefer-* options say what you
                         look for; each one you state counts in the compatibility score of the people you see.
+                        The contact is never on your card: it is sealed to each current match only.
                         """)
             }
 
@@ -287,6 +288,7 @@ public enum MentormateCLI {
             public var availability: String?
             public var photo: String?
             public var noPhoto = false
+            public var contact: String?
             public var available: String?
             public var gender: String?
             public var languages: [String]?
@@ -321,7 +323,9 @@ public enum MentormateCLI {
                  .integer("--prefer-overlap", value: "HOURS", \.preferOverlap, range: 0...168, help: "Hours a week you need free at the same time (0 clears)."),
                  .string("--prefer-max-wage", value: "N|none", \.preferMaxWage, help: "The highest wage you would pay, as a student."),
                  .string("--prefer-min-budget", value: "N|none", \.preferMinBudget, help: "The lowest budget you would accept, as a tutor."),
-                 .flag("--no-preferences", \.noPreferences, help: "Clear every preference.")]
+                 .flag("--no-preferences", \.noPreferences, help: "Clear every preference."),
+                 .string("--contact", value: "TEXT", \.contact,
+                         help: "How your matches reach you (phone, chat handle; ≤ 200 bytes), sealed to each current match; \"\" clears it.")]
             }
 
             /// A --prefer-max-wage/--prefer-min-budget value: a whole number ≥ 0, or none (.some(nil)).
@@ -340,6 +344,9 @@ public enum MentormateCLI {
                 if photo?.isEmpty == true {
                     throw UsageError("--photo needs a file name", hint: "for example --photo ~/me.jpg")
                 }
+                if let contact, contact.utf8.count > 200 {
+                    throw UsageError("--contact is \(contact.utf8.count) bytes; at most 200", hint: "give a phone number or a chat handle")
+                }
                 if noPreferences && (preferGenders != nil || preferOverlap != nil || preferMaxWage != nil || preferMinBudget != nil) {
                     throw UsageError("--no-preferences and a --prefer-* option contradict each other", hint: "give one of them")
                 }
@@ -347,7 +354,7 @@ public enum MentormateCLI {
                 _ = try Self.amount(preferMinBudget, option: "--prefer-min-budget")
                 if name == nil && bio == nil && courses == nil && wage == nil && budget == nil
                     && availability == nil && photo == nil && !noPhoto && available == nil && gender == nil
-                    && languages == nil && area == nil && birthdate == nil && !changesPreferences {
+                    && languages == nil && area == nil && birthdate == nil && !changesPreferences && contact == nil {
                     throw UsageError("`profile set` needs at least one field to change",
                                      hint: "for example: mentormate profile set --courses \"CS 490,MATH 221\" --wage 25; "
                                         + "`mentormate profile set --help` lists the fields")
@@ -360,6 +367,7 @@ public enum MentormateCLI {
                                           availability: availability, photo: noPhoto ? .remove : nil)
                 (r.slots, r.gender, r.languages, r.area, r.birthdate) = (available, gender, languages, area, birthdate)
                 if noPreferences { r.preferences = CardPreferences() }
+                r.contact = contact
                 return r
             }
 

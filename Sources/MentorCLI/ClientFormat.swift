@@ -160,6 +160,7 @@ public enum ClientFormat {
             pairs.append(("availability", sanitize(availability, keepNewlines: true)))
         }
         pairs += cardFields(card)
+        if let contact = card[.contact]?.stringValue { pairs.append(("contact", sanitize(contact))) }
         // Every photo, numbered as `profile photo remove|order` take them (a daemon before photo
         // lists sends only `photo`).
         var photos = card.objects(.photos, as: PhotoInfo.self)

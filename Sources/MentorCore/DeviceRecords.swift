@@ -191,7 +191,7 @@ public struct DeviceRevocation: RecordSchema, Equatable {
 }
 
 /// A note an account writes to itself (type 7, PROTOCOL.md §7.6): sealed with the account's
-/// own encryption key, so only its devices read it. Today it carries passes ("swipe left"),
+/// own encryption key, so only its devices read it. It carries passes ("swipe left") and blocks,
 /// which must follow the person to every machine and reach nobody else.
 public struct Note: RecordSchema, Equatable {
     public static let type = RecordType.note
@@ -226,23 +226,38 @@ public struct Note: RecordSchema, Equatable {
     }
 }
 
-/// What a note says (inside its box): a pass of `target` (`passed`), or its undoing.
+/// What a note says (inside its box): a pass of `target` (field 2, `passed`) or a block of it
+/// (field 3, `blocked`), or the undoing of either — exactly one of the two fields (§7.6).
 public struct NotePayload: Equatable, Sendable {
+    /// Which register of the account's about `target` the note writes: the field that carries
+    /// its flag.
+    public enum Kind: UInt8, Sendable { case pass = 2, block = 3 }
     public var target: PublicKey
-    public var passed: Bool
+    public var kind: Kind
+    /// Passed (or blocked) when true; the undoing when false.
+    public var flag: Bool
 
-    public init(target: PublicKey, passed: Bool) { self.target = target; self.passed = passed }
+    public init(target: PublicKey, passed: Bool) { self.target = target; self.kind = .pass; self.flag = passed }
+    public init(target: PublicKey, blocked: Bool) { self.target = target; self.kind = .block; self.flag = blocked }
+
+    public var passed: Bool { kind == .pass && flag }
+    public var blocked: Bool { kind == .block && flag }
 
     public init(plaintext: [UInt8]) throws(RecordError) {
         let w = "note payload"
-        let f = try FieldList.decode(plaintext, known: [1, 2], what: w)
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3], what: w)
         target = try f.require(f.key(1, "target", what: w), "target", what: w)
-        let flag = try f.require(f.bytes(2, "passed", length: 1, what: w), "passed", what: w)
-        guard flag[0] <= 1 else { throw RecordError(.malformed, "note payload flag must be 0 or 1") }
-        passed = flag[0] == 1
+        let passed = try f.bytes(Kind.pass.rawValue, "passed", length: 1, what: w)
+        let blocked = try f.bytes(Kind.block.rawValue, "blocked", length: 1, what: w)
+        guard (passed == nil) != (blocked == nil), let value = passed ?? blocked else {
+            throw RecordError(.malformed, "a note payload carries exactly one of field 2 (passed) and field 3 (blocked)")
+        }
+        guard value[0] <= 1 else { throw RecordError(.malformed, "note payload flag must be 0 or 1") }
+        kind = passed != nil ? .pass : .block
+        flag = value[0] == 1
     }
 
     public var plaintext: [UInt8] {
-        var f = FieldList(); f.set(1, target.bytes); f.set(2, [passed ? 1 : 0]); return f.encoded
+        var f = FieldList(); f.set(1, target.bytes); f.set(kind.rawValue, [flag ? 1 : 0]); return f.encoded
     }
 }

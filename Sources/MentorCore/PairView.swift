@@ -13,6 +13,9 @@ public struct PairEntry: Sendable, Equatable {
         /// The match it ends (`answers`: the other's like, `mine`: the author's); nil: every
         /// match of the pair, for good (written before unmatches named their match).
         case unmatch(peerSeq: UInt64, answers: [UInt8]? = nil, mine: [UInt8]? = nil)
+        /// The author's contact text for the match of `answers` (the other's like) and `mine`
+        /// (the author's); empty: cleared (§7.7).
+        case contact(answers: [UInt8], mine: [UInt8], text: String)
     }
     /// The author's account (whichever of its keys signed).
     public var author: PublicKey
@@ -61,6 +64,9 @@ public struct PairView: Sendable, Equatable {
     /// Messages that were not written while the two were matched (section 8.5 of PROTOCOL.md):
     /// kept out of the conversation, never counted as messages or notified.
     public var rejectedMessages: Int
+    /// The other's contact, while matched: the newest (timestamp, record ID) of their contacts
+    /// that name the match that stands; nil when there is none or it was cleared (§7.7).
+    public var contact: String? = nil
 
     /// Builds the view from all entries of the pair, in any order, duplicates allowed
     /// (PROTOCOL.md §8.4–8.7).
@@ -122,8 +128,16 @@ public struct PairView: Sendable, Equatable {
             }.map { Message(author: $0.entry.author, seq: $0.entry.seq, timestamp: $0.entry.timestamp,
                             recordID: $0.entry.recordID, text: $0.text) }
         }
+        // The other's contact in a match that stands: their like live, and mine (§7.7).
+        var contact: String?
+        if matched {
+            let liveSet = Set(live)
+            contact = newestContact(by: other, in: unique) { answers, own in
+                liveSet.contains(Match(answers, own)) && theirs.liveLikes.contains(own) && mine.liveLikes.contains(answers)
+            }.flatMap { $0.isEmpty ? nil : $0 }
+        }
         return PairView(me: me, other: other, iLike: iLike, theyLike: theyLike, matched: matched, unmatchedBy: unmatchedBy,
-                        messages: messages, rejectedMessages: rejected)
+                        messages: messages, rejectedMessages: rejected, contact: contact)
     }
 
     /// A match: the record IDs of its two likes, in no particular order.
@@ -183,6 +197,22 @@ public struct PairView: Sendable, Equatable {
         VectorClock(entries.filter { e in
             if case .like = e.kind { return e.author == author } else { return false }
         }.flatMap { $0.effectiveClock.entries.map { ($0.key, $0.seq) } })
+    }
+
+    /// The text of the newest contact (by timestamp, record ID) `author` wrote in the match of
+    /// the likes `answers` (the other's) and `mine` (the author's); nil when none (§7.7).
+    public static func newestContact(by author: PublicKey, answers: [UInt8], mine: [UInt8], in entries: [PairEntry]) -> String? {
+        newestContact(by: author, in: entries) { $0 == answers && $1 == mine }
+    }
+
+    /// The newest contact of `author` among those whose match (`answers`, `mine`) `names` accepts.
+    static func newestContact(by author: PublicKey, in entries: [PairEntry], names: ([UInt8], [UInt8]) -> Bool) -> String? {
+        let newest = entries.filter { e in
+            guard e.author == author, case .contact(let answers, let mine, _) = e.kind else { return false }
+            return names(answers, mine)
+        }.max { earlier($0, $1) }
+        if case .contact(_, _, let text)? = newest?.kind { return text }
+        return nil
     }
 
     /// The place of a new message (§8.6): one past the highest place among the pair's messages.

@@ -34,6 +34,8 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let revoke = RecordType(rawValue: 6)
     /// A note an account writes to itself (its passes), sealed so only its devices read it.
     public static let note = RecordType(rawValue: 7)
+    /// A person's contact (phone, chat handle), sealed to one match (PROTOCOL.md §7.7).
+    public static let contact = RecordType(rawValue: 8)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }

@@ -39,7 +39,8 @@ public enum PublicMerge: Sendable, Equatable {
 public enum RecordSchemas {
     /// Every record type this build knows.
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
-                                                      DeviceCertificate.self, DeviceRevocation.self, Note.self]
+                                                      DeviceCertificate.self, DeviceRevocation.self, Note.self,
+                                                      Contact.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]

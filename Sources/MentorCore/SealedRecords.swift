@@ -82,6 +82,9 @@ extension SealedRecordSchema {
         guard type != .like || sealed?.purgeTag == nil else {
             throw RecordError(.invalidBody, "a like carries no purge tag (field 5 belongs to messages and unmatches)")
         }
+        guard type != .contact || sealed?.purgeTag != nil else {
+            throw RecordError(.invalidBody, "a contact carries its match's purge tag (field 5), so its author's unmatch removes it")
+        }
     }
     public var body: [UInt8] { sealed.encoded }
 }
@@ -115,6 +118,15 @@ public struct Unmatch: SealedRecordSchema {
     public static let type = RecordType.unmatch
     public static let name = "unmatch"
     public typealias Payload = UnmatchPayload
+    public let sealed: SealedBody
+    public init(sealed: SealedBody) { self.sealed = sealed }
+}
+
+/// A person's contact sealed to one match (PROTOCOL.md §7.7): never on the public card.
+public struct Contact: SealedRecordSchema {
+    public static let type = RecordType.contact
+    public static let name = "contact"
+    public typealias Payload = ContactPayload
     public let sealed: SealedBody
     public init(sealed: SealedBody) { self.sealed = sealed }
 }
@@ -221,6 +233,39 @@ public struct UnmatchPayload: SealedPayload {
     public var plaintext: [UInt8] {
         var f = FieldList(); f.set(1, target.bytes); f.set(2, u64: peerSeq)
         if let answers, let mine { f.set(3, answers); f.set(4, mine) }
+        return f.encoded
+    }
+}
+
+/// The author's contact text (phone, chat handle: at most 200 bytes; empty: cleared) for
+/// `recipient`, in the match of the two likes `answers` (the recipient's) and `mine` (the
+/// author's): it carries that match's purge tag, and is shown only while that match stands.
+public struct ContactPayload: SealedPayload {
+    public static let maxTextBytes = 200
+    public static let maxBytes = maxTextBytes + 120
+    public var recipient: PublicKey
+    public var text: String
+    public var answers: [UInt8]
+    public var mine: [UInt8]
+    public var counterpart: PublicKey { recipient }
+
+    public init(recipient: PublicKey, text: String, answers: [UInt8], mine: [UInt8]) {
+        self.recipient = recipient; self.text = text; self.answers = answers; self.mine = mine
+    }
+
+    public init(plaintext: [UInt8]) throws(RecordError) {
+        let w = "contact payload"
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3, 4], what: w)
+        recipient = try f.require(f.key(1, "recipient", what: w), "recipient", what: w)
+        text = try f.text(2, "text", maxBytes: Self.maxTextBytes, what: w) ?? ""
+        answers = try f.require(f.bytes(3, "their like", length: ChatPayload.likeIDLength, what: w), "their like", what: w)
+        mine = try f.require(f.bytes(4, "own like", length: ChatPayload.likeIDLength, what: w), "own like", what: w)
+    }
+
+    public var plaintext: [UInt8] {
+        var f = FieldList(); f.set(1, recipient.bytes)
+        if !text.isEmpty { f.set(2, text: text) }
+        f.set(3, answers); f.set(4, mine)
         return f.encoded
     }
 }

@@ -66,6 +66,13 @@ public struct RecordWriter: Sendable {
         try sealed(Unmatch.self, UnmatchPayload(target: target, peerSeq: peerSeq, answers: answers, mine: mine), to: key, at: timestamp)
     }
 
+    /// This account's contact text (empty: cleared) for `recipient`, in the match of the likes
+    /// `answers` (the recipient's) and `mine` (this account's), whose purge tag it carries.
+    public mutating func contact(to recipient: PublicKey, text: String, answers: [UInt8], mine: [UInt8],
+                                 key: [UInt8]? = nil, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try sealed(Contact.self, ContactPayload(recipient: recipient, text: text, answers: answers, mine: mine), to: key, at: timestamp)
+    }
+
     /// Certifies `device` as one of this account's devices (the account key only).
     public mutating func certify(_ certificate: DeviceCertificate, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         try next(.device, body: certificate.body, at: timestamp)

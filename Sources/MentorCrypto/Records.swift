@@ -192,6 +192,7 @@ public enum PurgeTag {
     static func match(of payload: any SealedPayload) -> ([UInt8], [UInt8])? {
         if let p = payload as? ChatPayload, let a = p.answers, let b = p.mine { return (a, b) }
         if let p = payload as? UnmatchPayload, let a = p.answers, let b = p.mine { return (a, b) }
+        if let p = payload as? ContactPayload { return (p.answers, p.mine) }
         return nil
     }
 }
@@ -352,6 +353,9 @@ public struct SealedOpener: Sendable {
         case .unmatch:
             guard let p = try? UnmatchPayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
             kind = .unmatch(peerSeq: p.peerSeq, answers: p.answers, mine: p.mine)
+        case .contact:
+            guard let p = try? ContactPayload(plaintext: plain), p.counterpart == (author == me ? other : me) else { return nil }
+            kind = .contact(answers: p.answers, mine: p.mine, text: p.text)
         default:
             return nil
         }

@@ -588,6 +588,8 @@ public final class Node: @unchecked Sendable {
         }
         // A birthday that passed while the daemon was down.
         refreshAge(uid)
+        // Matches that formed while it was locked, or lack the newest contact, get it (§7.7).
+        sendContactLogged(uid, me: account)
     }
 
     func rebuildCardIndex() throws {
@@ -726,8 +728,14 @@ public final class Node: @unchecked Sendable {
         for change in pairs.sorted(by: { ($0.account, $0.after.other) < ($1.account, $1.after.other) }) {
             guard let uid = uids[change.account] else { continue }
             let other = change.after.other
+            // A blocked person raises no event; an unmatch of theirs is still answered (§8.8).
+            if isBlocked(other, by: change.account) {
+                if let by = change.unmatchedBy, by == other { acknowledgeUnmatches(uid, me: change.account, other: other) }
+                continue
+            }
             if change.becameMatched {
                 publish(uid, .match, MatchEvent(id: other.id, name: names[other]))
+                sendContactLogged(uid, me: change.account, only: other)
             }
             if let by = change.unmatchedBy {
                 publish(uid, .unmatch, UnmatchEvent(id: other.id, by: by.id))

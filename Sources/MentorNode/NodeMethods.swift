@@ -19,8 +19,8 @@ extension Node {
         case .accountLogin: return try run(API.accountLogin, params) { try login($0, caller, prepared: prepared) }
         case .accountLogout: return try run(API.accountLogout, params) { $0.forget == true ? try forget(caller) : try logout(caller) }
         case .accountWhoami: return try run(API.accountWhoami, params) { _ in try accountInfo(caller.uid) }
-        case .profileShow: return try run(API.profileShow, params) { try profileShow($0, caller) }
-        case .profileSet: return try run(API.profileSet, params) { try profileSet($0, caller) }
+        case .profileShow: return try run(API.profileShow, params) { try profileShowWithContact($0, caller) }
+        case .profileSet: return try run(API.profileSet, params) { try profileSetWithContact($0, caller) }
         case .profilePhotoAdd: return try run(API.profilePhotoAdd, params) { try profilePhotoAdd($0, caller) }
         case .profilePhotoRemove: return try run(API.profilePhotoRemove, params) { try profilePhotoRemove($0, caller) }
         case .profilePhotoOrder: return try run(API.profilePhotoOrder, params) { try profilePhotoOrder($0, caller) }
@@ -48,6 +48,9 @@ extension Node {
         case .accountImport: return try run(API.accountImport, params) { try accountImport($0, caller, prepared: prepared) }
         case .settingsShow: return try run(API.settingsShow, params) { _ in try settingsShow(caller) }
         case .settingsSet: return try run(API.settingsSet, params) { try settingsSet($0, caller) }
+        case .block: return try run(API.block, params) { try block($0, caller) }
+        case .unblock: return try run(API.unblock, params) { try unblock($0, caller) }
+        case .blocked: return try run(API.blocked, params) { _ in try blockedList(caller) }
         }
     }
 
@@ -369,6 +372,7 @@ extension Node {
         }
         var excluded: Set<PublicKey> = [me]
         excluded.formUnion(try replica.passes(of: me))
+        excluded.formUnion(try replica.blockedAccounts(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
         let index = feedIndex
         let items = ranking.top(limit: limit, filter: filter, excluded: excluded, lookup: { index.candidates[$0] })
@@ -391,6 +395,7 @@ extension Node {
 
     func like(_ request: AccountRequest, _ caller: Requester) throws -> LikeResult {
         let (me, other) = try target(request.id, caller)
+        if isBlocked(other, by: me) { throw RPCError(.notAllowed, "you block \(other.shortID)…; `mentormate unblock \(other.shortID)` first") }
         let view = try replica.pairView(account: me, other: other)
         // After an unmatch a new like may make a new match, once the other likes again too
         // (PROTOCOL.md §8.7).
@@ -428,19 +433,15 @@ extension Node {
         guard view.iLike else { throw RPCError(.notAllowed, "there is no like or pass of \(other.shortID)… to undo") }
         // The peer seq says which of their messages this account had seen: those it had not,
         // written against the like being withdrawn, are not shown (PROTOCOL.md section 8.5).
-        let seen = try replica.contiguousSeq(of: other)
-        let key = try sealTo(other)
-        let clock = PairView.likeClock(of: me, in: try replica.pairEntries(account: me, other: other))
-        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
-            try w.like(other, liked: false, peerSeq: seen, to: key, clock: clock, at: now)
-        }
+        try withdrawLike(caller.uid, me: me, other: other)
         return UndoResult(id: other.id, undone: .like)
     }
 
     func matches(_ caller: Requester) throws -> MatchesResult {
         let me = try me(caller)
         var out: [MatchSummary] = []
-        for s in try replica.pairSummaries(of: me).filter(\.matched).sorted(by: { $0.other < $1.other }) {
+        let blocked = try replica.blockedAccounts(of: me)
+        for s in try replica.pairSummaries(of: me).filter({ $0.matched && !blocked.contains($0.other) }).sorted(by: { $0.other < $1.other }) {
             let view = try replica.pairView(account: me, other: s.other)
             out.append(MatchSummary(id: s.other.id, name: names[s.other], messages: Int64(view.messages.count),
                                     lastMessage: view.messages.last.map { apiMessage($0, me: me) }))
@@ -453,14 +454,8 @@ extension Node {
         guard try replica.pairView(account: me, other: other).matched else {
             throw RPCError(.notAllowed, "you are not matched with \(other.shortID)…")
         }
-        let seen = try replica.contiguousSeq(of: other)
-        let key = try sealTo(other)
         // It ends this match — the two likes that stand — and no other (PROTOCOL.md §8.7).
-        let entries = try replica.pairEntries(account: me, other: other)
-        let theirs = PairView.currentLike(of: other, in: entries)?.recordID, mine = PairView.currentLike(of: me, in: entries)?.recordID
-        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in
-            try w.unmatch(other, peerSeq: seen, answers: theirs, mine: mine, to: key, at: now)
-        }
+        try endMatch(caller.uid, me: me, other: other)
         return AccountResult(id: other.id)
     }
 
@@ -497,7 +492,8 @@ extension Node {
         let (me, other) = try target(request.id, caller)
         let limit = Int(request.limit ?? 50)
         guard limit >= 1 else { throw RPCError(.invalidParams, "chat.history: limit must be at least 1") }
-        let view = try replica.pairView(account: me, other: other)
+        var view = try replica.pairView(account: me, other: other)
+        if isBlocked(other, by: me) { view.messages.removeAll { $0.author == other } }
         return ChatHistory(messages: view.messages.suffix(limit).map { apiMessage($0, me: me) },
                            matched: view.matched, unmatchedBy: view.unmatchedBy?.id)
     }

@@ -158,6 +158,9 @@ struct SettingsRegistry: Sendable {
                 didSet: { node, change in try node.cardSettingChanged(change) }),
         Setting("email", .text(maxBytes: 254), default: nil, "Your campus e-mail address, checked against this node's domains; never published.",
                 didSet: { node, change in try node.emailChanged(change) }),
+        Setting("contact", .text(maxBytes: ContactPayload.maxTextBytes), default: nil,
+                "How your matches reach you (phone, chat handle): sealed to each current match, never on the card.",
+                didSet: { node, change in try node.sendContact(change.uid, me: change.account) }),
     ])
 
     /// The key's setting, or the error that lists the keys there are.

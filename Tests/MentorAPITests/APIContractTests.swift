@@ -52,6 +52,11 @@ import MentorAPI
                                                                 availability: "now", photo: .set(hash: "ab")), Self.card)
                 try roundTrip(API.profileSet, ProfileSetRequest(photo: .remove), Self.card)
                 try roundTrip(API.profileSet, ProfileSetRequest(bio: ""), Self.card)
+                var contact = ProfileSetRequest()
+                contact.contact = "+1 555 0100"
+                var withContact = Self.card
+                withContact.contact = "+1 555 0100"
+                try roundTrip(API.profileSet, contact, withContact)
             case .profilePhotoAdd: try roundTrip(API.profilePhotoAdd, PhotoAddRequest(hash: "5f1e"), Self.card)
             case .profilePhotoRemove: try roundTrip(API.profilePhotoRemove, PhotoRemoveRequest(index: 2), Self.card)
             case .profilePhotoOrder: try roundTrip(API.profilePhotoOrder, PhotoOrderRequest(order: [3, 1, 2]), Self.card)
@@ -75,6 +80,12 @@ import MentorAPI
                     MatchSummary(id: Self.id, name: "Ben", messages: 2, lastMessage: Self.message),
                     MatchSummary(id: Self.id, name: nil, messages: 0, lastMessage: nil)]))
             case .unmatch: try roundTrip(API.unmatch, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .block: try roundTrip(API.block, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .unblock: try roundTrip(API.unblock, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .blocked:
+                try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: [
+                    BlockedResult.Entry(id: Self.id, name: "Ben", since: 5), BlockedResult.Entry(id: Self.id, name: nil, since: 6)]))
+                try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: []))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -141,7 +152,7 @@ import MentorAPI
         #expect(card == ["id": "mm1x", "name": nil, "role": nil, "bio": nil, "courses": [], "wage": nil, "budget": nil,
                          "availability": nil, "photo": nil, "photos": nil, "conflicts": [:], "forked": false, "updatedAt": 7,
                          "slots": nil, "gender": nil, "languages": nil, "area": nil, "age": nil, "sign": nil, "preferences": nil,
-                         "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil])
+                         "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil, "contact": nil])
         #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
         #expect(try API.accountWhoami.params(NoParams()) == [:])
     }
@@ -164,7 +175,7 @@ import MentorAPI
         let entry = try API.feed.json(FeedResult(cards: [FeedCard(card: Card(id: "mm1x", updatedAt: 1), sharedCourses: ["A"], nearby: false)]))
         let first = try #require(entry["cards"]?.arrayValue?.first?.objectValue)
         #expect(first["sharedCourses"] == ["A"] && first["nearby"] == false && first["id"] == "mm1x" && first["photo"] == .null)
-        #expect(first.count == 27)
+        #expect(first.count == 28)
         let doctor = try API.doctor.json(DoctorResult(checks: [DoctorCheck(name: "a", ok: true, detail: "d", fix: nil)], ok: true))
         #expect(doctor == ["checks": [["name": "a", "ok": true, "detail": "d"]], "ok": true])
         #expect(try API.blobPut.json(.more(upload: "t")) == ["upload": "t"])
@@ -174,7 +185,7 @@ import MentorAPI
     @Test func parameterNamesComeFromTheCodingKeys() {
         #expect(SignupRequest.parameterNames.sorted() == ["birthdate", "email", "name", "passphrase", "role"])
         #expect(NoParams.parameterNames.isEmpty)
-        #expect(ProfileSetRequest.parameterNames.sorted() == ["area", "availability", "bio", "birthdate", "budget", "courses", "gender",
+        #expect(ProfileSetRequest.parameterNames.sorted() == ["area", "availability", "bio", "birthdate", "budget", "contact", "courses", "gender",
                                                               "languages", "name", "photo", "preferences", "slots", "wage"])
     }
 
@@ -224,8 +235,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 33)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 33)
+        #expect(APIMethod.allCases.count == 36)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 36)
     }
 }
 

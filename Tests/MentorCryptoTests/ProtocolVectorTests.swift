@@ -62,11 +62,13 @@ import MentorCore
             case let p as LikePayload: production = try Like.seal(p, from: spec.author.keys).sealed
             case let p as ChatPayload: production = try ChatMessage.seal(p, from: spec.author.keys).sealed
             case let p as UnmatchPayload: production = try Unmatch.seal(p, from: spec.author.keys).sealed
+            case let p as ContactPayload: production = try Contact.seal(p, from: spec.author.keys).sealed
             default: Issue.record("\(spec.name): unexpected payload type"); continue
             }
             let ours = try ProtocolVectors.sealedBody(type: type, payload: payload, author: spec.author.keys,
                                                       number: 1)
             #expect(production.pairTag == ours.pairTag, "\(spec.name)")
+            if type == .contact { #expect(production.purgeTag == ours.purgeTag, "\(spec.name)") }
             let secrets = try PairSecrets(me: counterpart.keys, other: spec.author.key)
             #expect(try secrets.open(production, type: type, author: spec.author.key) == payload.plaintext)
             #expect(SelfBox.open(production.selfBox, author: spec.author.keys, type: type) == counterpart.key)
@@ -652,6 +654,10 @@ extension ProtocolVectors {
                 expected = (try? UnmatchPayload(plaintext: payload)).map { p in
                     (PairEntry.Kind.unmatch(peerSeq: p.peerSeq, answers: p.answers, mine: p.mine), p.counterpart, p.plaintext)
                 }
+            case .contact:
+                expected = (try? ContactPayload(plaintext: payload)).map { p in
+                    (PairEntry.Kind.contact(answers: p.answers, mine: p.mine, text: p.text), p.counterpart, p.plaintext)
+                }
             default:
                 expected = nil
             }
@@ -804,6 +810,7 @@ extension ProtocolVectors {
         let anaLikeID = try recordID(like, number: 3), benLikeID = try recordID(likeBack, number: 4)
         return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
                               anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
+            + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
     }
 
     /// Field 8 as a list (PROTOCOL.md §6): Cy's second card names three photos.
@@ -824,6 +831,35 @@ extension ProtocolVectors {
                  """,
                  author: try cy(), seq: 2, timestamp: start + 2940 * minute,
                  content: .profile(ProfileCard(photos: photos))),
+        ]
+    }
+
+    /// V16–V17: a block (a note, PROTOCOL.md §7.6) and a contact sealed to a match (§7.7).
+    static func blockAndContactSpecs(ana: Party, ben: Party, anaLikeID: [UInt8], benLikeID: [UInt8]) throws -> [Spec] {
+        guard let secret2 = AccountKeyring.derived(from: ana.keys, epochs: 1...2).secrets[2] else { return [] }
+        let payload = NotePayload(target: ben.key, blocked: true)
+        let note = try NoteBox.seal(payload, with: SealingKey(account: ana.key, epoch: 2, secret: secret2),
+                                    nonce: [UInt8](repeating: 0xd0, count: 24))
+        return [
+            Spec(name: "note-block", title: "Ana blocks Ben, a note to herself",
+                 summary: """
+                 Ana's seq 9 is a note (type 7, section 7.6) whose payload carries field 3 (blocked) instead \
+                 of field 2: a block of Ben, sealed with her epoch-2 key (box nonce 24 × `d0`). Her devices \
+                 leave Ben out of her feed, matches and conversations; Ben learns nothing of it.
+                 """,
+                 author: ana, seq: 9, timestamp: start + 5900 * minute,
+                 content: .devices(.note, body: note.body, lines: [
+                    ("epoch-secret", Hex.encode(secret2)), ("payload", Hex.encode(payload.plaintext))])),
+            Spec(name: "contact", title: "Ana's contact, sealed to Ben in their match",
+                 summary: """
+                 Ana's seq 10 is a contact (type 8, section 7.7) for Ben: her text `+1 555 0100` (field 2) \
+                 in the match of `like-back` (field 3) and `like` (field 4), sealed like a message (version \
+                 1) and carrying her purge tag of that match (field 5, section 8.8). Ben's `unmatch` ended \
+                 that match, so no node shows it; Ana's own unmatch of it removes it from every replica.
+                 """,
+                 author: ana, seq: 10, timestamp: start + 5910 * minute,
+                 content: .sealed(.contact, to: ben, payload: ContactPayload(recipient: ben.key, text: "+1 555 0100",
+                                                                             answers: benLikeID, mine: anaLikeID))),
         ]
     }
 
@@ -1012,7 +1048,9 @@ extension ProtocolVectors {
                                              nonce: [UInt8](repeating: UInt8(number), count: XChaCha20Poly1305.nonceLength))
         let selfBox = try XChaCha20Poly1305.seal(payload.counterpart.bytes, key: SelfBox.key(author), associatedData: [type.rawValue],
                                                  nonce: [UInt8](repeating: UInt8(0x80 + number), count: XChaCha20Poly1305.nonceLength))
-        return SealedBody(pairTag: tag, box: box, selfBox: selfBox)
+        // A contact carries its match's purge tag (section 8.8); the other vectors show none.
+        let purge = type == .contact ? PurgeTag.match(of: payload).flatMap { m in PurgeTag.key(account: author).map { PurgeTag.tag(key: $0, likes: m.0, m.1) } } : nil
+        return SealedBody(pairTag: tag, box: box, selfBox: selfBox, purgeTag: purge)
     }
 
     static func vector(for spec: Spec, number: Int) throws -> Vector {

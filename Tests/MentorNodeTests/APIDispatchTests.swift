@@ -52,7 +52,7 @@ import MentorAPI
         #expect(t.error(1001, "subscribe", ["events": ["match", 3]])?.message == "subscribe: parameter \"events\" must be a list of strings")
         #expect(t.error(1001, "profile.set", ["photo": 3])?.message == "profile.set: parameter \"photo\" must be a string")
         #expect(t.error(1001, "profile.set", ["name": .null])?.message
-                == "profile.set needs at least one field to change (area, availability, bio, birthdate, budget, courses, gender, languages, name, photo, preferences, slots, wage)")
+                == "profile.set needs at least one field to change (area, availability, bio, birthdate, budget, contact, courses, gender, languages, name, photo, preferences, slots, wage)")
         // Optional parameters given as null are absent.
         #expect((try t.call(1001, "feed", ["course": .null, "limit": .null]))["cards"] == .array([]))
     }

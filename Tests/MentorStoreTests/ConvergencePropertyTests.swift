@@ -53,6 +53,7 @@ import MentorCrypto
         if let secret = AccountKeyring.derived(from: keys[cy], epochs: 1...1).secrets[1] {
             w[cy].sealingKey = try? SealingKey(account: cyKey, epoch: 1, secret: secret)
             add(try? w[cy].note(NotePayload(target: keys[eve].publicKey.key, passed: true), at: 2800))
+            add(try? w[cy].note(NotePayload(target: keys[dee].publicKey.key, blocked: true), at: 2850))
             w[cy].sealingKey = nil
         }
         // Likes: Ana⇄Ben match; Cy likes Ana, Ana likes Cy then undoes it; Dee⇄Eve match then unmatch.
@@ -74,6 +75,10 @@ import MentorCrypto
         add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: 2, answers: anaLikesBen?.id, mine: benLikesAna?.id, text: "hi Ana", at: 4100))
         add(try? w[ben].chat(to: keys[ana].publicKey.key, peerSeq: 1, answers: anaLikesBen?.id, mine: benLikesAna?.id, text: "concurrent", at: 3900))
         add(try? w[ana].chat(to: keys[ben].publicKey.key, peerSeq: 2, answers: benLikesAna?.id, mine: anaLikesBen?.id, text: "crossed", at: 4150))
+        // Ana's contact for Ben in their match (PROTOCOL.md §7.7).
+        if let theirs = benLikesAna?.id, let mine = anaLikesBen?.id {
+            add(try? w[ana].contact(to: keys[ben].publicKey.key, text: "+1 555 0100", answers: theirs, mine: mine, at: 4160))
+        }
         add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: 1, answers: deeLikesEve?.id, mine: eveLikesDee?.id, text: "hey", at: 4200))
         add(try? w[dee].unmatch(keys[eve].publicKey.key, peerSeq: w[eve].lastSeq, at: 4300))
         add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: 2, answers: deeLikesEve?.id, mine: eveLikesDee?.id, text: "after unmatch", at: 4400))

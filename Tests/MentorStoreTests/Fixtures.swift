@@ -62,8 +62,13 @@ let undoMigration16 = """
     """
 
 
+/// SQL that takes a replica back from migration 14 (blocks).
+let undoMigration14 = """
+    DROP TABLE block_notes; DROP TABLE blocks;
+    """
+
 /// SQL that takes a replica back from migration 13 (per-account settings) and the later ones.
-let undoMigration13 = undoMigration16 + """
+let undoMigration13 = undoMigration16 + undoMigration14 + """
     DROP TABLE account_settings;
     """
 

@@ -100,7 +100,7 @@ import MentorCrypto
             var v = RecordWriter(keys: keyPair(31))
             _ = try replica.applyOne(try v.profile(ProfileCard(name: "Val", photos: [absent]), at: 1000))
             try replica.run { db throws(StoreError) in
-                try db.executeScript(undoMigration16 + "PRAGMA user_version = 13;")
+                try db.executeScript(undoMigration16 + "PRAGMA user_version = 15;")
             }
             try replica.close()
         }

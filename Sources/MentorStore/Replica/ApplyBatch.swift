@@ -340,9 +340,9 @@ struct ApplyBatch {
                 return false
             }
         }
-        // A message of a match its author's unmatch purged is not stored (PROTOCOL.md §8.8).
+        // A message (or contact) of a match its author's unmatch purged is not stored (PROTOCOL.md §8.8).
         let purgeTag = schema?.publicMerge == .sealed ? Self.purgeTag(of: v) : nil
-        if r.type == .chat, let purgeTag,
+        if Self.purgeable.contains(r.type), let purgeTag,
            try statement("SELECT 1 FROM purged WHERE account = ? AND tag = ?").queryOne([.blob(r.account.bytes), .blob(purgeTag)]) != nil {
             try noteSuperseded(authorID: authorID, seq: r.seq, id: v.id)
             supersededCount += 1
@@ -359,7 +359,7 @@ struct ApplyBatch {
         if let bound = recordSeqBound[authorID], r.seq > bound { recordSeqBound[authorID] = r.seq }
         if schema?.publicMerge == .sealed { try openSealed(v, authorID: authorID) }
         if let purgeTag {
-            if r.type == .chat {
+            if Self.purgeable.contains(r.type) {
                 try statement("INSERT OR IGNORE INTO chat_purge(account, tag, author, seq, id) VALUES (?, ?, ?, ?, ?)")
                     .run([.blob(r.account.bytes), .blob(purgeTag), .integer(authorID), .integer(Int64(r.seq)), .blob(v.id)])
             } else if r.type == .unmatch {
@@ -683,29 +683,40 @@ struct ApplyBatch {
         recon = ReconDirty()
     }
 
-    // MARK: Notes to self (passes)
+    // MARK: Notes to self (passes, blocks)
 
-    /// A note of a local account's: the newest note about a target, by (timestamp, record ID),
-    /// says whether it is passed; `passes` (what the feed leaves out) follows (PROTOCOL.md §7.6).
+    /// A note of a local account's: the newest note of its kind about a target, by (timestamp,
+    /// record ID), says whether it is passed (blocked); `passes` (`blocks`) follows — what the
+    /// feed leaves out (PROTOCOL.md §7.6). Passes and blocks are two registers.
     private mutating func openNote(_ v: VerifiedRecord) throws(StoreError) {
         let r = v.record
         guard let opener = openers[r.account], let note = opener.openNote(v), note.target != r.account else { return }
         let key: [SQLValue] = [.blob(r.account.bytes), .blob(note.target.bytes)]
-        if let row = try db.queryOne("SELECT timestamp, record_id FROM pass_notes WHERE account = ? AND target = ?", key),
-           let ts = row.int64(0), let id = row.blob(1) {
+        let (selectNewest, replaceNewest, insertState, deleteState): (StaticString, StaticString, StaticString, StaticString) = note.kind == .pass
+            ? ("SELECT timestamp, record_id FROM pass_notes WHERE account = ? AND target = ?",
+               "INSERT OR REPLACE INTO pass_notes(account, target, record_id, timestamp, passed) VALUES (?, ?, ?, ?, ?)",
+               "INSERT OR REPLACE INTO passes(account, target, at) VALUES (?, ?, ?)",
+               "DELETE FROM passes WHERE account = ? AND target = ?")
+            : ("SELECT timestamp, record_id FROM block_notes WHERE account = ? AND target = ?",
+               "INSERT OR REPLACE INTO block_notes(account, target, record_id, timestamp, blocked) VALUES (?, ?, ?, ?, ?)",
+               "INSERT OR REPLACE INTO blocks(account, target, at) VALUES (?, ?, ?)",
+               "DELETE FROM blocks WHERE account = ? AND target = ?")
+        if let row = try statement(selectNewest).queryOne(key), let ts = row.int64(0), let id = row.blob(1) {
             let newer = Int64(clamping: r.timestamp) != ts ? Int64(clamping: r.timestamp) > ts : id.lexicographicallyPrecedes(v.id)
             guard newer else { return }
         }
-        try db.execute("INSERT OR REPLACE INTO pass_notes(account, target, record_id, timestamp, passed) VALUES (?, ?, ?, ?, ?)",
-                       key + [.blob(v.id), .integer(Int64(clamping: r.timestamp)), .integer(note.passed ? 1 : 0)])
-        if note.passed {
-            try db.execute("INSERT OR REPLACE INTO passes(account, target, at) VALUES (?, ?, ?)", key + [.integer(Int64(clamping: r.timestamp))])
+        try statement(replaceNewest).run(key + [.blob(v.id), .integer(Int64(clamping: r.timestamp)), .integer(note.flag ? 1 : 0)])
+        if note.flag {
+            try statement(insertState).run(key + [.integer(Int64(clamping: r.timestamp))])
         } else {
-            try db.execute("DELETE FROM passes WHERE account = ? AND target = ?", key)
+            try statement(deleteState).run(key)
         }
     }
 
     // MARK: Purging an ended match's messages
+
+    /// The sealed types a purge tag removes: messages and contacts (§8.8).
+    static let purgeable: Set<RecordType> = [.chat, .contact]
 
     /// A sealed record's purge tag (field 5), if it carries one.
     static func purgeTag(of v: VerifiedRecord) -> [UInt8]? {

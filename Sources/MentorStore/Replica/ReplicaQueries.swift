@@ -44,7 +44,7 @@ struct CountChanges: Equatable {
 /// only.
 enum PairEntryColumns {
     /// The `kind` column (migration 1).
-    enum Kind: Int64 { case like = 1, chat = 2, unmatch = 3 }
+    enum Kind: Int64 { case like = 1, chat = 2, unmatch = 3, contact = 4 }
 
     /// `kind, liked, peer_seq, text, answers, mine` for an entry of `kind`.
     static func values(_ kind: PairEntry.Kind) -> [SQLValue] {
@@ -56,6 +56,8 @@ enum PairEntryColumns {
             return [.integer(Kind.chat.rawValue), .null, .integer(Int64(clamping: peerSeq)), .text(text), blob(answers), blob(mine)]
         case .unmatch(let peerSeq, let answers, let mine):
             return [.integer(Kind.unmatch.rawValue), .null, .integer(Int64(clamping: peerSeq)), .null, blob(answers), blob(mine)]
+        case .contact(let answers, let mine, let text):
+            return [.integer(Kind.contact.rawValue), .null, .integer(0), .text(text), .blob(answers), .blob(mine)]
         }
     }
 
@@ -68,6 +70,9 @@ enum PairEntryColumns {
         case .like: return .like(row.int64(i + 1) == 1, peerSeq: peerSeq)
         case .chat: return .chat(peerSeq: peerSeq, answers: row.blob(i + 4), mine: row.blob(i + 5), text: row.text(i + 3) ?? "")
         case .unmatch: return .unmatch(peerSeq: peerSeq, answers: row.blob(i + 4), mine: row.blob(i + 5))
+        case .contact:
+            guard let answers = row.blob(i + 4), let mine = row.blob(i + 5) else { return nil }
+            return .contact(answers: answers, mine: mine, text: row.text(i + 3) ?? "")
         }
     }
 

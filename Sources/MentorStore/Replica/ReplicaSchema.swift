@@ -343,10 +343,25 @@ enum ReplicaSchema {
                 PRIMARY KEY (account, key)
             ) WITHOUT ROWID;
             """)
-        // Placeholders on branch `photos` for the migrations reserved for the other branches of
-        // issue 16 (14: helper B's blocks, 15: the lead's): the merge replaces them with theirs,
-        // so that the photos' migration keeps its number, 16.
-        m.register(14, "reserved (issue 16, blocks)", "")
+        // Blocks (PROTOCOL.md §7.6): a register per (account, target) of the account's block
+        // notes, apart from its passes; `blocks` follows the newest.
+        m.register(14, "blocks", """
+            CREATE TABLE block_notes (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                target      BLOB NOT NULL CHECK (length(target) = 32),
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                blocked     INTEGER NOT NULL,
+                PRIMARY KEY (account, target)
+            ) WITHOUT ROWID;
+            CREATE TABLE blocks (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                target      BLOB NOT NULL CHECK (length(target) = 32),
+                at          INTEGER NOT NULL,
+                PRIMARY KEY (account, target)
+            ) WITHOUT ROWID;
+            """)
+        // Reserved for the lead's branch of issue 16 (the photos' migration keeps its number, 16).
         m.register(15, "reserved (issue 16, cards)", "")
         // A card names up to six photos (field 8 is a list of 37-byte PhotoRefs, PROTOCOL.md §6).
         // `card_photos` holds one row per photo of each current card entry (winners and
