@@ -362,7 +362,7 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             """)
         // Reserved for the lead's branch of issue 16 (the photos' migration keeps its number, 16).
-        m.register(15, "reserved (issue 16, cards)", "")
+        m.register(15, "nothing: reserved while issue 16 was built in parallel; its card fields needed no table", "")
         // A card names up to six photos (field 8 is a list of 37-byte PhotoRefs, PROTOCOL.md §6).
         // `card_photos` holds one row per photo of each current card entry (winners and
         // concurrent values), kept by triggers on `card_entries`; whether a card names a blob
