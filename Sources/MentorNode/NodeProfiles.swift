@@ -178,12 +178,14 @@ extension Node {
     }
 
     /// The caller's own card adds its counts: current matches, and likes received that it has
-    /// not answered (not liked back, not passed) — how many, never who.
+    /// not answered (not liked back, not passed, not blocked) — how many, never who.
     func ownCounts(_ me: PublicKey) throws -> (matches: Int64, pendingLikes: Int64) {
         let pairs = try replica.pairSummaries(of: me)
-        let passed = try replica.passes(of: me)
-        let matches = pairs.filter(\.matched).count
-        let pending = pairs.filter { $0.theyLike && !$0.iLike && !$0.matched && $0.unmatchedBy == nil && !passed.contains($0.other) }.count
+        let passed = try replica.passes(of: me), blocked = try replica.blockedAccounts(of: me)
+        let matches = pairs.filter { $0.matched && !blocked.contains($0.other) }.count
+        let pending = pairs.filter {
+            $0.theyLike && !$0.iLike && !$0.matched && $0.unmatchedBy == nil && !passed.contains($0.other) && !blocked.contains($0.other)
+        }.count
         return (Int64(matches), Int64(pending))
     }
 
