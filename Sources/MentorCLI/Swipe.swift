@@ -180,8 +180,10 @@ enum SwipeCard {
         pairs.append(("role", ClientFormat.sanitize(role)))
         let courses = (card[.courses]?.arrayValue ?? []).compactMap(\.stringValue).map { ClientFormat.sanitize($0) }
         pairs.append(("courses", courses.isEmpty ? "none" : courses.joined(separator: ", ")))
+        if let score = card[.score]?.intValue { pairs.append(("score", "\(score)/100")) }
         let why = reasons(card.json)
         pairs.append(("why", why.joined(separator: ", ")))
+        if let slots = card[.slots]?.stringValue { pairs.append(("slots", ClientFormat.sanitize(slots))) }
         if let availability = card[.availability]?.stringValue {
             pairs.append(("available", ClientFormat.sanitize(availability)))
         }

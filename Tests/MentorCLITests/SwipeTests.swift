@@ -113,6 +113,11 @@ extension CommandLineTests {
                                          notice: "", rows: 24, columns: 80, zone: TimeZone(identifier: "UTC")!).joined(separator: "\n")
             #expect(!bare.contains("available") && !bare.contains("wage") && !bare.contains("bio"), "no invented fields:\n\(bare)")
             #expect(bare.contains("why      newest first"), "\(bare)")
+            #expect(!bare.contains("score") && !bare.contains("slots"), "no score or slots where the daemon sent none")
+
+            let scored = SwipeScreen.lines(card: Self.card(3, extra: ["score": 72, "slots": "Mon 14-17, Wed 9-12"]), whole: false,
+                                           notice: "", rows: 24, columns: 80, zone: TimeZone(identifier: "UTC")!).joined(separator: "\n")
+            #expect(scored.contains("score    72/100") && scored.contains("slots    Mon 14-17, Wed 9-12"), "\(scored)")
         }
 
         @Test func aMatchIsAnnouncedOnTheNextDrawAndUndoBringsACardBack() {
