@@ -85,9 +85,4 @@ struct FeedIndex {
         rankings[viewer] = r
         return r
     }
-
-    /// Rankings are kept for local accounts only; another viewer's is dropped.
-    mutating func keepRankings(of viewers: Set<PublicKey>) {
-        rankings = rankings.filter { viewers.contains($0.key) }
-    }
 }
