@@ -10,8 +10,8 @@ extension Node {
     /// `contact`), or a current match's (sealed to them). Never for anyone else.
     func profileShowWithContact(_ request: ProfileShowRequest, _ caller: Requester) throws -> Card {
         var card = try profileShow(request, caller)
-        let me = try me(caller)
-        guard case .exact(let key)? = try? AccountID.parse(card.id) else { return card }
+        guard let me = try replica.nodeAccount(uid: caller.uid)?.account,
+              case .exact(let key)? = try? AccountID.parse(card.id) else { return card }
         if key == me {
             card.contact = try replica.accountSettings(of: me)[Self.contactKey]
         } else if !isBlocked(key, by: me) {

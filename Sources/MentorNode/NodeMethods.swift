@@ -248,7 +248,9 @@ extension Node {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
         var card = apiCard(state)
-        let me = try me(caller)
+        // Anyone may read a card (a user without an account here too); the score and the
+        // counts are for the caller's own account.
+        guard let me = try replica.nodeAccount(uid: caller.uid)?.account else { return card }
         if key == me {
             (card.matches, card.pendingLikes) = try ownCounts(me)
         } else if let (score, parts) = compatibility(of: me, with: key) {

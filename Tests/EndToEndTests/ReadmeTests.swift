@@ -55,6 +55,8 @@ extension EndToEndTests {
         ("mentormate signup --email ana@uni.edu", 0, ["Signed up.\nAna (student)", "Next: mentormate profile set"]),
         ("mentormate profile set --courses", 0, ["Profile updated.", "courses  CS 490, MATH 221", "budget   30",
                                                  "bio      Looking for help with algorithms"]),
+        ("mentormate profile set --available", 0, ["Profile updated.", "slots    Mon 14-17, Wed 9:30-12", "prefers  wage at most 30"]),
+        ("mentormate settings set feed.max_wage", 0, ["feed.max_wage = 30"]),
         ("mentormate profile show", 0, ["Ana (student)", "CS 490, MATH 221"]),
         ("mentormate feed", 0, ["Nobody new to show right now."]),
         ("mentormate swipe", 0, ["Nobody new to show right now.", "Liked 0, passed 0, 0 new matches."]),

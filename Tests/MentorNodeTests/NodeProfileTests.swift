@@ -84,6 +84,18 @@ import MentorCore
         #expect(try t.call(ana, "account.whoami")["email"] == "ana.lima@cs.uni.edu")
     }
 
+    /// A card is public: a user with no account on this node reads it too, without a score.
+    @Test func anyoneMayReadACardTheScoreIsForTheCallersAccount() throws {
+        let t = try TestNode()
+        try signup(t, ana, "Ana", "student")
+        try signup(t, ben, "Ben", "tutor")
+        let benID = try #require(try t.call(ben, "account.whoami")["id"]?.stringValue)
+        let stranger = try t.call(4242, "profile.show", ["id": .string(benID)])
+        #expect(stranger["name"] == "Ben" && stranger["score"] == .null && stranger["matches"] == .null)
+        #expect(try t.call(ana, "profile.show", ["id": .string(benID)])["score"]?.intValue != nil)
+        #expect(t.error(4242, "profile.show")?.code == RPCError.Code.noAccount.rawValue, "one's own card needs an account")
+    }
+
     @Test func theAgeFollowsABirthdayThatPasses() throws {
         let t = try TestNode()
         try signup(t, ana, "Ana", "student", ["birthdate": "2007-01-17"])
