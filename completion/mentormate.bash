@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -89,7 +89,7 @@ _mentormate() {
         feed) opts="--course --limit --available --max-wage --min-budget --nearby --gender --min-age --max-age --min-score --no-defaults" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
-        login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|peers|status|doctor) opts="" ;;
+        login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|follow|unfollow|followers|following|peers|status|doctor) opts="" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }

@@ -36,6 +36,10 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case block
     case unblock
     case blocked
+    case follow
+    case unfollow
+    case followers
+    case following
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -139,6 +143,10 @@ public enum API {
     public static let block = APICall<AccountRequest, AccountResult>(.block)
     public static let unblock = APICall<AccountRequest, AccountResult>(.unblock)
     public static let blocked = APICall<NoParams, BlockedResult>(.blocked)
+    public static let follow = APICall<AccountRequest, FollowResult>(.follow)
+    public static let unfollow = APICall<AccountRequest, FollowResult>(.unfollow)
+    public static let followers = APICall<FollowListRequest, FollowListResult>(.followers)
+    public static let following = APICall<FollowListRequest, FollowListResult>(.following)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)
     public static let subscribe = APICall<SubscribeRequest, SubscribeResult>(.subscribe)

@@ -379,6 +379,7 @@ public struct Card: APIObject, Equatable {
         case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
         case slots, gender, languages, area, age, sign, preferences, paused
         case score, compatibility, matches, pendingLikes
+        case followers, following
         case photos
         case contact
     }
@@ -414,6 +415,9 @@ public struct Card: APIObject, Equatable {
     /// The caller's own card: current matches, and likes received not (yet) answered — a count.
     public var matches: Int64?
     public var pendingLikes: Int64?
+    /// How many follow this account, and how many it follows (the same on every node once synced).
+    public var followers: Int64?
+    public var following: Int64?
     /// Your own contact, or a current match's (sealed to you); null otherwise.
     public var contact: String?
 

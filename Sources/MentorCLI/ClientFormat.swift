@@ -177,6 +177,9 @@ public enum ClientFormat {
         if let updated = card[.updatedAt]?.intValue { pairs.append(("updated", time(updated, in: zone))) }
         if let matches = card[.matches]?.intValue { pairs.append(("matches", "\(matches)")) }
         if let pending = card[.pendingLikes]?.intValue { pairs.append(("likes", "\(pending) waiting for your answer")) }
+        if let followers = card[.followers]?.intValue, let following = card[.following]?.intValue {
+            pairs.append(("follows", "\(followers) follower\(followers == 1 ? "" : "s"), following \(following)"))
+        }
         pairs += compatibility(card)
         if let conflicts = card[.conflicts]?.objectValue, !conflicts.isEmpty {
             var lines: [String] = []

@@ -20,6 +20,7 @@ extension MentormateCLI {
          ("PROFILE", [Profile.Show.self, Profile.Set.self, Profile.PhotoAdd.self, Profile.PhotoRemove.self, Profile.PhotoOrder.self]),
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
+         ("FOLLOWING", [Follow.self, Unfollow.self, Followers.self, Following.self]),
          ("CHAT", [Chat.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]

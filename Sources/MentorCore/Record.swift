@@ -36,6 +36,8 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let note = RecordType(rawValue: 7)
     /// A person's contact (phone, chat handle), sealed to one match (PROTOCOL.md §7.7).
     public static let contact = RecordType(rawValue: 8)
+    /// Following an account, or stopping (public, PROTOCOL.md §6.5).
+    public static let follow = RecordType(rawValue: 12)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }

@@ -34,13 +34,15 @@ public enum PublicMerge: Sendable, Equatable {
     case devices
     /// Sealed to the author's own account: only its nodes read it (a pass, §7.6).
     case note
+    /// One public register per (author's account, target): the newest says whether it follows (§6.5).
+    case follow
 }
 
 public enum RecordSchemas {
     /// Every record type this build knows.
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
                                                       DeviceCertificate.self, DeviceRevocation.self, Note.self,
-                                                      Contact.self]
+                                                      Contact.self, Follow.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]

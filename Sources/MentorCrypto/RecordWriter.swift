@@ -118,6 +118,12 @@ public struct RecordWriter: Sendable {
     }
 
     /// A note to this account itself (a pass, or its undoing), sealed with its encryption key.
+    /// Follows `target`, or stops following it (public, PROTOCOL.md §6.5).
+    public mutating func follow(_ target: PublicKey, following: Bool = true, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        guard target != account else { throw RecordError(.invalidBody, "an account cannot follow itself") }
+        return try next(.follow, body: Follow(target: target, following: following).body, at: timestamp)
+    }
+
     public mutating func note(_ payload: NotePayload, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
         guard let sealingKey else {
             throw RecordError(.invalidBody, "a note is sealed with the account's encryption key, and this writer has none")

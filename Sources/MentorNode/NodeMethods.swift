@@ -51,6 +51,10 @@ extension Node {
         case .block: return try run(API.block, params) { try block($0, caller) }
         case .unblock: return try run(API.unblock, params) { try unblock($0, caller) }
         case .blocked: return try run(API.blocked, params) { _ in try blockedList(caller) }
+        case .follow: return try run(API.follow, params) { try follow($0, caller, following: true) }
+        case .unfollow: return try run(API.unfollow, params) { try follow($0, caller, following: false) }
+        case .followers: return try run(API.followers, params) { try followList($0, caller, followers: true) }
+        case .following: return try run(API.following, params) { try followList($0, caller, followers: false) }
         }
     }
 
@@ -248,6 +252,7 @@ extension Node {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
         var card = apiCard(state)
+        (card.followers, card.following) = try followCounts(key)
         // Anyone may read a card (a user without an account here too); the score and the
         // counts are for the caller's own account.
         guard let me = try replica.nodeAccount(uid: caller.uid)?.account else { return card }

@@ -188,5 +188,22 @@ extension EndToEndTests {
             #expect(parts(deeCard)["sign"] == "5: Taurus and Gemini: earth and air, neutral", "\(String(describing: deeCard))")
             #expect(deeCard?["score"]?.intValue == 77, "round((80 + 5) / 110 × 100): \(String(describing: deeCard))")
         }
+
+        try step("follows (issue 17): counted the same on every node") {
+            try e2e.mm(["follow", String(benID.prefix(16))], socket: socketA)
+            try e2e.mm(["follow", benID], as: cy, socket: socketB)
+            try e2e.mm(["follow", anaID], socket: socketC)
+            for socket in [socketA, socketB, socketC] {
+                let ben = try poll(timeout: timeout, { try mmJSON(e2e, ["profile", "show", benID], socket) },
+                                   until: { $0["followers"]?.intValue == 2 })
+                #expect(ben["followers"]?.intValue == 2 && ben["following"]?.intValue == 0, "\(socket): \(ben)\(logs())")
+                let list = try mmJSON(e2e, ["followers", benID], socket)
+                #expect(Set((list["accounts"]?.arrayValue ?? []).compactMap { $0["id"]?.stringValue }) == [anaID, cyID], "\(list)")
+            }
+            let again = try e2e.run(["follow", benID], socket: socketA)
+            #expect(!again.ok && again.stderr.contains("you follow"), "\(again)")
+            let text = try e2e.mm(["following"], socket: socketA).stdout
+            #expect(text.contains("Ben") && text.contains("1 account"), "\(text)")
+        }
     }
 }

@@ -82,6 +82,15 @@ import MentorAPI
             case .unmatch: try roundTrip(API.unmatch, AccountRequest(id: Self.id), AccountResult(id: Self.id))
             case .block: try roundTrip(API.block, AccountRequest(id: Self.id), AccountResult(id: Self.id))
             case .unblock: try roundTrip(API.unblock, AccountRequest(id: Self.id), AccountResult(id: Self.id))
+            case .follow: try roundTrip(API.follow, AccountRequest(id: Self.id), FollowResult(id: Self.id, following: true))
+            case .unfollow: try roundTrip(API.unfollow, AccountRequest(id: Self.id), FollowResult(id: Self.id, following: false))
+            case .followers:
+                try roundTrip(API.followers, FollowListRequest(), FollowListResult(id: Self.id, accounts: [
+                    FollowListResult.Entry(id: Self.id, name: "Ben", since: 5)]))
+                try roundTrip(API.followers, FollowListRequest(id: Self.id), FollowListResult(id: Self.id, accounts: []))
+            case .following:
+                try roundTrip(API.following, FollowListRequest(id: Self.id), FollowListResult(id: Self.id, accounts: [
+                    FollowListResult.Entry(id: Self.id, name: nil, since: 6)]))
             case .blocked:
                 try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: [
                     BlockedResult.Entry(id: Self.id, name: "Ben", since: 5), BlockedResult.Entry(id: Self.id, name: nil, since: 6)]))
@@ -152,7 +161,8 @@ import MentorAPI
         #expect(card == ["id": "mm1x", "name": nil, "role": nil, "bio": nil, "courses": [], "wage": nil, "budget": nil,
                          "availability": nil, "photo": nil, "photos": nil, "conflicts": [:], "forked": false, "updatedAt": 7,
                          "slots": nil, "gender": nil, "languages": nil, "area": nil, "age": nil, "sign": nil, "preferences": nil,
-                         "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil, "contact": nil])
+                         "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil, "contact": nil,
+                         "followers": nil, "following": nil])
         #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
         #expect(try API.accountWhoami.params(NoParams()) == [:])
     }
@@ -175,7 +185,7 @@ import MentorAPI
         let entry = try API.feed.json(FeedResult(cards: [FeedCard(card: Card(id: "mm1x", updatedAt: 1), sharedCourses: ["A"], nearby: false)]))
         let first = try #require(entry["cards"]?.arrayValue?.first?.objectValue)
         #expect(first["sharedCourses"] == ["A"] && first["nearby"] == false && first["id"] == "mm1x" && first["photo"] == .null)
-        #expect(first.count == 28)
+        #expect(first.count == 30)
         let doctor = try API.doctor.json(DoctorResult(checks: [DoctorCheck(name: "a", ok: true, detail: "d", fix: nil)], ok: true))
         #expect(doctor == ["checks": [["name": "a", "ok": true, "detail": "d"]], "ok": true])
         #expect(try API.blobPut.json(.more(upload: "t")) == ["upload": "t"])
@@ -235,8 +245,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 36)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 36)
+        #expect(APIMethod.allCases.count == 40)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 40)
     }
 }
 

@@ -729,8 +729,9 @@ extension ProtocolVectors {
     enum Content: Sendable {
         case profile(ProfileCard)
         case sealed(RecordType, to: Party, payload: any SealedPayload)
-        /// A certificate or revocation (types 5 and 6), signed by the author, with the lines
-        /// that show its keys (`device-seed`, `epoch-secret`, `keyring` or `grant`).
+        /// A public body signed by the author as it is: a certificate or revocation (types 5 and
+        /// 6, with the lines that show its keys: `device-seed`, `epoch-secret`, `keyring` or
+        /// `grant`), or a follow (type 12, no lines).
         case devices(RecordType, body: [UInt8], lines: [(String, String)])
         /// A card edit signed by a device key for `account` (format version 2), with a clock.
         case deviceProfile(account: Party, clock: VectorClock, card: ProfileCard)
@@ -811,6 +812,19 @@ extension ProtocolVectors {
         return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
                               anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
             + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
+            + [followSpec(ana: ana, ben: ben)]
+    }
+
+    /// V18: a public follow (type 12, PROTOCOL.md §6.5).
+    static func followSpec(ana: Party, ben: Party) -> Spec {
+        Spec(name: "follow", title: "Ben follows Ana",
+             summary: """
+             Ben's seq 4 is a follow (type 12, section 6.5) of Ana: her key (field 1) and the flag 1 \
+             (field 2). Public, with no clock: every node counts Ben among Ana's followers until a newer \
+             follow record of Ben's about Ana (timestamp, then record ID) says 0.
+             """,
+             author: ben, seq: 4, timestamp: start + 6000 * minute,
+             content: .devices(.follow, body: Follow(target: ana.key, following: true).body, lines: []))
     }
 
     /// Field 8 as a list (PROTOCOL.md §6): Cy's second card names three photos.

@@ -82,6 +82,9 @@ import MentorCrypto
         add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: 1, answers: deeLikesEve?.id, mine: eveLikesDee?.id, text: "hey", at: 4200))
         add(try? w[dee].unmatch(keys[eve].publicKey.key, peerSeq: w[eve].lastSeq, at: 4300))
         add(try? w[eve].chat(to: keys[dee].publicKey.key, peerSeq: 2, answers: deeLikesEve?.id, mine: eveLikesDee?.id, text: "after unmatch", at: 4400))
+        add(try? w[ana].follow(keys[ben].publicKey.key, at: 4500))
+        add(try? w[ben].follow(keys[ana].publicKey.key, at: 4510))
+        add(try? w[ana].follow(keys[ben].publicKey.key, following: false, at: 4520))
         for i in keys.indices { add(try? w[i].profile(ProfileCard(name: "final \(i)"), at: 5000)) }
         return (out, keys)
     }()

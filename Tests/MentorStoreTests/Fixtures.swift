@@ -27,9 +27,14 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
+/// SQL that takes a replica back from migration 18 (follow entries) and the reserved 17.
+let undoMigration18 = """
+    DROP TABLE follow_entries;
+    """
+
 /// SQL that takes a replica back from migration 16 (every photo of a card) and the reserved
 /// 14–15: the index of migration 7 and the triggers of migration 11 come back.
-let undoMigration16 = """
+let undoMigration16 = undoMigration18 + """
     DROP TRIGGER card_photos_entry_in; DROP TRIGGER card_photos_entry_out; DROP TRIGGER card_photos_entry_change;
     DROP TRIGGER photos_missing_photo_in; DROP TRIGGER photos_missing_photo_out; DROP TRIGGER photos_missing_blob_out;
     DROP TRIGGER card_photos_named_upload;

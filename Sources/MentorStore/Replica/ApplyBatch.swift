@@ -369,6 +369,11 @@ struct ApplyBatch {
         try advanceContiguous(&author, key: key, past: r.seq)
         if settings.compaction { try compact(displaced, accountID: accountID) }
         if schema?.publicMerge == .devices { try applyDeviceRecord(v) }
+        if schema?.publicMerge == .follow, let follow = try? Follow(body: r.body) {
+            try statement("INSERT OR IGNORE INTO follow_entries(account, target, record_id, timestamp, following) VALUES (?, ?, ?, ?, ?)")
+                .run([.blob(r.account.bytes), .blob(follow.target.bytes), .blob(v.id), .integer(Int64(clamping: r.timestamp)),
+                      .integer(follow.following ? 1 : 0)])
+        }
         if schema?.publicMerge == .note {
             if openers[r.account] != nil {
                 try openNote(v)
@@ -908,6 +913,7 @@ struct ApplyBatch {
             }
             try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(id)])
             try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(id)])
+            try db.execute("DELETE FROM follow_entries WHERE record_id = ?", [.blob(id)])
             touched = true
         }
         if state.contiguous > lastSeq {

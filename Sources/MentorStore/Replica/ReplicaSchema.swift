@@ -418,6 +418,21 @@ enum ReplicaSchema {
                 SELECT substr(p.ref, 33, 4), p.ref, p.author FROM card_photos p
                 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = substr(p.ref, 1, 32));
             """)
+        m.register(17, "reserved", "")
+        // Follows (record type 12, PROTOCOL.md §6.5): every follow record's entry; the newest of
+        // an account about a target (timestamp, then record ID) says whether it follows.
+        m.register(18, "follow entries", """
+            CREATE TABLE follow_entries (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                target      BLOB NOT NULL CHECK (length(target) = 32),
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                following   INTEGER NOT NULL,
+                PRIMARY KEY (account, target, record_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX follow_entries_by_target ON follow_entries(target, account);
+            CREATE INDEX follow_entries_by_record ON follow_entries(record_id);
+            """)
         return m
     }
 
