@@ -36,6 +36,7 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case block
     case unblock
     case blocked
+    case identify
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -107,6 +108,7 @@ public struct APICall<Request: APIRequest, Result: APIObject>: Sendable {
             else if type is String.Type { expected = "a string" }
             else if type is Bool.Type { expected = "true or false" }
             else if type is any FixedWidthInteger.Type { expected = "an integer" }
+            else if type is Double.Type { expected = "a number" }
             else { expected = "\(type)" }
             return Params.wrong(name, expected, method: m)
         case .dataCorrupted(let context):
@@ -139,6 +141,7 @@ public enum API {
     public static let block = APICall<AccountRequest, AccountResult>(.block)
     public static let unblock = APICall<AccountRequest, AccountResult>(.unblock)
     public static let blocked = APICall<NoParams, BlockedResult>(.blocked)
+    public static let identify = APICall<IdentifyRequest, IdentifyResult>(.identify)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)
     public static let subscribe = APICall<SubscribeRequest, SubscribeResult>(.subscribe)

@@ -21,6 +21,7 @@ extension MentormateCLI {
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("CHAT", [Chat.self]),
+         ("MINERALS", [Identify.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }

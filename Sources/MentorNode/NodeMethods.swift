@@ -51,6 +51,7 @@ extension Node {
         case .block: return try run(API.block, params) { try block($0, caller) }
         case .unblock: return try run(API.unblock, params) { try unblock($0, caller) }
         case .blocked: return try run(API.blocked, params) { _ in try blockedList(caller) }
+        case .identify: return try run(API.identify, params) { try identify($0) }
         }
     }
 
