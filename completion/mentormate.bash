@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat identify settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -21,6 +21,16 @@ _mentormate() {
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "30m 1h 8h 1d 7d" -- "$cur")); return ;;
+        --luster)
+            COMPREPLY=($(compgen -W "metallic non-metallic submetallic vitreous pearly silky greasy resinous adamantine dull earthy" -- "$cur")); return ;;
+        --cleavage)
+            COMPREPLY=($(compgen -W "none poor good perfect" -- "$cur")); return ;;
+        --color|--streak)
+            local colours="black blue brass-yellow brown brownish-black colourless copper-red dark-green dark-grey gold-yellow green greenish-black grey lead-grey orange pale-brown pink purple red red-brown silver-white steel-grey white yellow yellow-brown"
+            [[ "$prev" == --color ]] && colours="light dark $colours"
+            COMPREPLY=($(compgen -W "$colours" -- "$cur")); return ;;
+        --hardness)
+            COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9 10" -- "$cur")); return ;;
         --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact)
             return ;;
     esac
@@ -89,6 +99,7 @@ _mentormate() {
         feed) opts="--course --limit --available --max-wage --min-budget --nearby --gender --min-age --max-age --min-score --no-defaults" ;;
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
+        identify) opts="--color --luster --cleavage --hardness --streak" ;;
         login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|peers|status|doctor) opts="" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
