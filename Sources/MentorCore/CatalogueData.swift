@@ -17,8 +17,8 @@
 // hardness "min-max", cleavage (none|poor|good|perfect; "none" = fracture only), specific
 // gravity "min-max", crystal system (or "none" for rocks and amorphous matter), note.
 //
-// Any later use that draws entries by index (a quiz of the day) makes the order part of a
-// protocol: append new rows at the end only.
+// The quiz of a day (docs/PROTOCOL.md §15) draws rows by their index: a change to any row or to
+// their order changes every day's questions, so it goes with a new quiz domain (`QuizSeed`).
 
 extension Catalogue {
     static let table = """
