@@ -68,9 +68,20 @@ public struct Catalogue: Sendable, Equatable {
 
     public init(entries: [Entry]) { self.entries = entries }
 
-    /// The product's catalogue. The rows are checked by the tests; should one ever be malformed
-    /// this is empty and `identify` and the quiz say the catalogue is unavailable.
-    public static let standard: Catalogue = (try? parse(table)) ?? Catalogue(entries: [])
+    /// The product's catalogue, parsed and checked once (the daemon does so at start and logs
+    /// `error` if a row is malformed). The rows are checked by the tests; should one ever be
+    /// malformed the catalogue is empty and `identify` says it is unavailable.
+    public static let loaded: (catalogue: Catalogue, error: ParseError?) = {
+        do {
+            return (try parse(table), nil)
+        } catch let e as ParseError {
+            return (Catalogue(entries: []), e)
+        } catch {
+            return (Catalogue(entries: []), ParseError(line: 0, message: "\(error)"))
+        }
+    }()
+
+    public static var standard: Catalogue { loaded.catalogue }
 
     public func entry(named name: String) -> Entry? {
         entries.first { $0.name == name.lowercased() }
