@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat identify settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -21,6 +21,16 @@ _mentormate() {
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "30m 1h 8h 1d 7d" -- "$cur")); return ;;
+        --luster)
+            COMPREPLY=($(compgen -W "metallic non-metallic submetallic vitreous pearly silky greasy resinous adamantine dull earthy" -- "$cur")); return ;;
+        --cleavage)
+            COMPREPLY=($(compgen -W "none poor good perfect" -- "$cur")); return ;;
+        --color|--streak)
+            local colours="black blue brass-yellow brown brownish-black colourless copper-red dark-green dark-grey gold-yellow green greenish-black grey lead-grey orange pale-brown pink purple red red-brown silver-white steel-grey white yellow yellow-brown"
+            [[ "$prev" == --color ]] && colours="light dark $colours"
+            COMPREPLY=($(compgen -W "$colours" -- "$cur")); return ;;
+        --hardness)
+            COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9 10" -- "$cur")); return ;;
         --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact)
             return ;;
     esac
@@ -90,6 +100,7 @@ _mentormate() {
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
         login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|follow|unfollow|followers|following|peers|status|doctor) opts="" ;;
+        identify) opts="--color --luster --cleavage --hardness --streak" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }

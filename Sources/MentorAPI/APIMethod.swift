@@ -40,6 +40,7 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case unfollow
     case followers
     case following
+    case identify
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -111,6 +112,7 @@ public struct APICall<Request: APIRequest, Result: APIObject>: Sendable {
             else if type is String.Type { expected = "a string" }
             else if type is Bool.Type { expected = "true or false" }
             else if type is any FixedWidthInteger.Type { expected = "an integer" }
+            else if type is Double.Type { expected = "a number" }
             else { expected = "\(type)" }
             return Params.wrong(name, expected, method: m)
         case .dataCorrupted(let context):
@@ -147,6 +149,7 @@ public enum API {
     public static let unfollow = APICall<AccountRequest, FollowResult>(.unfollow)
     public static let followers = APICall<FollowListRequest, FollowListResult>(.followers)
     public static let following = APICall<FollowListRequest, FollowListResult>(.following)
+    public static let identify = APICall<IdentifyRequest, IdentifyResult>(.identify)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)
     public static let subscribe = APICall<SubscribeRequest, SubscribeResult>(.subscribe)

@@ -22,6 +22,7 @@ extension MentormateCLI {
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("FOLLOWING", [Follow.self, Unfollow.self, Followers.self, Following.self]),
          ("CHAT", [Chat.self]),
+         ("MINERALS", [Identify.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }

@@ -145,6 +145,10 @@ public final class Node: @unchecked Sendable {
                 }
             }
             try rebuildCardIndex()
+            // The mineral catalogue compiled in (`identify`): parsed and checked now, once.
+            if let error = Catalogue.loaded.error {
+                logger.log(.error, "the mineral catalogue of this build is malformed: identify is unavailable", ["error": "\(error)"])
+            }
             collectPhotos()   // photos an older build kept after their cards moved on
             // A revoked or expired device says so plainly at start.
             for (uid, writer) in writers where writer.isDevice {

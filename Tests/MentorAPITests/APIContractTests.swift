@@ -95,6 +95,13 @@ import MentorAPI
                 try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: [
                     BlockedResult.Entry(id: Self.id, name: "Ben", since: 5), BlockedResult.Entry(id: Self.id, name: nil, since: 6)]))
                 try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: []))
+            case .identify:
+                try roundTrip(API.identify, IdentifyRequest(color: "dark", luster: "metallic", cleavage: "none", hardness: 5.5, streak: "black", limit: 3),
+                              IdentifyResult(matches: [IdentifyResult.Match(
+                                name: "hematite", kind: "mineral", score: 87, reasons: ["hardness 6 is within 5.5–6.5"], colors: ["black"],
+                                luster: ["metallic"], streak: "red-brown", hardness: "5.5–6.5", cleavage: "none", specificGravity: "5.26",
+                                crystalSystem: "trigonal", note: "Red-brown streak.")]))
+                try roundTrip(API.identify, IdentifyRequest(hardness: 6), IdentifyResult(matches: []))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -245,8 +252,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 40)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 40)
+        #expect(APIMethod.allCases.count == 41)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 41)
     }
 }
 
