@@ -34,13 +34,16 @@ public enum PublicMerge: Sendable, Equatable {
     case devices
     /// Sealed to the author's own account: only its nodes read it (a pass, §7.6).
     case note
+    /// Posts, comments and likes of posts: public, merged per post (PROTOCOL.md §6.4).
+    case posts
 }
 
 public enum RecordSchemas {
     /// Every record type this build knows.
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
                                                       DeviceCertificate.self, DeviceRevocation.self, Note.self,
-                                                      Contact.self]
+                                                      Contact.self,
+                                                      Post.self, PostComment.self, PostLike.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]
