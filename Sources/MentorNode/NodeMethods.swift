@@ -51,6 +51,17 @@ extension Node {
         case .block: return try run(API.block, params) { try block($0, caller) }
         case .unblock: return try run(API.unblock, params) { try unblock($0, caller) }
         case .blocked: return try run(API.blocked, params) { _ in try blockedList(caller) }
+        case .postCreate: return try run(API.postCreate, params) { try postCreate($0, caller) }
+        case .postShow: return try run(API.postShow, params) { try postShow($0, caller) }
+        case .postEdit: return try run(API.postEdit, params) { try postEdit($0, caller) }
+        case .postDelete: return try run(API.postDelete, params) { try postDelete($0, caller) }
+        case .postLike: return try run(API.postLike, params) { try postLike($0, caller, liked: true) }
+        case .postUnlike: return try run(API.postUnlike, params) { try postLike($0, caller, liked: false) }
+        case .commentCreate: return try run(API.commentCreate, params) { try commentCreate($0, caller) }
+        case .commentDelete: return try run(API.commentDelete, params) { try commentDelete($0, caller) }
+        case .commentHide: return try run(API.commentHide, params) { try commentHide($0, caller) }
+        case .posts: return try run(API.posts, params) { try postsList($0, caller) }
+        case .explore: return try run(API.explore, params) { try explore($0, caller) }
         }
     }
 
