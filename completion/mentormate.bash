@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked chat post comment posts explore settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -21,7 +21,7 @@ _mentormate() {
             COMPREPLY=($(compgen -W "student tutor" -- "$cur")); return ;;
         --expires)
             COMPREPLY=($(compgen -W "30m 1h 8h 1d 7d" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact)
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact|--caption|--tag|--author|--search)
             return ;;
     esac
 
@@ -34,7 +34,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings ) && -z "$sub" ]]; then
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment ) && -z "$sub" ]]; then
             sub="$w"; [[ "$cmd $sub" == "profile photo" ]] || break
         elif [[ "$cmd $sub" == "profile photo" && -z "$sub2" ]]; then sub2="$w"; break
         else break
@@ -83,6 +83,17 @@ _mentormate() {
                     COMPREPLY=($(compgen -W "true false on off yes no" -- "$cur")); return
                 fi
             fi ;;
+        post)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create show edit delete like unlike" -- "$cur")); return; fi
+            case "$sub" in
+                create) opts="--photo --caption --tag" ;;
+                show) opts="--save-photos" ;;
+                edit) opts="--caption --tag" ;;
+            esac ;;
+        comment)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "delete hide" -- "$cur")); return; fi ;;
+        posts) opts="--tag --author --following --search --limit" ;;
+        explore) opts="--limit" ;;
         notify) opts="--stdout" ;;
         signup) opts="--email --name --role --passphrase --import --label --birthdate" ;;
         logout) opts="--forget" ;;

@@ -86,6 +86,28 @@ import MentorAPI
                 try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: [
                     BlockedResult.Entry(id: Self.id, name: "Ben", since: 5), BlockedResult.Entry(id: Self.id, name: nil, since: 6)]))
                 try roundTrip(API.blocked, NoParams(), BlockedResult(blocked: []))
+            case .postCreate, .postShow, .postEdit, .postLike, .postUnlike:
+                let photo = PhotoInfo(hash: "5f1e", size: 10, type: "image/png")
+                let comment = CommentInfo(id: "0123456789ab", post: "ba9876543210", author: Self.id, name: nil, created: 5, text: "Nice", hidden: true)
+                let info = PostInfo(id: "ba9876543210", author: Self.id, name: "Ana", created: 1, caption: "Quartz", tags: ["quartz"],
+                                    photos: [photo], likes: 2, comments: 1, liked: true, commentList: [comment])
+                switch method {
+                case .postCreate: try roundTrip(API.postCreate, PostCreateRequest(photos: ["5f1e"], caption: "Quartz", tags: ["quartz"]), info)
+                case .postShow: try roundTrip(API.postShow, PostRequest(id: "ba98"), info)
+                case .postEdit: try roundTrip(API.postEdit, PostEditRequest(id: "ba98", tags: []), info)
+                case .postLike: try roundTrip(API.postLike, PostRequest(id: "ba98"), info)
+                default: try roundTrip(API.postUnlike, PostRequest(id: "ba98"), info)
+                }
+            case .postDelete: try roundTrip(API.postDelete, PostRequest(id: "ba98"), DeletedResult(id: "ba9876543210"))
+            case .commentDelete: try roundTrip(API.commentDelete, PostRequest(id: "0123"), DeletedResult(id: "0123456789ab"))
+            case .commentCreate, .commentHide:
+                let comment = CommentInfo(id: "0123456789ab", post: "ba9876543210", author: Self.id, name: "Ben", created: 5, text: "Nice", hidden: false)
+                if method == .commentCreate { try roundTrip(API.commentCreate, CommentCreateRequest(post: "ba98", text: "Nice"), comment) }
+                else { try roundTrip(API.commentHide, PostRequest(id: "0123"), comment) }
+            case .posts:
+                try roundTrip(API.posts, PostsRequest(tag: "quartz", author: Self.id, following: true, limit: 5), PostsResult(posts: []))
+                try roundTrip(API.posts, PostsRequest(search: "banded quartz"), PostsResult(posts: []))
+            case .explore: try roundTrip(API.explore, ExploreRequest(limit: 3), PostsResult(posts: []))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -235,7 +257,7 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 36)
+        #expect(APIMethod.allCases.count == 47)
         #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 36)
     }
 }
