@@ -142,6 +142,21 @@ extension Node {
         return PostsResult(posts: out)
     }
 
+    /// After a post's deletion (local or from a peer): its photos go unless a card or another
+    /// post names them, and the WAL is checkpointed and truncated, so the post's words leave
+    /// the replica's files, not only its tables (PROTOCOL.md §6.4).
+    func afterPosts(_ records: [Record]) {
+        let deletions = records.contains { r in
+            guard r.type == .post, let post = try? Post(body: r.body), case .delete = post.action else { return false }
+            return true
+        }
+        guard deletions else { return }
+        collectPhotos()
+        do { try replica.truncateLog() } catch {
+            logger.info("truncating the replica's log after a post's deletion failed", ["error": "\(error)"])
+        }
+    }
+
     // MARK: Helpers
 
     static func shortPostID(_ id: [UInt8]) -> String { String(Hex.encode(id).prefix(postIDDigits)) }

@@ -189,4 +189,11 @@ extension Replica {
             try db.cachedStatement("SELECT count(*) FROM posts WHERE account = ?").queryOne([.blob(account.bytes)])?.int(0) ?? 0
         }
     }
+
+    /// Checkpoints the WAL into the database and truncates it to nothing, so deleted content
+    /// (a purged post's words: `secure_delete` zeroed it in the pages) is not left in old
+    /// WAL frames. Best effort: with readers in the way the WAL stays until the next one.
+    public func truncateLog() throws(StoreError) {
+        try run { db throws(StoreError) in _ = try db.query("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
 }
