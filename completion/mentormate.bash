@@ -84,7 +84,7 @@ _mentormate() {
                 fi
             fi ;;
         post)
-            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create show edit delete like unlike" -- "$cur")); return; fi
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create show edit delete like unlike hide" -- "$cur")); return; fi
             case "$sub" in
                 create) opts="--photo --caption --tag" ;;
                 show) opts="--save-photos" ;;

@@ -42,6 +42,7 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case postDelete = "post.delete"
     case postLike = "post.like"
     case postUnlike = "post.unlike"
+    case postHide = "post.hide"
     case commentCreate = "comment.create"
     case commentDelete = "comment.delete"
     case commentHide = "comment.hide"
@@ -172,6 +173,7 @@ public enum API {
     public static let postDelete = APICall<PostRequest, DeletedResult>(.postDelete)
     public static let postLike = APICall<PostRequest, PostInfo>(.postLike)
     public static let postUnlike = APICall<PostRequest, PostInfo>(.postUnlike)
+    public static let postHide = APICall<PostRequest, DeletedResult>(.postHide)
     public static let commentCreate = APICall<CommentCreateRequest, CommentInfo>(.commentCreate)
     public static let commentDelete = APICall<PostRequest, DeletedResult>(.commentDelete)
     public static let commentHide = APICall<PostRequest, CommentInfo>(.commentHide)

@@ -102,7 +102,7 @@ public struct PostInfo: APIObject, Equatable {
     }
 }
 
-/// `post.delete`, `comment.delete`: the ID of what was deleted.
+/// `post.delete`, `comment.delete`, `post.hide`: the ID of what was deleted (hidden).
 public struct DeletedResult: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey { case id }
     public var id: String

@@ -21,7 +21,7 @@ extension MentormateCLI {
          ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("CHAT", [Chat.self]),
-         ("POSTS", [Post.Create.self, Post.Show.self, Post.Edit.self, Post.Delete.self, Post.Like.self, Post.Unlike.self,
+         ("POSTS", [Post.Create.self, Post.Show.self, Post.Edit.self, Post.Delete.self, Post.Like.self, Post.Unlike.self, Post.Hide.self,
                     Comment.Add.self, Comment.Delete.self, Comment.Hide.self, Posts.self, Explore.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]

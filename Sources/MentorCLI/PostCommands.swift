@@ -152,6 +152,23 @@ extension MentormateCLI {
             }
         }
 
+        public struct Hide: ClientCommand {
+            public static var configuration: CommandConfiguration {
+                CommandConfiguration(program: program, path: ["post", "hide"],
+                                     abstract: "Take someone's post out of your own lists (private; on all your devices).")
+            }
+            public var id = ""
+            public static var options: [CommandOption<Self>] { [] }
+            public static var arguments: [CommandArgument<Self>] { [.required("ID", \.id, help: idHelp)] }
+            public init() {}
+
+            public func run(_ context: CommandContext) throws(ClientError) {
+                let result = try context.call(API.postHide, PostRequest(id: id))
+                if context.json { return context.printJSON(result.json) }
+                context.print("Post \(ClientFormat.sanitize(result[.id]?.stringValue ?? id)) hidden from your lists.")
+            }
+        }
+
         /// `--save-photos DIR`: the post's photos as DIR/1.jpg, … (by content); nothing is
         /// written if a file exists already.
         static func save(_ post: Fields<PostInfo>, to dir: String, context: CommandContext) throws(ClientError) -> [String] {

@@ -57,6 +57,7 @@ extension Node {
         case .postDelete: return try run(API.postDelete, params) { try postDelete($0, caller) }
         case .postLike: return try run(API.postLike, params) { try postLike($0, caller, liked: true) }
         case .postUnlike: return try run(API.postUnlike, params) { try postLike($0, caller, liked: false) }
+        case .postHide: return try run(API.postHide, params) { try postHide($0, caller) }
         case .commentCreate: return try run(API.commentCreate, params) { try commentCreate($0, caller) }
         case .commentDelete: return try run(API.commentDelete, params) { try commentDelete($0, caller) }
         case .commentHide: return try run(API.commentHide, params) { try commentHide($0, caller) }

@@ -64,6 +64,21 @@ extension Node {
         return try postInfo(id, viewer: me, withComments: false)
     }
 
+    /// Takes someone's post out of the caller's own lists (`posts`, `explore`, search): a note
+    /// sealed to the caller's account (PROTOCOL.md §7.6, field 4), so its other devices keep it.
+    func postHide(_ request: PostRequest, _ caller: Requester) throws -> DeletedResult {
+        let me = try me(caller)
+        let id = try postID(request.id)
+        guard let post = try replica.post(id) else { throw RPCError(.notFound, "no post \(request.id) on this node") }
+        guard post.account != me else { throw RPCError(.invalidValue, "that is your own post; `mentormate post delete` removes it") }
+        guard try !replica.hiddenPosts(of: me).contains(id) else { throw RPCError(.notAllowed, "you hid that post already") }
+        guard replica.sealingKey(for: me) != nil, let payload = NotePayload(hidingPost: id) else {
+            throw RPCError(.notAllowed, "hiding a post needs your account's encryption key, which this node has not received yet; wait for it to sync, then try again")
+        }
+        try write(caller.uid, as: .sealing) { w, now throws(RecordError) in try w.note(payload, at: now) }
+        return DeletedResult(id: Self.shortPostID(id))
+    }
+
     func commentCreate(_ request: CommentCreateRequest, _ caller: Requester) throws -> CommentInfo {
         _ = try me(caller)
         let post = try postID(request.post)
@@ -108,7 +123,7 @@ extension Node {
             guard search.contains(where: { $0.isLetter || $0.isNumber }) else {
                 throw RPCError(.invalidValue, "search needs a word of letters or digits")
             }
-            let found = try replica.searchPosts(search, limit: limit + blocked.count)
+            let found = try replica.searchPosts(search, limit: limit + blocked.count, excluded: try replica.hiddenPosts(of: me))
             return PostsResult(posts: try found.filter { !blocked.contains($0.account) }.prefix(limit).map { try postInfo($0, viewer: me) })
         }
         let followed = followedAccounts(of: me)
@@ -123,6 +138,7 @@ extension Node {
         }
         filter.first = followed.union(nearbyAccounts)
         filter.excludedAuthors = blocked
+        filter.excluded = try replica.hiddenPosts(of: me)
         return PostsResult(posts: try replica.posts(filter).map { try postInfo($0, viewer: me) })
     }
 
@@ -133,9 +149,9 @@ extension Node {
         var ids = try replica.recentPostIDs(limit: 500)
         var random = SeededRandom(seed: config.now() ^ UInt64(caller.uid))
         ids.shuffle(using: &random)
-        let blocked = try replica.blockedAccounts(of: me)
+        let blocked = try replica.blockedAccounts(of: me), hidden = try replica.hiddenPosts(of: me)
         var out: [PostInfo] = []
-        for id in ids where out.count < limit {
+        for id in ids where out.count < limit && !hidden.contains(id) {
             guard let p = try replica.post(id), !blocked.contains(p.account) else { continue }
             out.append(try postInfo(p, viewer: me))
         }

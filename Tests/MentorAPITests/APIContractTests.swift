@@ -99,6 +99,7 @@ import MentorAPI
                 default: try roundTrip(API.postUnlike, PostRequest(id: "ba98"), info)
                 }
             case .postDelete: try roundTrip(API.postDelete, PostRequest(id: "ba98"), DeletedResult(id: "ba9876543210"))
+            case .postHide: try roundTrip(API.postHide, PostRequest(id: "ba98"), DeletedResult(id: "ba9876543210"))
             case .commentDelete: try roundTrip(API.commentDelete, PostRequest(id: "0123"), DeletedResult(id: "0123456789ab"))
             case .commentCreate, .commentHide:
                 let comment = CommentInfo(id: "0123456789ab", post: "ba9876543210", author: Self.id, name: "Ben", created: 5, text: "Nice", hidden: false)
@@ -257,8 +258,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 47)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 47)
+        #expect(APIMethod.allCases.count == 48)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 48)
     }
 }
 

@@ -95,4 +95,19 @@ import MentorStore
         #expect(t.error(ana, "post.show", ["id": "zz"])?.code == RPCError.Code.invalidValue.rawValue)
         #expect(t.error(ana, "post.show", ["id": "abcdef"])?.code == RPCError.Code.notFound.rawValue)
     }
+
+    @Test func aHiddenPostLeavesOnlyTheHidersLists() throws {
+        let t = try TestNode()
+        try signup(t, ana, "Ana"); try signup(t, ben, "Ben"); try signup(t, cy, "Cy")
+        let photo = try upload(t, ana, 1)
+        let id = try #require(try t.call(ana, "post.create", ["photos": .array([.string(photo)]), "caption": "Obsidian flake"])["id"]?.stringValue)
+        #expect(t.error(ana, "post.hide", ["id": .string(id)])?.code == RPCError.Code.invalidValue.rawValue, "one's own post is deleted, not hidden")
+        #expect(try t.call(ben, "post.hide", ["id": .string(id)])["id"]?.stringValue == id)
+        #expect(t.error(ben, "post.hide", ["id": .string(id)])?.code == RPCError.Code.notAllowed.rawValue)
+        #expect(try t.call(ben, "posts")["posts"]?.arrayValue?.isEmpty == true)
+        #expect(try t.call(ben, "posts", ["search": "obsidian"])["posts"]?.arrayValue?.isEmpty == true)
+        #expect(try t.call(ben, "explore")["posts"]?.arrayValue?.isEmpty == true)
+        #expect(try t.call(cy, "posts")["posts"]?.arrayValue?.count == 1, "hiding is private")
+        #expect(try t.call(ben, "post.show", ["id": .string(id)])["caption"] == "Obsidian flake", "the post itself stays readable by its ID")
+    }
 }

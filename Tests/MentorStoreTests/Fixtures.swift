@@ -31,7 +31,7 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 let undoMigration17 = """
     DROP TRIGGER post_search_in; DROP TRIGGER post_search_out; DROP TRIGGER post_search_change;
     DROP TABLE post_search; DROP TABLE posts; DROP TABLE post_tags; DROP TABLE posts_gone; DROP TABLE post_refs;
-    DROP TABLE post_ops; DROP TABLE comments; DROP TABLE comments_gone; DROP TABLE post_likes;
+    DROP TABLE post_ops; DROP TABLE comments; DROP TABLE comments_gone; DROP TABLE post_likes; DROP TABLE hidden_posts;
 
     """
 

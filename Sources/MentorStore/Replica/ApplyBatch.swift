@@ -710,6 +710,7 @@ struct ApplyBatch {
         let r = v.record
         guard let opener = openers[r.account], let note = opener.openNote(v), note.target != r.account else { return }
         let key: [SQLValue] = [.blob(r.account.bytes), .blob(note.target.bytes)]
+        if note.kind == .hidePost { return try openPostHide(v, note) }
         let (selectNewest, replaceNewest, insertState, deleteState): (StaticString, StaticString, StaticString, StaticString) = note.kind == .pass
             ? ("SELECT timestamp, record_id FROM pass_notes WHERE account = ? AND target = ?",
                "INSERT OR REPLACE INTO pass_notes(account, target, record_id, timestamp, passed) VALUES (?, ?, ?, ?, ?)",

@@ -260,4 +260,18 @@ extension ApplyBatch {
         compactedInBatch.insert(id)
         supersededCount += 1
     }
+
+    /// A note hiding a post from the account's own lists (PROTOCOL.md §7.6, field 4): a register
+    /// per (account, post), the newest by (timestamp, record ID) deciding.
+    mutating func openPostHide(_ v: VerifiedRecord, _ note: NotePayload) throws(StoreError) {
+        let r = v.record
+        let key: [SQLValue] = [.blob(r.account.bytes), .blob(note.target.bytes)]
+        if let row = try statement("SELECT timestamp, record_id FROM hidden_posts WHERE account = ? AND post = ?").queryOne(key),
+           let ts = row.int64(0), let id = row.blob(1) {
+            let at = Int64(clamping: r.timestamp)
+            guard at != ts ? at > ts : id.lexicographicallyPrecedes(v.id) else { return }
+        }
+        try statement("INSERT OR REPLACE INTO hidden_posts(account, post, record_id, timestamp, hidden) VALUES (?, ?, ?, ?, ?)")
+            .run(key + [.blob(v.id), .integer(Int64(clamping: r.timestamp)), .integer(note.flag ? 1 : 0)])
+    }
 }

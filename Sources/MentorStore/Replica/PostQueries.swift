@@ -196,4 +196,12 @@ extension Replica {
     public func truncateLog() throws(StoreError) {
         try run { db throws(StoreError) in _ = try db.query("PRAGMA wal_checkpoint(TRUNCATE)") }
     }
+
+    /// The posts `account` hid from its own lists (its notes, on every one of its devices).
+    public func hiddenPosts(of account: PublicKey) throws(StoreError) -> Set<[UInt8]> {
+        try read { db throws(StoreError) in
+            Set(try db.cachedStatement("SELECT post FROM hidden_posts WHERE account = ? AND hidden = 1")
+                .query([.blob(account.bytes)]).compactMap { $0.blob(0) })
+        }
+    }
 }

@@ -484,6 +484,14 @@ enum ReplicaSchema {
                 liked       INTEGER NOT NULL,
                 PRIMARY KEY (post, account)
             ) WITHOUT ROWID;
+            CREATE TABLE hidden_posts (
+                account     BLOB NOT NULL,                -- a local account's notes hiding a post (§7.6, field 4)
+                post        BLOB NOT NULL,
+                record_id   BLOB NOT NULL,                -- the newest note: (timestamp, record ID)
+                timestamp   INTEGER NOT NULL,
+                hidden      INTEGER NOT NULL,
+                PRIMARY KEY (account, post)
+            ) WITHOUT ROWID;
             """)
         return m
     }
