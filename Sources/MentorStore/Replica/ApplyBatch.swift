@@ -285,6 +285,7 @@ struct ApplyBatch {
             }
         }
         _ = try store(v, author: &author, key: key)
+        refusal = nil   // a variant's refusal (§6.4) is kept as evidence, like the fork
         return .forked
     }
 
