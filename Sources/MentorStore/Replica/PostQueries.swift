@@ -160,13 +160,15 @@ extension Replica {
     public func searchPosts(_ text: String, limit: Int = 50, excluded: Set<[UInt8]> = []) throws(StoreError) -> [PostSummary] {
         let words = text.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).prefix(16)
         guard !words.isEmpty else { return [] }
-        // Words hold letters and digits only, so each is a safe FTS5 string.
+        // Words hold letters and digits only, so each is a safe FTS5 string. The best IDs are
+        // ranked first, alone; counts are read for the rows returned only.
         let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
         return try read { db throws(StoreError) in
             var out: [PostSummary] = []
             let rows = try db.cachedStatement("""
-                SELECT \(Self.postColumns) FROM post_search s JOIN posts p ON p.rowid = s.rowid
-                WHERE post_search MATCH ? ORDER BY bm25(post_search) LIMIT ?
+                SELECT \(Self.postColumns) FROM (
+                    SELECT rowid, bm25(post_search) AS rank FROM post_search WHERE post_search MATCH ? ORDER BY rank LIMIT ?
+                ) s CROSS JOIN posts p ON p.rowid = s.rowid ORDER BY s.rank
                 """).query([.text(match), .integer(Int64(max(limit, 0) + excluded.count))])
             for row in rows where out.count < limit {
                 guard let s = try Self.summary(row, db), !excluded.contains(s.id) else { continue }
