@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat identify settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat post comment posts explore identify settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -31,7 +31,7 @@ _mentormate() {
             COMPREPLY=($(compgen -W "$colours" -- "$cur")); return ;;
         --hardness)
             COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9 10" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact)
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact|--caption|--tag|--author|--search)
             return ;;
     esac
 
@@ -44,7 +44,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings ) && -z "$sub" ]]; then
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment ) && -z "$sub" ]]; then
             sub="$w"; [[ "$cmd $sub" == "profile photo" ]] || break
         elif [[ "$cmd $sub" == "profile photo" && -z "$sub2" ]]; then sub2="$w"; break
         else break
@@ -93,6 +93,17 @@ _mentormate() {
                     COMPREPLY=($(compgen -W "true false on off yes no" -- "$cur")); return
                 fi
             fi ;;
+        post)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create show edit delete like unlike hide" -- "$cur")); return; fi
+            case "$sub" in
+                create) opts="--photo --caption --tag" ;;
+                show) opts="--save-photos" ;;
+                edit) opts="--caption --tag" ;;
+            esac ;;
+        comment)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "delete hide" -- "$cur")); return; fi ;;
+        posts) opts="--tag --author --following --search --limit" ;;
+        explore) opts="--limit" ;;
         notify) opts="--stdout" ;;
         signup) opts="--email --name --role --passphrase --import --label --birthdate" ;;
         logout) opts="--forget" ;;

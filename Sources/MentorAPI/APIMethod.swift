@@ -41,6 +41,18 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case followers
     case following
     case identify
+    case postCreate = "post.create"
+    case postShow = "post.show"
+    case postEdit = "post.edit"
+    case postDelete = "post.delete"
+    case postLike = "post.like"
+    case postUnlike = "post.unlike"
+    case postHide = "post.hide"
+    case commentCreate = "comment.create"
+    case commentDelete = "comment.delete"
+    case commentHide = "comment.hide"
+    case posts
+    case explore
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -166,4 +178,16 @@ public enum API {
     public static let accountImport = APICall<ImportRequest, AccountInfo>(.accountImport)
     public static let settingsShow = APICall<NoParams, SettingsResult>(.settingsShow)
     public static let settingsSet = APICall<SettingsSetRequest, SettingInfo>(.settingsSet)
+    public static let postCreate = APICall<PostCreateRequest, PostInfo>(.postCreate)
+    public static let postShow = APICall<PostRequest, PostInfo>(.postShow)
+    public static let postEdit = APICall<PostEditRequest, PostInfo>(.postEdit)
+    public static let postDelete = APICall<PostRequest, DeletedResult>(.postDelete)
+    public static let postLike = APICall<PostRequest, PostInfo>(.postLike)
+    public static let postUnlike = APICall<PostRequest, PostInfo>(.postUnlike)
+    public static let postHide = APICall<PostRequest, DeletedResult>(.postHide)
+    public static let commentCreate = APICall<CommentCreateRequest, CommentInfo>(.commentCreate)
+    public static let commentDelete = APICall<PostRequest, DeletedResult>(.commentDelete)
+    public static let commentHide = APICall<PostRequest, CommentInfo>(.commentHide)
+    public static let posts = APICall<PostsRequest, PostsResult>(.posts)
+    public static let explore = APICall<ExploreRequest, PostsResult>(.explore)
 }

@@ -379,7 +379,7 @@ public struct Card: APIObject, Equatable {
         case id, name, role, bio, courses, wage, budget, availability, photo, conflicts, forked, updatedAt
         case slots, gender, languages, area, age, sign, preferences, paused
         case score, compatibility, matches, pendingLikes
-        case followers, following
+        case followers, following, posts
         case photos
         case contact
     }
@@ -418,6 +418,8 @@ public struct Card: APIObject, Equatable {
     /// How many follow this account, and how many it follows (the same on every node once synced).
     public var followers: Int64?
     public var following: Int64?
+    /// How many posts the account has (live ones this node holds).
+    public var posts: Int64?
     /// Your own contact, or a current match's (sealed to you); null otherwise.
     public var contact: String?
 

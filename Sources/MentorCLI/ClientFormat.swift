@@ -180,6 +180,7 @@ public enum ClientFormat {
         if let followers = card[.followers]?.intValue, let following = card[.following]?.intValue {
             pairs.append(("follows", "\(followers) follower\(followers == 1 ? "" : "s"), following \(following)"))
         }
+        if let posts = card[.posts]?.intValue, posts > 0 { pairs.append(("posts", "\(posts)")) }
         pairs += compatibility(card)
         if let conflicts = card[.conflicts]?.objectValue, !conflicts.isEmpty {
             var lines: [String] = []

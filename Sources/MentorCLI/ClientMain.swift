@@ -23,6 +23,8 @@ extension MentormateCLI {
          ("FOLLOWING", [Follow.self, Unfollow.self, Followers.self, Following.self]),
          ("CHAT", [Chat.self]),
          ("MINERALS", [Identify.self]),
+         ("POSTS", [Post.Create.self, Post.Show.self, Post.Edit.self, Post.Delete.self, Post.Like.self, Post.Unlike.self, Post.Hide.self,
+                    Comment.Add.self, Comment.Delete.self, Comment.Hide.self, Posts.self, Explore.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }
@@ -96,6 +98,12 @@ extension MentormateCLI {
                 let group = path.joined(separator: " ")
                 let level = path.count
                 let names = members.map { $0.configuration.path[level] }.cliUniqued()
+                // A word that is a command and a group (`comment ID TEXT`, `comment delete CID`):
+                // anything but a subcommand's name goes to the command.
+                if level == 1, let single = commands.first(where: { $0.configuration.path == [word] }) {
+                    let sub: String? = if case .argument(let w)? = rest.first { w } else { nil }
+                    if sub.map({ s in !members.contains { $0.configuration.path[1] == s } }) ?? !forHelp { return .command(single) }
+                }
                 guard case .argument(let sub)? = rest.first else {
                     if forHelp { return .group(group, members) }
                     throw UsageError("`\(group)` needs a subcommand: \(names.joined(separator: " or "))",

@@ -231,7 +231,7 @@ public struct Note: RecordSchema, Equatable {
 public struct NotePayload: Equatable, Sendable {
     /// Which register of the account's about `target` the note writes: the field that carries
     /// its flag.
-    public enum Kind: UInt8, Sendable { case pass = 2, block = 3 }
+    public enum Kind: UInt8, Sendable { case pass = 2, block = 3, hidePost = 4 }
     public var target: PublicKey
     public var kind: Kind
     /// Passed (or blocked) when true; the undoing when false.
@@ -239,21 +239,28 @@ public struct NotePayload: Equatable, Sendable {
 
     public init(target: PublicKey, passed: Bool) { self.target = target; self.kind = .pass; self.flag = passed }
     public init(target: PublicKey, blocked: Bool) { self.target = target; self.kind = .block; self.flag = blocked }
+    /// A post (field 1: its 32-byte ID) taken out of the account's own lists (field 4, §7.6).
+    public init?(hidingPost post: [UInt8], hidden: Bool = true) {
+        guard let id = PublicKey(bytes: post) else { return nil }
+        self.target = id; self.kind = .hidePost; self.flag = hidden
+    }
 
     public var passed: Bool { kind == .pass && flag }
     public var blocked: Bool { kind == .block && flag }
 
     public init(plaintext: [UInt8]) throws(RecordError) {
         let w = "note payload"
-        let f = try FieldList.decode(plaintext, known: [1, 2, 3], what: w)
+        let f = try FieldList.decode(plaintext, known: [1, 2, 3, 4], what: w)
         target = try f.require(f.key(1, "target", what: w), "target", what: w)
         let passed = try f.bytes(Kind.pass.rawValue, "passed", length: 1, what: w)
         let blocked = try f.bytes(Kind.block.rawValue, "blocked", length: 1, what: w)
-        guard (passed == nil) != (blocked == nil), let value = passed ?? blocked else {
-            throw RecordError(.malformed, "a note payload carries exactly one of field 2 (passed) and field 3 (blocked)")
+        let hidden = try f.bytes(Kind.hidePost.rawValue, "hidden post", length: 1, what: w)
+        let present = [passed, blocked, hidden].compactMap { $0 }
+        guard present.count == 1, let value = present.first else {
+            throw RecordError(.malformed, "a note payload carries exactly one of field 2 (passed), field 3 (blocked) and field 4 (hidden post)")
         }
         guard value[0] <= 1 else { throw RecordError(.malformed, "note payload flag must be 0 or 1") }
-        kind = passed != nil ? .pass : .block
+        kind = passed != nil ? .pass : blocked != nil ? .block : .hidePost
         flag = value[0] == 1
     }
 

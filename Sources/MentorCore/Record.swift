@@ -38,6 +38,12 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let contact = RecordType(rawValue: 8)
     /// Following an account, or stopping (public, PROTOCOL.md §6.5).
     public static let follow = RecordType(rawValue: 12)
+    /// A public post: photos, caption, tags; its edits and deletion (PROTOCOL.md §6.6).
+    public static let post = RecordType(rawValue: 9)
+    /// A comment on a post, its deletion or its hiding (§6.6).
+    public static let comment = RecordType(rawValue: 10)
+    /// A like of a post, or its withdrawal (§6.6).
+    public static let postLike = RecordType(rawValue: 11)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }

@@ -40,6 +40,11 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         /// A record signed by a device key and dated after the device's certificate expired.
         /// No offence (the relay may not hold the certificate) and final.
         public static let deviceExpired = Code(name: "device-expired")
+        /// An edit or deletion of a post, or a deletion or hiding of a comment, by an account
+        /// other than the one allowed (the post's author; the comment's author to delete it).
+        /// Decided against the post or comment the replica holds, so no offence — a relay that
+        /// did not hold it could not tell — and final: the record is remembered and never stored.
+        public static let notAuthor = Code(name: "not-author")
 
         /// Whether a peer that sends a record refused with this code has proved that it
         /// misbehaves (PROTOCOL.md §10, "Whose fault"). Every node checks the same things before
@@ -51,7 +56,7 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         /// and are nobody's fault on that link: the record is held or dropped quietly.
         public var isOffence: Bool {
             switch self {
-            case .sequenceGapTooLarge, .pendingFull, .equivocation, .timestampInFuture, .deviceRevoked, .deviceExpired: false
+            case .sequenceGapTooLarge, .pendingFull, .equivocation, .timestampInFuture, .deviceRevoked, .deviceExpired, .notAuthor: false
             default: true
             }
         }
@@ -59,7 +64,7 @@ public struct RecordError: Error, Equatable, Sendable, CustomStringConvertible {
         /// A refusal that is not an offence and that a later try may turn into a stored record
         /// (the receiver should ask again later): everything not an offence but equivocation,
         /// whose outcome depends only on the set of variants and so never changes.
-        public var isDeferral: Bool { !isOffence && self != .equivocation && self != .deviceRevoked && self != .deviceExpired }
+        public var isDeferral: Bool { !isOffence && self != .equivocation && self != .deviceRevoked && self != .deviceExpired && self != .notAuthor }
     }
 
     public let code: Code

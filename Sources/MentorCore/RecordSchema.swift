@@ -36,13 +36,16 @@ public enum PublicMerge: Sendable, Equatable {
     case note
     /// One public register per (author's account, target): the newest says whether it follows (§6.5).
     case follow
+    /// Posts, comments and likes of posts: public, merged per post (PROTOCOL.md §6.6).
+    case posts
 }
 
 public enum RecordSchemas {
     /// Every record type this build knows.
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
                                                       DeviceCertificate.self, DeviceRevocation.self, Note.self,
-                                                      Contact.self, Follow.self]
+                                                      Contact.self, Post.self, PostComment.self, PostLike.self,
+                                                      Follow.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]

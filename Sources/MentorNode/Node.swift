@@ -727,6 +727,7 @@ public final class Node: @unchecked Sendable {
             staleCards.formUnion(touched)
             collectPhotos()
         }
+        if records.contains(where: { $0.type == .post }) { afterPosts(records) }
         guard !pairs.isEmpty else { return }
         let uids = Dictionary(writers.map { ($0.value.account, $0.key) }, uniquingKeysWith: { first, _ in first })
         for change in pairs.sorted(by: { ($0.account, $0.after.other) < ($1.account, $1.after.other) }) {

@@ -56,6 +56,18 @@ extension Node {
         case .followers: return try run(API.followers, params) { try followList($0, caller, followers: true) }
         case .following: return try run(API.following, params) { try followList($0, caller, followers: false) }
         case .identify: return try run(API.identify, params) { try identify($0) }
+        case .postCreate: return try run(API.postCreate, params) { try postCreate($0, caller) }
+        case .postShow: return try run(API.postShow, params) { try postShow($0, caller) }
+        case .postEdit: return try run(API.postEdit, params) { try postEdit($0, caller) }
+        case .postDelete: return try run(API.postDelete, params) { try postDelete($0, caller) }
+        case .postLike: return try run(API.postLike, params) { try postLike($0, caller, liked: true) }
+        case .postUnlike: return try run(API.postUnlike, params) { try postLike($0, caller, liked: false) }
+        case .postHide: return try run(API.postHide, params) { try postHide($0, caller) }
+        case .commentCreate: return try run(API.commentCreate, params) { try commentCreate($0, caller) }
+        case .commentDelete: return try run(API.commentDelete, params) { try commentDelete($0, caller) }
+        case .commentHide: return try run(API.commentHide, params) { try commentHide($0, caller) }
+        case .posts: return try run(API.posts, params) { try postsList($0, caller) }
+        case .explore: return try run(API.explore, params) { try explore($0, caller) }
         }
     }
 
@@ -254,6 +266,7 @@ extension Node {
         }
         var card = apiCard(state)
         (card.followers, card.following) = try followCounts(key)
+        card.posts = Int64(try replica.postCount(of: key))
         // Anyone may read a card (a user without an account here too); the score and the
         // counts are for the caller's own account.
         guard let me = try replica.nodeAccount(uid: caller.uid)?.account else { return card }

@@ -102,6 +102,29 @@ import MentorAPI
                                 luster: ["metallic"], streak: "red-brown", hardness: "5.5–6.5", cleavage: "none", specificGravity: "5.26",
                                 crystalSystem: "trigonal", note: "Red-brown streak.")]))
                 try roundTrip(API.identify, IdentifyRequest(hardness: 6), IdentifyResult(matches: []))
+            case .postCreate, .postShow, .postEdit, .postLike, .postUnlike:
+                let photo = PhotoInfo(hash: "5f1e", size: 10, type: "image/png")
+                let comment = CommentInfo(id: "0123456789ab", post: "ba9876543210", author: Self.id, name: nil, created: 5, text: "Nice", hidden: true)
+                let info = PostInfo(id: "ba9876543210", author: Self.id, name: "Ana", created: 1, caption: "Quartz", tags: ["quartz"],
+                                    photos: [photo], likes: 2, comments: 1, liked: true, commentList: [comment])
+                switch method {
+                case .postCreate: try roundTrip(API.postCreate, PostCreateRequest(photos: ["5f1e"], caption: "Quartz", tags: ["quartz"]), info)
+                case .postShow: try roundTrip(API.postShow, PostRequest(id: "ba98"), info)
+                case .postEdit: try roundTrip(API.postEdit, PostEditRequest(id: "ba98", tags: []), info)
+                case .postLike: try roundTrip(API.postLike, PostRequest(id: "ba98"), info)
+                default: try roundTrip(API.postUnlike, PostRequest(id: "ba98"), info)
+                }
+            case .postDelete: try roundTrip(API.postDelete, PostRequest(id: "ba98"), DeletedResult(id: "ba9876543210"))
+            case .postHide: try roundTrip(API.postHide, PostRequest(id: "ba98"), DeletedResult(id: "ba9876543210"))
+            case .commentDelete: try roundTrip(API.commentDelete, PostRequest(id: "0123"), DeletedResult(id: "0123456789ab"))
+            case .commentCreate, .commentHide:
+                let comment = CommentInfo(id: "0123456789ab", post: "ba9876543210", author: Self.id, name: "Ben", created: 5, text: "Nice", hidden: false)
+                if method == .commentCreate { try roundTrip(API.commentCreate, CommentCreateRequest(post: "ba98", text: "Nice"), comment) }
+                else { try roundTrip(API.commentHide, PostRequest(id: "0123"), comment) }
+            case .posts:
+                try roundTrip(API.posts, PostsRequest(tag: "quartz", author: Self.id, following: true, limit: 5), PostsResult(posts: []))
+                try roundTrip(API.posts, PostsRequest(search: "banded quartz"), PostsResult(posts: []))
+            case .explore: try roundTrip(API.explore, ExploreRequest(limit: 3), PostsResult(posts: []))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -169,7 +192,7 @@ import MentorAPI
                          "availability": nil, "photo": nil, "photos": nil, "conflicts": [:], "forked": false, "updatedAt": 7,
                          "slots": nil, "gender": nil, "languages": nil, "area": nil, "age": nil, "sign": nil, "preferences": nil,
                          "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil, "contact": nil,
-                         "followers": nil, "following": nil])
+                         "followers": nil, "following": nil, "posts": nil])
         #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
         #expect(try API.accountWhoami.params(NoParams()) == [:])
     }
@@ -192,7 +215,7 @@ import MentorAPI
         let entry = try API.feed.json(FeedResult(cards: [FeedCard(card: Card(id: "mm1x", updatedAt: 1), sharedCourses: ["A"], nearby: false)]))
         let first = try #require(entry["cards"]?.arrayValue?.first?.objectValue)
         #expect(first["sharedCourses"] == ["A"] && first["nearby"] == false && first["id"] == "mm1x" && first["photo"] == .null)
-        #expect(first.count == 30)
+        #expect(first.count == 31)
         let doctor = try API.doctor.json(DoctorResult(checks: [DoctorCheck(name: "a", ok: true, detail: "d", fix: nil)], ok: true))
         #expect(doctor == ["checks": [["name": "a", "ok": true, "detail": "d"]], "ok": true])
         #expect(try API.blobPut.json(.more(upload: "t")) == ["upload": "t"])
@@ -252,8 +275,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 41)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 41)
+        #expect(APIMethod.allCases.count == 53)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 53)
     }
 }
 

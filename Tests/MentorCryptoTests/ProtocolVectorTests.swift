@@ -812,10 +812,10 @@ extension ProtocolVectors {
         return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
                               anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
             + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
-            + [followSpec(ana: ana, ben: ben)]
+            + postSpecs(ana: ana, ben: ben, photo: photo) + [followSpec(ana: ana, ben: ben)]
     }
 
-    /// V18: a public follow (type 12, PROTOCOL.md §6.5).
+    /// V23: a public follow (type 12, PROTOCOL.md §6.5).
     static func followSpec(ana: Party, ben: Party) -> Spec {
         Spec(name: "follow", title: "Ben follows Ana",
              summary: """
@@ -823,8 +823,56 @@ extension ProtocolVectors {
              (field 2). Public, with no clock: every node counts Ben among Ana's followers until a newer \
              follow record of Ben's about Ana (timestamp, then record ID) says 0.
              """,
-             author: ben, seq: 4, timestamp: start + 6000 * minute,
+             author: ben, seq: 4, timestamp: start + 6040 * minute,
              content: .devices(.follow, body: Follow(target: ana.key, following: true).body, lines: []))
+    }
+
+    /// V18–V22: a post, its edit, a comment, a like and the post's deletion (PROTOCOL.md §6.6).
+    static func postSpecs(ana: Party, ben: Party, photo: PhotoRef) throws -> [Spec] {
+        let create = Post(.create(photos: [photo], caption: "Pyrite cubes from the quarry, metallic luster",
+                                  tags: ["pyrite", "metallic", "cubic"]))
+        let post = Spec(name: "post", title: "Ana posts a photo with a caption and tags",
+                        summary: """
+                        Ana's seq 11 is a post (type 9, section 6.6): field 1 names one photo (the JPEG of \
+                        `profile-full`), field 2 the caption, field 3 three canonical tags. Its record ID is the \
+                        post's ID, which the next vectors name.
+                        """,
+                        author: ana, seq: 11, timestamp: start + 6000 * minute,
+                        content: .devices(.post, body: create.body, lines: []))
+        let postID = try vector(for: post, number: 18).bytes("record-id") ?? []
+        return [
+            post,
+            Spec(name: "post-edit", title: "Ana edits her post's caption",
+                 summary: """
+                 Ana's seq 12 is an edit of the post (field 4, its ID): a new caption (field 2), no tags, so \
+                 the tags register keeps the post's own. The caption register's winner is the greatest \
+                 (timestamp, record ID) among the post and its author's edits.
+                 """,
+                 author: ana, seq: 12, timestamp: start + 6010 * minute,
+                 content: .devices(.post, body: Post(.edit(post: postID, caption: "Pyrite cubes, striated faces", tags: nil)).body, lines: [])),
+            Spec(name: "comment", title: "Ben comments on Ana's post",
+                 summary: """
+                 Ben's seq 2 is a comment (type 10): field 1 the post's ID, field 2 his text. Only Ben may \
+                 delete it (field 3 its ID, field 4 `01`); only Ana may hide it (field 3, field 5 `01`).
+                 """,
+                 author: ben, seq: 2, timestamp: start + 6020 * minute,
+                 content: .devices(.comment, body: PostComment(post: postID, .create(text: "Fool's gold! Nice cubes.")).body, lines: [])),
+            Spec(name: "post-like", title: "Ben likes Ana's post",
+                 summary: """
+                 Ben's seq 3 is a like of the post (type 11): field 1 its ID, field 2 `01` (`00` takes it \
+                 back). One register per (account, post): the newest by (timestamp, record ID) counts.
+                 """,
+                 author: ben, seq: 3, timestamp: start + 6030 * minute,
+                 content: .devices(.postLike, body: PostLike(post: postID, liked: true).body, lines: [])),
+            Spec(name: "post-delete", title: "Ana deletes her post",
+                 summary: """
+                 Ana's seq 13 deletes the post (field 4 its ID, field 5 `01`): every replica removes the post, \
+                 the edit, Ben's comment and like, and remembers them, so a copy offered again is a \
+                 `duplicate`. The deletion itself stays, so it reaches every replica.
+                 """,
+                 author: ana, seq: 13, timestamp: start + 6040 * minute,
+                 content: .devices(.post, body: Post(.delete(post: postID)).body, lines: [])),
+        ]
     }
 
     /// Field 8 as a list (PROTOCOL.md §6): Cy's second card names three photos.

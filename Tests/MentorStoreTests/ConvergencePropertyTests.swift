@@ -85,6 +85,34 @@ import MentorCrypto
         add(try? w[ana].follow(keys[ben].publicKey.key, at: 4500))
         add(try? w[ben].follow(keys[ana].publicKey.key, at: 4510))
         add(try? w[ana].follow(keys[ben].publicKey.key, following: false, at: 4520))
+        // Posts (PROTOCOL.md §6.6): Eve posts; Ana's edit and hide are refused or dropped
+        // wherever the post is held; likes, a withdrawal, comments, a hide, a comment's
+        // deletion; a second post of Eve's deleted with a comment and a like on it.
+        let photo = PhotoRef(hash: [UInt8](repeating: 9, count: 32), size: 100, format: .jpeg)
+        if let post = try? w[eve].post(.create(photos: [photo], caption: "garnet", tags: ["garnet"]), at: 5100) {
+            add(post)
+            add(try? w[ana].post(.edit(post: post.id, caption: "mine", tags: nil), at: 5200))
+            add(try? w[eve].post(.edit(post: post.id, caption: "almandine garnet", tags: nil), at: 5150))
+            add(try? w[dee].likePost(post.id, at: 5210))
+            add(try? w[dee].likePost(post.id, liked: false, at: 5220))
+            add(try? w[ben].likePost(post.id, at: 5230))
+            let comment = try? w[ben].comment(on: post.id, .create(text: "nice"), at: 5240)
+            add(comment)
+            if let comment {
+                add(try? w[eve].comment(on: post.id, .hide(comment: comment.id), at: 5250))
+                add(try? w[ana].comment(on: post.id, .delete(comment: comment.id), at: 5260))
+            }
+            let typo = try? w[dee].comment(on: post.id, .create(text: "tpyo"), at: 5270)
+            add(typo)
+            if let typo { add(try? w[dee].comment(on: post.id, .delete(comment: typo.id), at: 5280)) }
+        }
+        if let second = try? w[eve].post(.create(photos: [photo], caption: "to delete", tags: []), at: 5300) {
+            add(second)
+            add(try? w[ana].comment(on: second.id, .create(text: "gone soon"), at: 5310))
+            add(try? w[cy].likePost(second.id, at: 5320))
+            add(try? w[eve].post(.edit(post: second.id, caption: "edited", tags: ["x"]), at: 5330))
+            add(try? w[eve].post(.delete(post: second.id), at: 5340))
+        }
         for i in keys.indices { add(try? w[i].profile(ProfileCard(name: "final \(i)"), at: 5000)) }
         return (out, keys)
     }()

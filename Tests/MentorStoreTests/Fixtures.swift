@@ -27,14 +27,22 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 18 (follow entries) and the reserved 17.
+/// SQL that takes a replica back from migration 18 (follow entries).
 let undoMigration18 = """
     DROP TABLE follow_entries;
     """
 
+/// SQL that takes a replica back from migration 17 (posts, comments, likes of posts).
+let undoMigration17 = """
+    DROP TRIGGER post_search_in; DROP TRIGGER post_search_out; DROP TRIGGER post_search_change;
+    DROP TABLE post_search; DROP TABLE posts; DROP TABLE post_tags; DROP TABLE posts_gone; DROP TABLE post_refs;
+    DROP TABLE post_ops; DROP TABLE comments; DROP TABLE comments_gone; DROP TABLE post_likes; DROP TABLE hidden_posts;
+
+    """
+
 /// SQL that takes a replica back from migration 16 (every photo of a card) and the reserved
 /// 14–15: the index of migration 7 and the triggers of migration 11 come back.
-let undoMigration16 = undoMigration18 + """
+let undoMigration16 = undoMigration18 + undoMigration17 + """
     DROP TRIGGER card_photos_entry_in; DROP TRIGGER card_photos_entry_out; DROP TRIGGER card_photos_entry_change;
     DROP TRIGGER photos_missing_photo_in; DROP TRIGGER photos_missing_photo_out; DROP TRIGGER photos_missing_blob_out;
     DROP TRIGGER card_photos_named_upload;

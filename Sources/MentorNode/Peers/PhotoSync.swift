@@ -65,6 +65,9 @@ struct PhotoSync: Sendable {
     /// version (§4): most records are not cards, and this runs for every record applied, so
     /// only cards are decoded.
     static func setsAPhoto(_ bytes: [UInt8]) -> Bool {
+        // A new post names photos too (PROTOCOL.md §6.6).
+        if bytes.count > 4, bytes[4] == RecordType.post.rawValue, let r = try? Record.decode(bytes), r.type == .post,
+           let post = try? Post(body: r.body), case .create = post.action { return true }
         guard bytes.count > 4, bytes[4] == RecordType.profile.rawValue,
               let r = try? Record.decode(bytes), r.type == .profile,
               let card = try? ProfileCard(body: r.body) else { return false }

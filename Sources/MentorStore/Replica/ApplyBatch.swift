@@ -40,10 +40,10 @@ struct ApplyBatch {
     /// many new accounts, seven reads per first card. Emptied with `cardRegisters`.
     private var newAuthors: Set<Int64> = []
     /// The reconciliation tree's leaves whose IDs this batch changed (`ReconIndex`).
-    private var recon = ReconDirty()
+    var recon = ReconDirty()
 
     /// What this batch added to and removed from the counted tables (`Replica.counts()`).
-    private(set) var countChanges = CountChanges()
+    var countChanges = CountChanges()
     /// Authors (by id) known to have card entries now: their next new entry adds no card.
     private var withCard: Set<Int64> = []
 
@@ -109,6 +109,7 @@ struct ApplyBatch {
                 return try applyVariant(v, author: &author, key: r.author)
             }
             let kept = try store(v, author: &author, key: r.author)
+            if let refused = refusal { refusal = nil; return .refused(refused) }
             if r.seq == 1 { try releasePending(of: r.author) }
             return kept ? .applied : .duplicate
         }
@@ -284,6 +285,7 @@ struct ApplyBatch {
             }
         }
         _ = try store(v, author: &author, key: key)
+        refusal = nil   // a variant's refusal (§6.6) is kept as evidence, like the fork
         return .forked
     }
 
@@ -313,11 +315,15 @@ struct ApplyBatch {
     var stored: [VerifiedRecord] {
         compactedInBatch.isEmpty ? storedInOrder : storedInOrder.filter { !compactedInBatch.contains($0.id) }
     }
-    private var storedInOrder: [VerifiedRecord] = []
+    var storedInOrder: [VerifiedRecord] = []
     /// IDs of the records this batch dropped as superseded (some it stored itself).
-    private var compactedInBatch: Set<[UInt8]> = []
+    var compactedInBatch: Set<[UInt8]> = []
     /// How many records this batch dropped as superseded, or did not store for it (for tests).
-    private(set) var supersededCount = 0
+    var supersededCount = 0
+    /// Why `store` did not store a record it refused (a post's edit by another account, §6.6).
+    var refusal: RecordError?
+    /// Whether this batch purged a post (its search index is then rewritten in `finish`).
+    var purgedPosts = false
 
     /// Stores and merges a record; false when it was superseded on arrival and not stored.
     /// Afterwards the records it superseded are dropped (`compact`) and the author's
@@ -348,6 +354,17 @@ struct ApplyBatch {
             supersededCount += 1
             try advanceContiguous(&author, key: key, past: r.seq)
             return false
+        }
+        // Posts, comments and their likes: who may do what, and what a deletion purges (§6.6).
+        if schema?.publicMerge == .posts {
+            let verdict = try admitPostRecord(v, accountRow: accountID)
+            if case .store = verdict {} else {
+                if case .refuse(let e) = verdict { refusal = e }
+                try noteSuperseded(authorID: authorID, seq: r.seq, id: v.id)
+                supersededCount += 1
+                try advanceContiguous(&author, key: key, past: r.seq)
+                return false
+            }
         }
         storedInOrder.append(v)
         countChanges.records += 1
@@ -413,7 +430,7 @@ struct ApplyBatch {
     /// Remembers a superseded record's (author, seq, ID prefix), at most `maxVariantsPerSeq` per
     /// (author, seq): one is enough to see a fork, and a key holder signing endless variants
     /// of a seq must not grow the table.
-    private func noteSuperseded(authorID: Int64, seq: UInt64, id: [UInt8]) throws(StoreError) {
+    func noteSuperseded(authorID: Int64, seq: UInt64, id: [UInt8]) throws(StoreError) {
         let key: [SQLValue] = [.integer(authorID), .integer(Int64(seq))]
         let held = try statement("SELECT count(*) FROM superseded WHERE author = ? AND seq = ?").queryOne(key)?.int(0) ?? 0
         guard held < settings.maxVariantsPerSeq else { return }
@@ -423,7 +440,7 @@ struct ApplyBatch {
     /// Moves the author's contiguous seq on after `seq` was applied (stored or superseded):
     /// while the next seq is stored or superseded. Not past the highest stored seq, which no
     /// superseded seq exceeds, so an in-order sync looks nothing up.
-    private mutating func advanceContiguous(_ author: inout AuthorState, key: PublicKey, past seq: UInt64) throws(StoreError) {
+    mutating func advanceContiguous(_ author: inout AuthorState, key: PublicKey, past seq: UInt64) throws(StoreError) {
         guard seq == author.contiguous + 1 else { return }
         var c = seq
         let bound = recordSeqBound[author.id, default: .max]
@@ -684,6 +701,8 @@ struct ApplyBatch {
                           view.unmatchedBy.map { .blob($0.bytes) } ?? .null, .integer(Int64(view.messages.count))])
         }
         dirtyPairs.removeAll()
+        // A purged post's words leave the search index's pages, not only its lists (§6.6).
+        if purgedPosts { try db.execute("INSERT INTO post_search(post_search) VALUES ('optimize')"); purgedPosts = false }
         pending.merge(recon)
         recon = ReconDirty()
     }
@@ -697,6 +716,7 @@ struct ApplyBatch {
         let r = v.record
         guard let opener = openers[r.account], let note = opener.openNote(v), note.target != r.account else { return }
         let key: [SQLValue] = [.blob(r.account.bytes), .blob(note.target.bytes)]
+        if note.kind == .hidePost { return try openPostHide(v, note) }
         let (selectNewest, replaceNewest, insertState, deleteState): (StaticString, StaticString, StaticString, StaticString) = note.kind == .pass
             ? ("SELECT timestamp, record_id FROM pass_notes WHERE account = ? AND target = ?",
                "INSERT OR REPLACE INTO pass_notes(account, target, record_id, timestamp, passed) VALUES (?, ?, ?, ?, ?)",
@@ -976,7 +996,7 @@ struct ApplyBatch {
     }
 
     /// The connection's cached statement for `sql`, found by the literal's address.
-    private func statement(_ sql: StaticString) throws(StoreError) -> Statement {
+    func statement(_ sql: StaticString) throws(StoreError) -> Statement {
         try statements.statement(sql, in: db)
     }
 

@@ -418,7 +418,81 @@ enum ReplicaSchema {
                 SELECT substr(p.ref, 33, 4), p.ref, p.author FROM card_photos p
                 WHERE NOT EXISTS (SELECT 1 FROM blobs WHERE hash = substr(p.ref, 1, 32));
             """)
-        m.register(17, "reserved", "")
+        m.register(17, "posts, comments, likes of posts, their search index", """
+            CREATE TABLE posts (
+                id          BLOB PRIMARY KEY,             -- the creating record's ID
+                account     BLOB NOT NULL,                -- its author's account
+                created     INTEGER NOT NULL,             -- the creating record's timestamp
+                photos      INTEGER NOT NULL,             -- how many (their refs: card_photos rows, record_id = id)
+                caption     TEXT NOT NULL,
+                caption_at  INTEGER NOT NULL,             -- the caption register's winner: (timestamp, record ID)
+                caption_id  BLOB NOT NULL,
+                tags        TEXT NOT NULL,                -- canonical tags, one space between
+                tags_at     INTEGER NOT NULL,
+                tags_id     BLOB NOT NULL
+            );
+            CREATE INDEX posts_by_created ON posts(created, id);
+            CREATE INDEX posts_by_account ON posts(account, created);
+            CREATE VIRTUAL TABLE post_search USING fts5(caption, tags, content='posts', content_rowid='rowid');
+            CREATE TRIGGER post_search_in AFTER INSERT ON posts BEGIN
+                INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
+            CREATE TRIGGER post_search_out AFTER DELETE ON posts BEGIN
+                INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags); END;
+            CREATE TRIGGER post_search_change AFTER UPDATE OF caption, tags ON posts BEGIN
+                INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags);
+                INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
+            CREATE TABLE post_tags (
+                tag         TEXT NOT NULL,
+                post        BLOB NOT NULL,
+                PRIMARY KEY (tag, post)
+            ) WITHOUT ROWID;
+            CREATE TABLE posts_gone (
+                id          BLOB PRIMARY KEY,             -- a deleted post: nothing naming it is stored again
+                account     BLOB NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE post_refs (
+                post        BLOB NOT NULL,                -- every stored record naming a post
+                id          BLOB NOT NULL,
+                PRIMARY KEY (post, id)
+            ) WITHOUT ROWID;
+            CREATE TABLE post_ops (
+                id          BLOB PRIMARY KEY,             -- an edit (1), deletion (2), hiding (3), comment deletion (4)
+                post        BLOB NOT NULL,
+                account     BLOB NOT NULL,
+                kind        INTEGER NOT NULL,
+                target      BLOB                          -- the comment of kinds 3 and 4
+            ) WITHOUT ROWID;
+            CREATE INDEX post_ops_by_post ON post_ops(post, kind);
+            CREATE INDEX post_ops_by_target ON post_ops(target) WHERE target IS NOT NULL;
+            CREATE TABLE comments (
+                id          BLOB PRIMARY KEY,
+                post        BLOB NOT NULL,
+                account     BLOB NOT NULL,
+                created     INTEGER NOT NULL,
+                text        TEXT NOT NULL
+            ) WITHOUT ROWID;
+            CREATE INDEX comments_by_post ON comments(post, created);
+            CREATE TABLE comments_gone (
+                id          BLOB PRIMARY KEY,
+                account     BLOB NOT NULL
+            ) WITHOUT ROWID;
+            CREATE TABLE post_likes (
+                post        BLOB NOT NULL,
+                account     BLOB NOT NULL,
+                record_id   BLOB NOT NULL,                -- the register's winner: newest (timestamp, record ID)
+                timestamp   INTEGER NOT NULL,
+                liked       INTEGER NOT NULL,
+                PRIMARY KEY (post, account)
+            ) WITHOUT ROWID;
+            CREATE TABLE hidden_posts (
+                account     BLOB NOT NULL,                -- a local account's notes hiding a post (§7.6, field 4)
+                post        BLOB NOT NULL,
+                record_id   BLOB NOT NULL,                -- the newest note: (timestamp, record ID)
+                timestamp   INTEGER NOT NULL,
+                hidden      INTEGER NOT NULL,
+                PRIMARY KEY (account, post)
+            ) WITHOUT ROWID;
+            """)
         // Follows (record type 12, PROTOCOL.md §6.5): every follow record's entry; the newest of
         // an account about a target (timestamp, then record ID) says whether it follows.
         m.register(18, "follow entries", """

@@ -143,6 +143,9 @@ public final class Database {
             }
         }
         try Statement(connection: connection, sql: "PRAGMA synchronous = \(options.synchronous.rawValue)").run()
+        // Deleted content is overwritten, not left in free pages: a purged post's or message's
+        // words must leave the file (PROTOCOL.md §6.6, §8.8).
+        try Statement(connection: connection, sql: "PRAGMA secure_delete = ON").run()
         try Statement(connection: connection, sql: "PRAGMA foreign_keys = \(options.foreignKeys ? "ON" : "OFF")").run()
         if options.tempStoreInMemory {
             try Statement(connection: connection, sql: "PRAGMA temp_store = MEMORY").run()

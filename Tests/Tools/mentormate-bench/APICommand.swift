@@ -13,7 +13,7 @@ import Glibc
 struct APICommand {
     static let name = "api"
     static let help = """
-        USAGE: mentormate-bench api [--cards N] [--requests R] [--idle-seconds S]
+        USAGE: mentormate-bench api [--cards N] [--posts P] [--requests R] [--idle-seconds S]
 
         Builds a replica holding N profile cards (default 10000, tutors with random courses),
         starts the mentormated next to this binary on it (--no-mdns, loopback), signs up a
@@ -25,11 +25,17 @@ struct APICommand {
         seconds (default 5): its CPU use (from /proc/PID/stat) and resident memory (VmRSS).
         A fresh daemon with an empty replica is measured for memory too.
 
-        Targets (printed PASS/MISS): each feed's p99 < 5 ms with one client; idle CPU < 1%;
-        idle RSS < 30 MB.
+        With --posts P (e.g. 100000) the replica also holds P posts (PROTOCOL.md §6.6) written by
+        the first 1,000 tutors, captions and tags drawn from a list of minerals and words, and
+        `posts --search` (FTS5, bm25) is measured for a common word, two words, a prefix and a
+        rare word.
+
+        Targets (printed PASS/MISS): each feed's p99 < 5 ms with one client; each `posts --search`
+        p99 < 10 ms with one client; idle CPU < 1%; idle RSS < 30 MB.
         """
 
     var cards = 10_000
+    var posts = 0
     var requests = 2000
     var idleSeconds = 5
 
@@ -42,13 +48,14 @@ struct APICommand {
             switch token {
             case .option("--help", _), .option("-h", _): return .help
             case .option("--cards", let v): command.cards = try reader.integer(for: "--cards", inline: v)
+            case .option("--posts", let v): command.posts = try reader.integer(for: "--posts", inline: v)
             case .option("--requests", let v): command.requests = try reader.integer(for: "--requests", inline: v)
             case .option("--idle-seconds", let v): command.idleSeconds = try reader.integer(for: "--idle-seconds", inline: v)
             case .option(let n, _): throw UsageError("unknown option '\(n)' for api")
             case .argument(let a): throw UsageError("unexpected argument '\(a)' for api")
             }
         }
-        guard command.cards >= 1, command.requests >= 10, command.idleSeconds >= 1 else {
+        guard command.cards >= 1, command.posts >= 0, command.requests >= 10, command.idleSeconds >= 1 else {
             throw UsageError("--cards must be ≥ 1, --requests ≥ 10, --idle-seconds ≥ 1")
         }
         return .run(command)
@@ -70,7 +77,7 @@ struct APICommand {
             let freshRSS = fresh.rssKB()
             fresh.stop()
 
-            print("mentormate-bench api: \(cards) cards, \(requests) requests per client")
+            print("mentormate-bench api: \(cards) cards, \(posts) posts, \(requests) requests per client")
             let started = ContinuousClock.now
             try fillReplica(at: dir + "/state/replica.db")
             print("replica filled in \(ContinuousClock.now - started) (not measured)")
@@ -95,14 +102,21 @@ struct APICommand {
                 ("feed", "feed", [:]),
                 ("feed, 4 filters", "feed", ["available": "Mon-15", "maxWage": 30, "minAge": 19, "minScore": 30]),
                 ("feed, rare filter", "feed", ["gender": "agender", "available": "Sat"]),
-            ]
+            ] + (posts > 0 ? [
+                ("posts --search common", "posts", ["search": "quartz"]),
+                ("posts --search 2 words", "posts", ["search": "banded agate"]),
+                ("posts --search prefix", "posts", ["search": "pyr"]),
+                ("posts --search rare", "posts", ["search": "rhodochrosite"]),
+            ] : [])
             print("\n                      clients   requests/s      p50       p99       max")
             var feedP99One: [String: Double] = [:]
+            var searchP99One: [String: Double] = [:]
             for c in cases {
                 for clients in [1, 8] {
                     let r = try measure(method: c.method, params: c.params, clients: clients, socket: dir + "/api.sock")
                     print(String(format: "%-22@ %7d %12.0f %8.2f ms %7.2f ms %7.2f ms", c.label as NSString, clients, r.rate, r.p50, r.p99, r.max))
                     if c.method == "feed" && clients == 1 { feedP99One[c.label] = r.p99 }
+                    if c.method == "posts" && clients == 1 { searchP99One[c.label] = r.p99 }
                 }
             }
             let rssLoaded = daemon.rssKB()
@@ -117,6 +131,9 @@ struct APICommand {
             print("")
             for (label, p99) in feedP99One.sorted(by: { $0.key < $1.key }) {
                 print(String(format: "%-18@ p99, 1 client  %.2f ms   target < 5 ms   %@", label as NSString, p99, p99 < 5 ? "PASS" : "MISS"))
+            }
+            for (label, p99) in searchP99One.sorted(by: { $0.key < $1.key }) {
+                print(String(format: "%-24@ p99, 1 client  %.2f ms   target < 10 ms   %@", label as NSString, p99, p99 < 10 ? "PASS" : "MISS"))
             }
             print(String(format: "idle CPU over %d s        %.2f %%   target < 1%%     %@", idleSeconds, idleCPU, idleCPU < 1 ? "PASS" : "MISS"))
             print(String(format: "idle RSS, empty replica  %.1f MB   target < 30 MB  %@", Double(freshRSS) / 1024, Double(freshRSS) / 1024 < 30 ? "PASS" : "MISS"))
@@ -136,6 +153,7 @@ struct APICommand {
         let catalogue = ["CS 101", "CS 490", "MATH 221", "PHYS 150", "BIO 110", "ART 100", "ECON 201", "HIST 120"]
         var rng = SeededRandom(seed: 7)
         var batch: [[UInt8]] = []
+        var posters: [RecordWriter] = []
         for i in 0..<cards {
             var w = RecordWriter(keys: try SigningKeyPair(seed: rng.bytes(32)), accountWork: Workload.accountWork)
             let courses = Array(catalogue.shuffled(using: &rng).prefix(Int.random(in: 1...3, using: &rng)))
@@ -149,6 +167,25 @@ struct APICommand {
             card.age = .some(UInt8.random(in: 18...35, using: &rng))
             if i % 1000 == 0 { card.gender = "agender" }
             batch.append(try w.profile(card, at: 1_764_000_000_000 + UInt64(i)).encoded)
+            if posters.count < 1000 { posters.append(w) }
+            if batch.count == 2000 { _ = try replica.apply(batch: batch); batch.removeAll() }
+        }
+        if !batch.isEmpty { _ = try replica.apply(batch: batch) }
+        batch.removeAll()
+        // Posts: captions of four to twelve words, two to five tags; one post in 10,000 names
+        // the rare mineral.
+        let minerals = ["quartz", "pyrite", "agate", "calcite", "feldspar", "mica", "garnet", "hematite", "magnetite", "galena",
+                        "fluorite", "gypsum", "halite", "obsidian", "basalt", "granite", "marble", "jasper", "malachite", "azurite"]
+        let words = ["banded", "found", "near", "the", "river", "cubic", "crystal", "shiny", "streak", "hardness", "luster", "metallic",
+                     "glassy", "cleavage", "field", "trip", "quarry", "sample", "specimen", "layered", "red", "green", "black", "white"]
+        for i in 0..<posts where !posters.isEmpty {
+            let n = Int.random(in: 4...12, using: &rng)
+            var caption = (0..<n).map { _ in Bool.random(using: &rng) ? minerals.randomElement(using: &rng)! : words.randomElement(using: &rng)! }
+            if i % 10_000 == 0 { caption.append("rhodochrosite") }
+            let tags = Array(Set((0..<Int.random(in: 2...5, using: &rng)).map { _ in minerals.randomElement(using: &rng)! }))
+            let photo = PhotoRef(hash: BLAKE2b.hash(rng.bytes(8), outputLength: 32), size: 50_000, format: .jpeg)
+            batch.append(try posters[i % posters.count].post(.create(photos: [photo], caption: caption.joined(separator: " "), tags: tags),
+                                                             at: 1_764_100_000_000 + UInt64(i)).encoded)
             if batch.count == 2000 { _ = try replica.apply(batch: batch); batch.removeAll() }
         }
         if !batch.isEmpty { _ = try replica.apply(batch: batch) }
