@@ -106,6 +106,8 @@ public final class Node: @unchecked Sendable {
     var passphraseChecksInFlight: Set<UInt32> = []
     /// `device link`s waiting for their approval, by user.
     var pendingLinks: [UInt32: PendingLink] = [:]
+    /// The UTC day (days since the epoch) each user's age was last checked (`refreshAge`).
+    var ageCheckedDay: [UInt32: UInt64] = [:]
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
     /// The per-account settings there are (`Settings.swift`).

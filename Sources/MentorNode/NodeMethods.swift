@@ -625,10 +625,7 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     case .age: return (card.age ?? nil).map { .int(Int64($0)) } ?? .null
     case .sign: return (card.sign ?? nil).map { .string($0.description) } ?? .null
     case .preferences:
-        var c = Card(id: "", updatedAt: 0)
-        var p = ProfileCard(); p.preferences = card.preferences
-        apiCardFields(p, into: &c)
-        return (try? JSONValueEncoder().encode(c.preferences ?? CardPreferences())) ?? .null
+        return (try? JSONValueEncoder().encode(card.preferences.flatMap(apiPreferences) ?? CardPreferences())) ?? .null
     case .paused: return card.paused.map(JSON.bool) ?? .null
     }
 }

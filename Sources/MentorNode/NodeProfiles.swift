@@ -152,7 +152,11 @@ extension Node {
     /// A birthday passed since the card's age was written: a new edit says the new age. Run at
     /// unlock and when the account asks for its feed or its card.
     func refreshAge(_ uid: UInt32) {
-        guard let account = writers[uid]?.account, let date = try? birthdate(of: account) else { return }
+        // Once per UTC day per account: a feed or card request does not read the settings each time.
+        let day = config.now() / 86_400_000
+        guard ageCheckedDay[uid] != day, let account = writers[uid]?.account else { return }
+        ageCheckedDay[uid] = day
+        guard let date = try? birthdate(of: account) else { return }
         let age = Self.publishedAge(date, at: config.now())
         guard let indexed = feedIndex.candidates[account], indexed.age != age else { return }
         var card = ProfileCard()
@@ -256,9 +260,13 @@ func apiCardFields(_ c: ProfileCard, into card: inout Card) {
     card.area = c.area.flatMap { $0.isEmpty ? nil : $0 }
     card.age = (c.age ?? nil).map { Int64($0) }
     card.sign = (c.sign ?? nil).map(\.description)
-    if let p = c.preferences, !p.isEmpty {
-        card.preferences = CardPreferences(genders: p.genders.isEmpty ? nil : p.genders, overlapHours: p.minOverlapHours.map { Int64(clamping: $0) },
-                                           maxWage: p.maxWage.map { Int64(clamping: $0) }, minBudget: p.minBudget.map { Int64(clamping: $0) })
-    }
+    card.preferences = c.preferences.flatMap(apiPreferences)
     card.paused = c.paused == true ? true : nil
+}
+
+/// A preferences register as the API shows it; nil when nothing is stated.
+func apiPreferences(_ p: Preferences) -> CardPreferences? {
+    guard !p.isEmpty else { return nil }
+    return CardPreferences(genders: p.genders.isEmpty ? nil : p.genders, overlapHours: p.minOverlapHours.map { Int64(clamping: $0) },
+                           maxWage: p.maxWage.map { Int64(clamping: $0) }, minBudget: p.minBudget.map { Int64(clamping: $0) })
 }
