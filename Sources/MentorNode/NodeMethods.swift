@@ -68,6 +68,9 @@ extension Node {
         case .commentHide: return try run(API.commentHide, params) { try commentHide($0, caller) }
         case .posts: return try run(API.posts, params) { try postsList($0, caller) }
         case .explore: return try run(API.explore, params) { try explore($0, caller) }
+        case .quizQuestions: return try run(API.quizQuestions, params) { _ in try quizQuestions(caller) }
+        case .quizSubmit: return try run(API.quizSubmit, params) { try quizSubmit($0, caller) }
+        case .leaderboard: return try run(API.leaderboard, params) { try leaderboard($0, caller) }
         }
     }
 
