@@ -55,7 +55,7 @@ extension Node {
         case .unfollow: return try run(API.unfollow, params) { try follow($0, caller, following: false) }
         case .followers: return try run(API.followers, params) { try followList($0, caller, followers: true) }
         case .following: return try run(API.following, params) { try followList($0, caller, followers: false) }
-        case .identify: return try run(API.identify, params) { try identify($0) }
+        case .identify: return try run(API.identify, params) { try identify($0, caller) }
         case .postCreate: return try run(API.postCreate, params) { try postCreate($0, caller) }
         case .postShow: return try run(API.postShow, params) { try postShow($0, caller) }
         case .postEdit: return try run(API.postEdit, params) { try postEdit($0, caller) }
