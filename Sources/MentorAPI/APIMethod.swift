@@ -56,6 +56,13 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case quizQuestions = "quiz.questions"
     case quizSubmit = "quiz.submit"
     case leaderboard
+    case meetupCreate = "meetup.create"
+    case meetupEdit = "meetup.edit"
+    case meetupCancel = "meetup.cancel"
+    case meetupShow = "meetup.show"
+    case meetupJoin = "meetup.join"
+    case meetupLeave = "meetup.leave"
+    case meetups
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -168,6 +175,13 @@ public enum API {
     public static let quizQuestions = APICall<NoParams, QuizQuestions>(.quizQuestions)
     public static let quizSubmit = APICall<QuizSubmitRequest, QuizOutcome>(.quizSubmit)
     public static let leaderboard = APICall<LeaderboardRequest, Leaderboard>(.leaderboard)
+    public static let meetupCreate = APICall<MeetupCreateRequest, MeetupInfo>(.meetupCreate)
+    public static let meetupEdit = APICall<MeetupEditRequest, MeetupInfo>(.meetupEdit)
+    public static let meetupCancel = APICall<MeetupRequest, MeetupInfo>(.meetupCancel)
+    public static let meetupShow = APICall<MeetupRequest, MeetupInfo>(.meetupShow)
+    public static let meetupJoin = APICall<MeetupRequest, MeetupInfo>(.meetupJoin)
+    public static let meetupLeave = APICall<MeetupRequest, MeetupInfo>(.meetupLeave)
+    public static let meetups = APICall<MeetupsRequest, MeetupsResult>(.meetups)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)
     public static let subscribe = APICall<SubscribeRequest, SubscribeResult>(.subscribe)

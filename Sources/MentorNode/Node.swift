@@ -596,6 +596,8 @@ public final class Node: @unchecked Sendable {
         refreshAge(uid)
         // Matches that formed while it was locked, or lack the newest contact, get it (§7.7).
         sendContactLogged(uid, me: account)
+        // Joins of its meetups that arrived while it was locked get their places (§6.7).
+        updateRosters()
     }
 
     func rebuildCardIndex() throws {
@@ -730,6 +732,7 @@ public final class Node: @unchecked Sendable {
             collectPhotos()
         }
         if records.contains(where: { $0.type == .post }) { afterPosts(records) }
+        if records.contains(where: { $0.type == .meetupJoin }) { updateRosters() }
         guard !pairs.isEmpty else { return }
         let uids = Dictionary(writers.map { ($0.value.account, $0.key) }, uniquingKeysWith: { first, _ in first })
         for change in pairs.sorted(by: { ($0.account, $0.after.other) < ($1.account, $1.after.other) }) {

@@ -71,6 +71,13 @@ extension Node {
         case .quizQuestions: return try run(API.quizQuestions, params) { _ in try quizQuestions(caller) }
         case .quizSubmit: return try run(API.quizSubmit, params) { try quizSubmit($0, caller) }
         case .leaderboard: return try run(API.leaderboard, params) { try leaderboard($0, caller) }
+        case .meetupCreate: return try run(API.meetupCreate, params) { try meetupCreate($0, caller) }
+        case .meetupEdit: return try run(API.meetupEdit, params) { try meetupEdit($0, caller) }
+        case .meetupCancel: return try run(API.meetupCancel, params) { try meetupCancel($0, caller) }
+        case .meetupShow: return try run(API.meetupShow, params) { try meetupShow($0, caller) }
+        case .meetupJoin: return try run(API.meetupJoin, params) { try meetupJoin($0, caller, joining: true) }
+        case .meetupLeave: return try run(API.meetupLeave, params) { try meetupJoin($0, caller, joining: false) }
+        case .meetups: return try run(API.meetups, params) { try meetupsList($0, caller) }
         }
     }
 

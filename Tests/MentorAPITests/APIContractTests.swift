@@ -137,6 +137,30 @@ import MentorAPI
                     try roundTrip(API.quizQuestions, NoParams(), QuizQuestions(day: "2026-12-04", questions: [q], played: outcome))
                     try roundTrip(API.quizQuestions, NoParams(), QuizQuestions(day: "2026-12-04", questions: [q], played: nil))
                 }
+            case .meetupCreate, .meetupEdit, .meetupCancel, .meetupShow, .meetupJoin, .meetupLeave, .meetups:
+                let info = MeetupInfo(id: "0123456789ab", host: Self.id, hostName: "Ana", title: "Catan", kind: "game", topic: "Catan",
+                                      start: 5, ends: 6, place: "Hall", seats: 4, taken: 1, left: 3, minAge: 18, maxAge: 120, about: "",
+                                      status: "open", you: "seat 1",
+                                      attendees: [MeetupAttendeeInfo(id: Self.id, name: nil, place: "seat 1", joined: 5)])
+                let bare = MeetupInfo(id: "0123456789ab", host: Self.id, hostName: nil, title: "Go", kind: "course", topic: "CS 490",
+                                      start: 5, ends: 6, place: "Hall", seats: 4, taken: 0, left: 4, minAge: nil, maxAge: nil, about: "x",
+                                      status: "full", you: nil, attendees: nil)
+                switch method {
+                case .meetupCreate:
+                    try roundTrip(API.meetupCreate, MeetupCreateRequest(title: "Catan", game: "Catan", start: 5, duration: 90, place: "Hall",
+                                                                        seats: 4, minAge: 18, maxAge: 120, about: "snacks"), info)
+                    try roundTrip(API.meetupCreate, MeetupCreateRequest(title: "Go", course: "CS 490", start: 5, place: "Hall", seats: 4), bare)
+                case .meetupEdit:
+                    try roundTrip(API.meetupEdit, MeetupEditRequest(id: "0123", title: "t", seats: 3, noAgeLimit: true), info)
+                case .meetupCancel: try roundTrip(API.meetupCancel, MeetupRequest(id: "0123"), bare)
+                case .meetupShow: try roundTrip(API.meetupShow, MeetupRequest(id: "0123"), info)
+                case .meetupJoin: try roundTrip(API.meetupJoin, MeetupRequest(id: "0123"), info)
+                case .meetupLeave: try roundTrip(API.meetupLeave, MeetupRequest(id: "0123"), info)
+                default:
+                    try roundTrip(API.meetups, MeetupsRequest(search: "go", course: "CS 490", from: 1, to: 2, nearby: true, all: true,
+                                                              mine: true, limit: 5), MeetupsResult(meetups: [bare]))
+                    try roundTrip(API.meetups, MeetupsRequest(), MeetupsResult(meetups: []))
+                }
             case .leaderboard:
                 let row = Leaderboard.Entry(rank: 1, id: Self.id, name: "Ana", score: 9, days: 1, at: 5)
                 try roundTrip(API.leaderboard, LeaderboardRequest(day: "2026-12-04", limit: 5),
@@ -293,8 +317,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 56)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 56)
+        #expect(APIMethod.allCases.count == 63)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 63)
     }
 }
 

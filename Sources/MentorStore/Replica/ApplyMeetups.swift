@@ -30,8 +30,8 @@ extension ApplyBatch {
         case .meetupJoin:
             guard let j = try? MeetupJoin(body: r.body) else { return }
             meetup = j.meetup
-            try statement("INSERT OR IGNORE INTO meetup_joins(meetup, account, record_id, timestamp, joining) VALUES (?, ?, ?, ?, ?)")
-                .run([.blob(j.meetup), account, .blob(v.id), .integer(at), .integer(j.joining ? 1 : 0)])
+            try statement("INSERT OR IGNORE INTO meetup_joins(meetup, account, record_id, timestamp, joining, arrived) VALUES (?, ?, ?, ?, ?, ?)")
+                .run([.blob(j.meetup), account, .blob(v.id), .integer(at), .integer(j.joining ? 1 : 0), .integer(Int64(clamping: now))])
         case .meetupRoster:
             guard let roster = try? MeetupRoster(body: r.body) else { return }
             meetup = roster.meetup

@@ -138,15 +138,38 @@ extension Replica {
         }
     }
 
-    /// The meetups `host` hosts that have a join record since `since` (ms): what its node looks
-    /// at to extend their rosters.
-    public func hostedMeetupsWithJoins(host: PublicKey, since: UInt64) throws(StoreError) -> [[UInt8]] {
-        try read { db throws(StoreError) in
+    /// The meetups `host` hosts, not cancelled and not ended at `now`, that have a standing join
+    /// its newest roster lacks: what its node puts on their rosters.
+    public func meetupsAwaitingRoster(host: PublicKey, now: UInt64) throws(StoreError) -> [[UInt8]] {
+        let candidates = try read { db throws(StoreError) in
             try db.cachedStatement("""
                 SELECT DISTINCT m.id FROM meetups m JOIN meetup_joins j ON j.meetup = m.id
-                WHERE m.host = ? AND m.cancelled = 0 AND j.timestamp >= ?
-                """).query([.blob(host.bytes), .integer(Int64(clamping: since))]).compactMap { $0.blob(0) }
+                WHERE m.host = ? AND m.cancelled = 0 AND m.ends > ? AND j.joining = 1
+                """).query([.blob(host.bytes), .integer(Int64(clamping: now))]).compactMap { $0.blob(0) }
         }
+        var out: [[UInt8]] = []
+        for id in candidates where !(try unrosteredJoins(id, host: host)).isEmpty { out.append(id) }
+        return out
+    }
+
+    /// The standing joins of `meetup` that the host's newest roster lacks, in the order this node
+    /// applied them (then by record ID): the order its node seats them in.
+    public func unrosteredJoins(_ meetup: [UInt8], host: PublicKey) throws(StoreError) -> [(account: PublicKey, join: [UInt8])] {
+        let roster = Set(try meetupRoster(meetup, host: host))
+        return try read { db throws(StoreError) in
+            try db.cachedStatement("""
+                SELECT c.account, c.record_id FROM (\(MeetupQueries.currentJoins)) c JOIN meetup_joins j ON j.record_id = c.record_id
+                WHERE c.joining = 1 ORDER BY j.arrived, c.record_id
+                """).query([.blob(meetup)]).compactMap { row -> (account: PublicKey, join: [UInt8])? in
+                    guard let a = row.blob(0).flatMap(PublicKey.init(bytes:)), let id = row.blob(1), !roster.contains(id) else { return nil }
+                    return (a, id)
+                }
+        }
+    }
+
+    /// The host's newest roster's joins that still stand, in roster order.
+    public func standingRoster(_ meetup: MeetupSummary) throws(StoreError) -> [[UInt8]] {
+        try read { db throws(StoreError) in try MeetupQueries.standingRoster(db, meetup: meetup.id, host: meetup.host.bytes).map(\.join) }
     }
 
     /// Meetups by `filter`: soonest first.

@@ -560,6 +560,7 @@ enum ReplicaSchema {
                 record_id   BLOB NOT NULL,
                 timestamp   INTEGER NOT NULL,
                 joining     INTEGER NOT NULL,
+                arrived     INTEGER NOT NULL,             -- this node's clock when it applied the join: the host's node seats in this order
                 PRIMARY KEY (meetup, account, record_id)
             ) WITHOUT ROWID;
             CREATE INDEX meetup_joins_by_record ON meetup_joins(record_id);

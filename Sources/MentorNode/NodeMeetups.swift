@@ -1,0 +1,226 @@
+import MentorAPI
+import MentorCore
+import MentorStore
+
+// MARK: Meetups (record types 14-16, PROTOCOL.md §6.7; docs/API.md "Meetups")
+
+extension Node {
+    static let meetupIDDigits = 12
+    static func shortMeetupID(_ id: [UInt8]) -> String { String(Hex.encode(id).prefix(meetupIDDigits)) }
+
+    func meetupCreate(_ request: MeetupCreateRequest, _ caller: Requester) throws -> MeetupInfo {
+        let me = try me(caller)
+        let now = config.now()
+        var fields = Meetup.Fields(title: request.title.trimmingSpacesAndNewlines, topic: try topic(game: request.game, course: request.course),
+                                   start: UInt64(clamping: request.start), duration: Int(request.duration ?? 120),
+                                   place: request.place.trimmingSpacesAndNewlines, seats: Int(clamping: request.seats),
+                                   about: request.about ?? "")
+        fields.ages = try ages(min: request.minAge, max: request.maxAge, edit: false)
+        guard request.start >= 0, UInt64(request.start) + UInt64(max(request.duration ?? 120, 0)) * 60_000 > now else {
+            throw RPCError(.invalidValue, "that meetup would be over already; give a start in the future")
+        }
+        let record = try write(caller.uid) { w, at throws(RecordError) in try w.meetup(.create(fields), at: at) }
+        logger.info("meetup created", ["uid": "\(caller.uid)", "meetup": Self.shortMeetupID(record.id)])
+        return try meetupInfo(record.id, viewer: me, attendees: true)
+    }
+
+    func meetupEdit(_ request: MeetupEditRequest, _ caller: Requester) throws -> MeetupInfo {
+        let me = try me(caller)
+        let m = try hostedMeetup(request.id, me, "edit")
+        var fields = Meetup.Fields(title: request.title?.trimmingSpacesAndNewlines, start: request.start.map { UInt64(clamping: $0) },
+                                   duration: request.duration.map { Int(clamping: $0) }, place: request.place?.trimmingSpacesAndNewlines,
+                                   seats: request.seats.map { Int(clamping: $0) }, about: request.about)
+        if request.game != nil || request.course != nil { fields.topic = try topic(game: request.game, course: request.course) }
+        if request.noAgeLimit == true {
+            guard request.minAge == nil, request.maxAge == nil else { throw RPCError(.invalidParams, "give an age range or no_age_limit, not both") }
+            fields.ages = (0, 0)
+        } else if request.minAge != nil || request.maxAge != nil {
+            fields.ages = try ages(min: request.minAge ?? Int64(m.ages?.min ?? 13), max: request.maxAge ?? Int64(m.ages?.max ?? 120), edit: true)
+        }
+        if let s = fields.seats, s < m.taken {
+            // Fewer seats than taken: the last seated move to the waitlist, in roster order.
+            logger.info("meetup seats reduced below those taken", ["meetup": Self.shortMeetupID(m.id), "seats": "\(s)", "taken": "\(m.taken)"])
+        }
+        try write(caller.uid) { w, at throws(RecordError) in try w.meetup(.edit(meetup: m.id, fields), at: at) }
+        return try meetupInfo(m.id, viewer: me, attendees: true)
+    }
+
+    func meetupCancel(_ request: MeetupRequest, _ caller: Requester) throws -> MeetupInfo {
+        let me = try me(caller)
+        let m = try hostedMeetup(request.id, me, "cancel")
+        try write(caller.uid) { w, at throws(RecordError) in try w.meetup(.cancel(meetup: m.id), at: at) }
+        return try meetupInfo(m.id, viewer: me, attendees: true)
+    }
+
+    func meetupShow(_ request: MeetupRequest, _ caller: Requester) throws -> MeetupInfo {
+        let me = try me(caller)
+        return try meetupInfo(try meetupID(request.id), viewer: me, attendees: true)
+    }
+
+    /// Joins (or leaves) a meetup: one public record. A join of a full meetup goes to the
+    /// waitlist once the host's node has seen it; until then it is pending.
+    func meetupJoin(_ request: MeetupRequest, _ caller: Requester, joining: Bool) throws -> MeetupInfo {
+        let me = try me(caller)
+        let id = try meetupID(request.id)
+        guard let m = try replica.meetup(id) else { throw RPCError(.notFound, "no meetup \(request.id) on this node") }
+        let standing = try replica.meetupAttendees(m).contains { $0.account == me }
+        if joining {
+            guard m.host != me else { throw RPCError(.notAllowed, "you host this meetup; your place is yours") }
+            guard !m.cancelled else { throw RPCError(.notAllowed, "this meetup was cancelled by its host") }
+            guard m.ends > config.now() else { throw RPCError(.notAllowed, "this meetup is over") }
+            guard !standing else { throw RPCError(.notAllowed, "you joined this meetup already; `mentormate meetup show \(Self.shortMeetupID(id))` shows your place") }
+            if let limits = m.ages {
+                guard let age = cardAge(me) else {
+                    throw RPCError(.notAllowed, "this meetup is for ages \(limits.min)-\(limits.max), and your card shows no age: set your birth date with `mentormate profile set --birthdate YYYY-MM-DD`")
+                }
+                guard (limits.min...limits.max).contains(age) else {
+                    throw RPCError(.notAllowed, "this meetup is for ages \(limits.min)-\(limits.max); your card says \(age)")
+                }
+            }
+        } else {
+            guard standing else { throw RPCError(.notAllowed, "you have not joined this meetup") }
+        }
+        try write(caller.uid) { w, at throws(RecordError) in try w.meetupJoin(id, joining: joining, at: at) }
+        return try meetupInfo(id, viewer: me, attendees: true)
+    }
+
+    func meetupsList(_ request: MeetupsRequest, _ caller: Requester) throws -> MeetupsResult {
+        let me = try me(caller)
+        let limit = Int(request.limit ?? 20)
+        guard (1...200).contains(limit) else { throw RPCError(.invalidValue, "limit must be 1 to 200") }
+        var filter = MeetupFilter(now: config.now())
+        filter.limit = limit
+        filter.all = request.all == true
+        if request.mine == true { filter.involving = me }
+        if let s = request.search?.trimmingSpacesAndNewlines {
+            guard !s.isEmpty else { throw RPCError(.invalidValue, "search is empty") }
+            filter.search = s
+        }
+        if request.game != nil || request.course != nil { filter.topic = try topic(game: request.game, course: request.course) }
+        if request.from != nil || request.to != nil {
+            let from = UInt64(clamping: request.from ?? 0), to = UInt64(clamping: request.to ?? Int64.max)
+            guard from < to else { throw RPCError(.invalidValue, "from must be before to") }
+            filter.startRange = from..<to
+        }
+        if request.nearby == true { filter.hosts = nearbyAccounts }
+        filter.excludedHosts = try replica.blockedAccounts(of: me)
+        return MeetupsResult(meetups: try replica.meetups(filter).map { try meetupInfo($0, viewer: me, attendees: false) })
+    }
+
+    // MARK: The host's node: rosters
+
+    /// For each local account hosting meetups with standing joins not on their roster yet,
+    /// writes the roster again: the joins still standing in their roster order, then the new
+    /// ones in the order this node applied them (never by anyone's clock), leaving out joins
+    /// its age limit refuses. Called after records are applied and at unlock.
+    func updateRosters() {
+        let now = config.now()
+        for (uid, writer) in writers {
+            let host = writer.account
+            guard let ids = try? replica.meetupsAwaitingRoster(host: host, now: now), !ids.isEmpty else { continue }
+            for id in ids {
+                do {
+                    guard let m = try replica.meetup(id) else { continue }
+                    let kept = try replica.standingRoster(m)
+                    let new = try replica.unrosteredJoins(id, host: host).filter { admissible($0.account, m) }.map(\.join)
+                    guard !new.isEmpty else { continue }
+                    let roster = Array((kept + new).prefix(MeetupRoster.maxEntries))
+                    try write(uid) { w, at throws(RecordError) in try w.meetupRoster(id, joins: roster, at: at) }
+                    logger.info("meetup roster", ["meetup": Self.shortMeetupID(id), "joins": "\(roster.count)", "seats": "\(m.seats)"])
+                } catch {
+                    logger.log(.warning, "a meetup's roster could not be written", ["meetup": Self.shortMeetupID(id), "error": "\(error)"])
+                }
+            }
+        }
+    }
+
+    /// Whether `account`'s card meets the meetup's age limit (no limit: everyone).
+    func admissible(_ account: PublicKey, _ m: MeetupSummary) -> Bool {
+        guard let limits = m.ages else { return true }
+        guard let age = cardAge(account) else { return false }
+        return (limits.min...limits.max).contains(age)
+    }
+
+    func cardAge(_ account: PublicKey) -> Int? {
+        guard let age = (try? replica.card(of: account))??.card.age, let a = age else { return nil }
+        return Int(a)
+    }
+
+    // MARK: Helpers
+
+    private func topic(game: String?, course: String?) throws -> Meetup.Topic {
+        switch (game?.trimmingSpacesAndNewlines, course?.trimmingSpacesAndNewlines) {
+        case (let g?, nil):
+            guard !g.isEmpty, g.utf8.count <= Meetup.maxTopicBytes else { throw RPCError(.invalidValue, "a game's name is 1 to 64 bytes") }
+            return Meetup.Topic(kind: .game, name: g)
+        case (nil, let c?):
+            guard !c.isEmpty, c.utf8.count <= Meetup.maxTopicBytes else { throw RPCError(.invalidValue, "a course is 1 to 64 bytes") }
+            return Meetup.Topic(kind: .course, name: c)
+        case (_?, _?): throw RPCError(.invalidParams, "a meetup is about a game or a course, not both")
+        case (nil, nil): throw RPCError(.invalidParams, "say what the meetup is about: game or course")
+        }
+    }
+
+    private func ages(min: Int64?, max: Int64?, edit: Bool) throws -> (min: Int, max: Int)? {
+        guard min != nil || max != nil else { return nil }
+        let lo = Int(clamping: min ?? 13), hi = Int(clamping: max ?? 120)
+        guard lo >= 13, lo <= hi, hi <= 120 else {
+            throw RPCError(.invalidValue, "ages \(lo)-\(hi): give 13 ≤ min ≤ max ≤ 120 (adults only: 18-120)")
+        }
+        return (lo, hi)
+    }
+
+    private func hostedMeetup(_ text: String, _ me: PublicKey, _ what: String) throws -> MeetupSummary {
+        let id = try meetupID(text)
+        guard let m = try replica.meetup(id) else { throw RPCError(.notFound, "no meetup \(text) on this node") }
+        guard m.host == me else { throw RPCError(.notAllowed, "only the meetup's host may \(what) it") }
+        guard !m.cancelled else { throw RPCError(.notAllowed, "this meetup was cancelled already") }
+        return m
+    }
+
+    func meetupID(_ text: String) throws -> [UInt8] {
+        let hex = text.lowercased()
+        guard (4...64).contains(hex.count), hex.allSatisfy(\.isHexDigit) else {
+            throw RPCError(.invalidValue, "\"\(text.prefix(70))\" is not a meetup ID: give 4 to 64 hex digits, as `mentormate meetups` prints them")
+        }
+        let found = try replica.meetupIDs(prefix: hex)
+        switch found.count {
+        case 1: return found[0]
+        case 0: throw RPCError(.notFound, "no meetup \(hex) on this node (it may not have arrived yet)")
+        default: throw RPCError(.ambiguous, "\(hex) names more than one meetup; give more digits")
+        }
+    }
+
+    private func meetupInfo(_ id: [UInt8], viewer: PublicKey, attendees: Bool) throws -> MeetupInfo {
+        guard let m = try replica.meetup(id) else { throw RPCError(.notFound, "no meetup \(Self.shortMeetupID(id)) on this node") }
+        return try meetupInfo(m, viewer: viewer, attendees: attendees)
+    }
+
+    private func meetupInfo(_ m: MeetupSummary, viewer: PublicKey, attendees: Bool) throws -> MeetupInfo {
+        let now = config.now()
+        let people = try replica.meetupAttendees(m)
+        func place(_ p: MeetupAttendee.Place) -> String {
+            switch p { case .seat(let n): "seat \(n)"; case .waitlist(let n): "waitlist \(n)"; case .pending: "pending" }
+        }
+        let status = m.cancelled ? "cancelled" : m.ends <= now ? "ended" : m.start <= now ? "under way" : m.taken >= m.seats ? "full" : "open"
+        let you = m.host == viewer ? "host" : people.first { $0.account == viewer }.map { place($0.place) }
+        let blocked = (try? replica.blockedAccounts(of: viewer)) ?? []
+        return MeetupInfo(
+            id: Self.shortMeetupID(m.id), host: m.host.id, hostName: names[m.host], title: m.title,
+            kind: m.topic.kind == .game ? "game" : "course", topic: m.topic.name, start: Int64(clamping: m.start), ends: Int64(clamping: m.ends),
+            place: m.place, seats: Int64(m.seats), taken: Int64(m.taken), left: Int64(max(m.seats - m.taken, 0)),
+            minAge: m.ages.map { Int64($0.min) }, maxAge: m.ages.map { Int64($0.max) }, about: m.about, status: status, you: you,
+            attendees: attendees ? people.filter { !blocked.contains($0.account) }.map {
+                MeetupAttendeeInfo(id: $0.account.id, name: names[$0.account], place: place($0.place), joined: Int64(clamping: $0.joined))
+            } : nil)
+    }
+}
+
+extension String {
+    var trimmingSpacesAndNewlines: String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\n" || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\n" || l == "\t" { s.removeLast() }
+        return String(s)
+    }
+}
