@@ -47,7 +47,7 @@ final class CLIFakeHost: ClientHost {
     var secrets: [String?] = []
     var prompts: [String] = []
     var interruptArmed = false
-    let timeZone = TimeZone(identifier: "UTC")!
+    var timeZone = TimeZone(identifier: "UTC")!
 
     init(_ transport: CLIFakeDaemon = CLIFakeDaemon()) { self.transport = transport }
 

@@ -825,6 +825,40 @@ extension ProtocolVectors {
                               anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
             + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
             + postSpecs(ana: ana, ben: ben, photo: photo) + [followSpec(ana: ana, ben: ben), quizSpec(ben: ben)]
+            + meetupSpecs(ana: ana, ben: ben)
+    }
+
+    /// V25-V27: a meetup, a join, and the host's roster (types 14-16, PROTOCOL.md §6.7).
+    static func meetupSpecs(ana: Party, ben: Party) throws -> [Spec] {
+        let fields = Meetup.Fields(title: "Dijkstra study session", topic: Meetup.Topic(kind: .course, name: "CS 490"),
+                                   start: start + 8 * 1440 * minute + 17 * 60 * minute, duration: 90, place: "Library room 2", seats: 4,
+                                   about: "Bring your problem set")
+        let meetup = Spec(name: "meetup", title: "Ana hosts a study session for CS 490",
+                          summary: """
+                          Ana's seq 14 creates a meetup (type 14, section 6.7): title (field 1), topic (field 2: kind 2, a \
+                          course, then its name), start (field 3, ms UTC), duration in minutes (field 4), place (field 5), \
+                          seats (field 6) and about (field 8). Its record ID is the meetup's ID, which the next two vectors name.
+                          """,
+                          author: ana, seq: 14, timestamp: start + 7000 * minute,
+                          content: .devices(.meetup, body: Meetup(.create(fields)).body, lines: []))
+        let meetupID = try vector(for: meetup, number: 25).bytes("record-id") ?? []
+        let join = Spec(name: "meetup-join", title: "Ben joins it",
+                        summary: """
+                        Ben's seq 6 joins the meetup (type 15): its ID (field 1) and the flag 1 (field 2). Until Ana's node \
+                        puts this record on the meetup's roster, every node shows Ben's place as pending.
+                        """,
+                        author: ben, seq: 6, timestamp: start + 7010 * minute,
+                        content: .devices(.meetupJoin, body: MeetupJoin(meetup: meetupID, joining: true).body, lines: []))
+        let joinID = try vector(for: join, number: 26).bytes("record-id") ?? []
+        let roster = Spec(name: "meetup-roster", title: "Ana's node seats Ben",
+                          summary: """
+                          Ana's seq 15 is the meetup's roster (type 16): the meetup (field 1) and the join records her node \
+                          admitted, in the order it saw them (field 2: record IDs, 32 bytes each) — Ben's join. With 4 seats, \
+                          Ben holds seat 1 on every node that reads this roster.
+                          """,
+                          author: ana, seq: 15, timestamp: start + 7011 * minute,
+                          content: .devices(.meetupRoster, body: MeetupRoster(meetup: meetupID, joins: [joinID]).body, lines: []))
+        return [meetup, join, roster]
     }
 
     /// V24: a quiz result (type 13, PROTOCOL.md §15.4): the answers, and the score every node

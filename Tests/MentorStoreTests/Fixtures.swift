@@ -27,8 +27,18 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 18 (follow entries).
-let undoMigration18 = """
+/// SQL that takes a replica back from migration 21 (meetups) and the reserved 20.
+let undoMigration21 = """
+    DROP TABLE meetups; DROP TABLE meetup_edits; DROP TABLE meetup_joins; DROP TABLE meetup_rosters;
+    """
+
+/// SQL that takes a replica back from migration 19 (quiz results), and the later ones.
+let undoMigration19 = undoMigration21 + """
+    DROP TABLE quiz_results;
+    """
+
+/// SQL that takes a replica back from migration 18 (follow entries), and the later ones.
+let undoMigration18 = undoMigration19 + """
     DROP TABLE follow_entries;
     """
 
