@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat post comment posts explore identify settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch people block unblock blocked follow unfollow followers following chat post comment posts explore identify games game settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -31,7 +31,7 @@ _mentormate() {
             COMPREPLY=($(compgen -W "$colours" -- "$cur")); return ;;
         --hardness)
             COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9 10" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact|--caption|--tag|--author|--search)
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact|--caption|--tag|--author|--search|--players|--time)
             return ;;
     esac
 
@@ -44,7 +44,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment ) && -z "$sub" ]]; then
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment || "$cmd" == game ) && -z "$sub" ]]; then
             sub="$w"; [[ "$cmd $sub" == "profile photo" ]] || break
         elif [[ "$cmd $sub" == "profile photo" && -z "$sub2" ]]; then sub2="$w"; break
         else break
@@ -112,6 +112,10 @@ _mentormate() {
         chat) opts="--follow" ;;
         login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|follow|unfollow|followers|following|peers|status|doctor) opts="" ;;
         identify) opts="--color --luster --cleavage --hardness --streak" ;;
+        games) opts="--search --players --time" ;;
+        game)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show" -- "$cur")); return; fi ;;
+        people) opts="--role --search --course --limit" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }

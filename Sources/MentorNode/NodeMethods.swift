@@ -68,6 +68,9 @@ extension Node {
         case .commentHide: return try run(API.commentHide, params) { try commentHide($0, caller) }
         case .posts: return try run(API.posts, params) { try postsList($0, caller) }
         case .explore: return try run(API.explore, params) { try explore($0, caller) }
+        case .games: return try run(API.games, params) { try games($0) }
+        case .gameShow: return try run(API.gameShow, params) { try gameShow($0) }
+        case .people: return try run(API.people, params) { try people($0, caller) }
         }
     }
 

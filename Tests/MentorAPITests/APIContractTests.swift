@@ -125,6 +125,20 @@ import MentorAPI
                 try roundTrip(API.posts, PostsRequest(tag: "quartz", author: Self.id, following: true, limit: 5), PostsResult(posts: []))
                 try roundTrip(API.posts, PostsRequest(search: "banded quartz"), PostsResult(posts: []))
             case .explore: try roundTrip(API.explore, ExploreRequest(limit: 3), PostsResult(posts: []))
+            case .games, .gameShow:
+                let catan = GameInfo(name: "Catan", year: 1995, playersMin: 3, playersMax: 4, timeMin: 60, timeMax: 120, minAge: 10,
+                                     description: "Settlers trade and build.")
+                if method == .games {
+                    try roundTrip(API.games, GamesRequest(search: "trade", players: 4, time: 120), GamesResult(games: [catan]))
+                    try roundTrip(API.games, GamesRequest(), GamesResult(games: []))
+                } else {
+                    try roundTrip(API.gameShow, GameShowRequest(name: "cat"), catan)
+                }
+            case .people:
+                try roundTrip(API.people, PeopleRequest(role: "tutor", search: "ana", course: "CS 490", limit: 5), PeopleResult(people: [
+                    PeopleResult.Person(id: Self.id, name: "Ben", role: "tutor", courses: ["CS 490"], updatedAt: 5),
+                    PeopleResult.Person(id: Self.id, name: nil, role: nil, courses: [], updatedAt: 6)], more: true))
+                try roundTrip(API.people, PeopleRequest(), PeopleResult(people: [], more: false))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -275,8 +289,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 53)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 53)
+        #expect(APIMethod.allCases.count == 56)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 56)
     }
 }
 
