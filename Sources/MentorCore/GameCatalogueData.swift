@@ -60,7 +60,7 @@ Gloomhaven	2017	1-4	60-120	14	A cooperative campaign of tactical dungeon scenari
 Great Western Trail	2016	2-4	75-150	12	Ranchers drive cattle from Texas to Kansas City to ship them by rail, improving the herd on the way.
 Hanabi	2010	2-5	25-25	8	Cooperative fireworks: you hold your cards facing out and play them in order from the others' limited clues.
 Hanamikoji	2013	2-2	15-15	10	Two players seek the favour of seven geishas by offering them gifts through four actions each round.
-Hansa Teutonica	2009	2-5	60-90	12	Hanseatic merchants claim trading posts along routes between cities and improve their own abilities.
+Hansa Teutonica	2009	2-5	45-90	12	Hanseatic merchants claim trading posts along routes between cities and improve their own abilities.
 Heat: Pedal to the Metal	2022	1-6	30-60	10	Race cars around circuits with cards, managing speed, gears and the heat of braking into corners.
 Hive	2001	2-2	20-20	9	An abstract game of insect tiles with no board: surround the opposing queen bee.
 Imhotep	2016	2-4	40-40	10	Load stones onto boats bound for the monuments of Egypt; where each boat lands decides who scores.
@@ -82,6 +82,7 @@ Monopoly	1935	2-8	60-180	8	Buy property, build houses and hotels and collect ren
 Mr. Jack	2006	2-2	30-30	9	One player is Jack the Ripper hiding among the characters in Whitechapel; the other, the detective hunting him.
 Mysterium	2015	2-7	42-42	10	A silent ghost sends psychics dream-like illustrated cards as clues to the who, where and how of a murder.
 No Thanks!	2004	3-7	20-20	8	Take a numbered card with its chips, or pay a chip to refuse it; a run of cards counts only its lowest.
+One Night Ultimate Werewolf	2014	3-10	10-10	8	Hidden roles in a single night: some roles act once in the dark, then everyone has one vote to find a werewolf.
 Orléans	2014	2-4	90-90	12	Draw followers from your bag to take actions in medieval France; the bag grows as you recruit.
 Pandemic	2008	2-4	45-45	8	Cooperative: a team of specialists travels the world treating outbreaks and researching cures for four diseases.
 Pandemic Legacy: Season 1	2015	2-4	60-60	13	Pandemic as a year-long campaign in which the board and the rules change permanently from game to game.

@@ -67,4 +67,15 @@ import MentorArguments
         #expect(!ClientFormat.people(["people": [], "count": 0, "more": false]).contains("More"))
         #expect(ClientFormat.people(["people": [], "count": 0, "more": false]).hasPrefix("Nobody matches"))
     }
+
+    @Test func gameShowErrorsHintAtTheCatalogueNotAtIDs() {
+        let ambiguous = ClientError.daemon(RPCError(.ambiguous, "\"ticket\" starts 2 games: Ticket to Ride, Ticket to Ride: Europe; give more of the name",
+                                                    data: ["names": ["Ticket to Ride", "Ticket to Ride: Europe"]]), method: "game.show")
+        #expect(ambiguous.hint?.contains("mentormate game show \"ticket to ride\"") == true)
+        let unknown = ClientError.daemon(RPCError(.notFound, "no game \"x\" in the catalogue"), method: "game.show")
+        #expect(unknown.hint == "`mentormate games` lists the catalogue; `mentormate games --search WORD` searches it")
+        // Other methods keep their hints.
+        #expect(ClientError.daemon(RPCError(.notFound, "no account"), method: "like").hint?.contains("mentormate feed") == true)
+        #expect(ClientError.daemon(RPCError(.ambiguous, "x"), method: "like").hint == "give more characters of the ID")
+    }
 }
