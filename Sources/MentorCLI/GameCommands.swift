@@ -13,11 +13,11 @@ extension MentormateCLI {
                 program: program, path: ["games"],
                 abstract: "List the board games of the catalogue, or those that fit your group and your time.",
                 discussion: """
-                    The catalogue ships with MentorMate: about a hundred well-known board games, each
-                    with its year, players, playing time and minimum age as \(gamesSource)
-                    give them. Filters combine: --players 4 --time 45 lists the games four can play
-                    whose longest playing time is 45 minutes or less. `mentormate game show NAME`
-                    shows one.
+                    The catalogue ships with MentorMate: over a hundred well-known board games, each
+                    with the year it was first published, its players, playing time and minimum age
+                    (source: \(gamesSource)). Filters combine: --players 4 --time 45 lists
+                    the games four can play whose longest playing time is 45 minutes or less.
+                    `mentormate game show NAME` shows one.
                     """)
         }
         public var search: String?
