@@ -97,20 +97,81 @@ public struct GameCatalogue: Sendable, Equatable {
     /// space: "Tigris & Euphrates" and "tigris and euphrates" fold the same, "Sushi Go!" and
     /// "sushi go" too.
     public static func fold(_ text: String) -> String {
-        let plain = text.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
-            .replacingOccurrences(of: "&", with: " and ")
-        var out = ""
+        String(decoding: foldedBytes(text), as: UTF8.self)
+    }
+
+    /// `fold` as UTF-8 bytes. ASCII (nearly every name) is folded byte by byte; any other
+    /// scalar by Foundation, alone. Kept plain (no generics, no closures): `people --search`
+    /// folds every name a node holds.
+    public static func foldedBytes(_ text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
         var space = false
-        for ch in plain.unicodeScalars {
-            if CharacterSet.alphanumerics.contains(ch) {
-                if space, !out.isEmpty { out.append(" ") }
-                out.unicodeScalars.append(ch)
-                space = false
+        var utf8 = text.utf8.makeIterator()
+        var pending: [UInt8] = []   // the bytes of one non-ASCII scalar
+        while true {
+            let bytes: [UInt8]
+            if let b = utf8.next() {
+                if b < 0x80 {
+                    // Fast path: one ASCII byte.
+                    if (0x30...0x39).contains(b) || (0x61...0x7A).contains(b) || (0x41...0x5A).contains(b) {
+                        if space, !out.isEmpty { out.append(0x20) }
+                        out.append((0x41...0x5A).contains(b) ? b + 0x20 : b)
+                        space = false
+                    } else if b == 0x26 {   // "&"
+                        if !out.isEmpty { out.append(0x20) }
+                        out.append(contentsOf: [0x61, 0x6E, 0x64])
+                        space = true
+                    } else {
+                        space = true
+                    }
+                    continue
+                }
+                pending.append(b)
+                // The whole scalar: as many bytes as its lead byte says (a String is valid UTF-8).
+                let length = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2
+                while pending.count < length, let c = utf8.next() { pending.append(c) }
+                bytes = pending
+                pending = []
             } else {
-                space = true
+                break
+            }
+            let scalar = String(decoding: bytes, as: UTF8.self)
+            let folded = scalar.folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+            for s in folded.unicodeScalars {
+                if s.isASCII, let b = Optional(UInt8(s.value)),
+                   (0x30...0x39).contains(b) || (0x61...0x7A).contains(b) || (0x41...0x5A).contains(b) {
+                    if space, !out.isEmpty { out.append(0x20) }
+                    out.append((0x41...0x5A).contains(b) ? b + 0x20 : b)
+                    space = false
+                } else if !s.isASCII, CharacterSet.alphanumerics.contains(s) {
+                    if space, !out.isEmpty { out.append(0x20) }
+                    out.append(contentsOf: Array(String(s).utf8))
+                    space = false
+                } else {
+                    space = true
+                }
             }
         }
         return out
+    }
+
+    /// Whether `needle` occurs in `haystack` (bytes; an empty needle always does).
+    public static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard !needle.isEmpty else { return true }
+        guard haystack.count >= needle.count else { return false }
+        let first = needle[0]
+        var i = 0
+        let last = haystack.count - needle.count
+        while i <= last {
+            if haystack[i] == first {
+                var j = 1
+                while j < needle.count, haystack[i + j] == needle[j] { j += 1 }
+                if j == needle.count { return true }
+            }
+            i += 1
+        }
+        return false
     }
 
     /// Levenshtein distance over characters.

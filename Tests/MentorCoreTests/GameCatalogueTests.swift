@@ -124,6 +124,8 @@ import Testing
         #expect(GameCatalogue.fold("Tigris & Euphrates") == "tigris and euphrates")
         #expect(GameCatalogue.fold("  Tzolk'in:  The Mayan Calendar ") == "tzolk in the mayan calendar")
         #expect(GameCatalogue.fold("Orléans") == "orleans")
+        #expect(GameCatalogue.fold("CAFÉ&co. — Ñandú 2") == "cafe and co nandu 2")
+        #expect(GameCatalogue.fold("") == "" && GameCatalogue.fold("!?") == "")
         #expect(GameCatalogue.distance("catan", "catan") == 0)
         #expect(GameCatalogue.distance("catann", "catan") == 1)
         #expect(GameCatalogue.distance("", "abc") == 3)
