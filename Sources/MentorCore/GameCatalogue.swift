@@ -18,6 +18,11 @@ public struct GameCatalogue: Sendable, Equatable {
         public var minAge: Int
         public var description: String
 
+        /// The name folded (`GameCatalogue.fold`): unique in the catalogue and the same however
+        /// the name is typed. The seam for meetups (a later record type): a meetup is to name its
+        /// game by this key, and `game(key:)` finds it back.
+        public var key: String { GameCatalogue.fold(name) }
+
         /// Whether `n` people can play it.
         public func seats(_ n: Int) -> Bool { players.contains(n) }
         /// Whether a game fits in `minutes`: the longest playing time the box gives does.
@@ -55,6 +60,9 @@ public struct GameCatalogue: Sendable, Equatable {
     }
 
     // MARK: Finding one by name
+
+    /// The game whose `key` is `key` (exactly: keys are already folded).
+    public func game(key: String) -> Game? { games.first { $0.key == key } }
 
     public enum Lookup: Sendable, Equatable {
         case found(Game)

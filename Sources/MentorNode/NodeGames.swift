@@ -18,9 +18,10 @@ extension Node {
     /// Several games starting so is -32005, none -32004; both name the candidates (in the
     /// message, and as `data.names`).
     ///
-    /// The seam for meetups (a later record type): the open meetups for the game are to be
-    /// added to this answer by a function taking the game's name and the replica's meetups;
-    /// nothing here reads meetups yet, and `GameInfo` has no field for them until then.
+    /// The seam for meetups (a later record type): a meetup names its game by the game's `key`
+    /// (its folded name); the open meetups for the game are to be added to this answer by a
+    /// function taking that key and the replica's meetups. Nothing here reads meetups yet, and
+    /// `GameInfo` has no field for them until then.
     func gameShow(_ request: GameShowRequest) throws -> GameInfo {
         let catalogue = try gameCatalogue()
         let text = request.name.trimmingCharacters(in: .whitespaces)

@@ -117,6 +117,9 @@ import Testing
         guard case .notFound(let near3) = c.lookup("resistance") else { Issue.record("resistance found"); return }
         #expect(near3 == ["The Resistance", "The Resistance: Avalon"], "a name it is inside of")
         #expect(c.lookup("qqqqqqqqqq") == .notFound(near: []))
+        // Every game found back by its key (what a meetup will store).
+        for g in c.games { #expect(c.game(key: g.key) == g && c.lookup(g.key) == .found(g), "\(g.name)") }
+        #expect(c.game(key: "Catan") == nil, "keys are folded")
         #expect(c.lookup("!!!") == .notFound(near: []))
     }
 
