@@ -92,6 +92,8 @@ public struct GameCatalogue: Sendable, Equatable {
         for g in games {
             let name = Self.fold(g.name)
             if name.contains(q) { scored.append((0, g.name)); continue }
+            // Edits are counted for a query of a name's length only (the cost is their product).
+            guard q.count <= 64 else { continue }
             // The distance to the whole name, or to its start as long as the query.
             let whole = Self.distance(q, name)
             let start = Self.distance(q, String(name.prefix(q.count)))

@@ -26,6 +26,7 @@ extension Node {
         let catalogue = try gameCatalogue()
         let text = request.name.trimmingCharacters(in: .whitespaces)
         guard !text.isEmpty else { throw RPCError(.invalidParams, "game.show: name is empty; `mentormate games` lists the games") }
+        guard text.count <= 200 else { throw RPCError(.invalidParams, "game.show: name has \(text.count) characters, at most 200") }
         switch catalogue.lookup(text) {
         case .found(let game):
             return Self.gameInfo(game)

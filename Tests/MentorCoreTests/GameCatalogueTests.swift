@@ -121,6 +121,8 @@ import Testing
         for g in c.games { #expect(c.game(key: g.key) == g && c.lookup(g.key) == .found(g), "\(g.name)") }
         #expect(c.game(key: "Catan") == nil, "keys are folded")
         #expect(c.lookup("!!!") == .notFound(near: []))
+        // A long query costs no edit counting: only names it is inside of.
+        #expect(c.lookup(String(repeating: "x", count: 100_000)) == .notFound(near: []))
     }
 
     @Test func foldingAndDistance() {

@@ -54,6 +54,8 @@ import MentorCore
         #expect(nothingNear.message.contains("`mentormate games --search WORD`"))
         #expect(t.error(ana, "game.show", ["name": " "])?.code == -32602)
         #expect(t.error(ana, "game.show", [:])?.code == -32602)
+        #expect(t.error(ana, "game.show", ["name": .string(String(repeating: "catan", count: 41))])?.message
+                == "game.show: name has 205 characters, at most 200")
     }
 
     @Test func peopleListsCardsNewestFirstLeavingOutSelfBlockedAndPaused() throws {
