@@ -156,7 +156,7 @@ extension MentormateCLI {
         case .root: return overview
         case .group(let word, let members):
             let abstract = ["profile": Profile.abstract, "profile photo": Profile.photoAbstract, "device": Device.abstract,
-                            "account": Account.abstract, "settings": Settings.abstract][word] ?? ""
+                            "account": Account.abstract, "settings": Settings.abstract, "game": Game.abstract][word] ?? ""
             let level = word.split(separator: " ").count
             var out = "\(abstract)\n\nUSAGE:"
             for (i, m) in members.enumerated() {

@@ -47,6 +47,7 @@ extension MentormateCLI {
     }
 
     public enum Game {
+        static let abstract = "One board game of the catalogue (`mentormate games` lists them)."
         public struct Show: ClientCommand {
             public static var configuration: CommandConfiguration {
                 CommandConfiguration(
@@ -87,10 +88,11 @@ extension MentormateCLI {
                 program: program, path: ["people"],
                 abstract: "List the people whose cards this node holds, newest card first.",
                 discussion: """
-                    Everyone this node has a card of: name, role, courses and ID (give the ID, or its
-                    start, to `profile show`, `follow` or `like`). Left out: you, the people you
-                    block, and the people who paused ("pause me": they asked to be hidden from
-                    people looking; matched people still see each other in `matches`).
+                    Everyone this node has a card of: ID, name, role, when the card last changed
+                    and courses (give the ID, or its start, to `profile show`, `follow` or `like`).
+                    Left out: you, the people you block, and the people who paused ("pause me":
+                    they asked to be hidden from people looking; matched people still see each
+                    other in `matches`).
                     """)
         }
         public var role: String?
@@ -119,7 +121,7 @@ extension MentormateCLI {
         public func run(_ context: CommandContext) throws(ClientError) {
             let result = try context.call(API.people, request)
             if context.json { return context.printJSON(result.json) }
-            context.print(ClientFormat.people(result.json))
+            context.print(ClientFormat.people(result.json, in: context.host.timeZone))
         }
     }
 }
@@ -158,16 +160,18 @@ extension ClientFormat {
         ])
     }
 
-    /// `people`: one row per person, newest card first; a last line when the limit cut the list.
-    public static func people(_ json: JSON) -> String {
+    /// `people`: one row per person, newest card first (UPDATED: when the card last changed);
+    /// a last line when the limit cut the list.
+    public static func people(_ json: JSON, in zone: TimeZone) -> String {
         let fields = Fields<PeopleResult>(json)
         let people = fields.objects(.people, as: PeopleResult.Person.self)
         if people.isEmpty { return "Nobody matches (this node holds the cards of the people it has synced with)." }
         let rows: [[String]] = people.map { p in
             [shortID(p[.id]?.stringValue ?? "?"), cell(p[.name]?.stringValue ?? "", width: 24), sanitize(p[.role]?.stringValue ?? ""),
+             p[.updatedAt]?.intValue.map { time($0, in: zone) } ?? "",
              cell((p[.courses]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", "), width: 40)]
         }
-        var text = table(["ID", "NAME", "ROLE", "COURSES"], rows)
+        var text = table(["ID", "NAME", "ROLE", "UPDATED", "COURSES"], rows)
         if fields[.more]?.boolValue == true { text += "\nMore people match: narrow the filters, or raise --limit (at most 200)." }
         return text
     }

@@ -57,15 +57,22 @@ import MentorArguments
     }
 
     @Test func peoplePrintAsATableWithAMoreLine() {
-        let json: JSON = ["people": [["id": .string(cliAna), "name": "Ana", "role": "student", "courses": ["CS 490", "MATH 101"], "updated_at": 5],
-                                     ["id": .string(cliBen), "name": .null, "role": "tutor", "courses": [], "updated_at": 4]],
+        let utc = TimeZone(identifier: "UTC")!
+        let json: JSON = ["people": [["id": .string(cliAna), "name": "Ana", "role": "student", "courses": ["CS 490", "MATH 101"],
+                                      "updated_at": 1_764_400_000_000],
+                                     ["id": .string(cliBen), "name": .null, "role": "tutor", "courses": [], "updated_at": 1_764_300_000_000]],
                           "count": 2, "more": true]
-        let text = ClientFormat.people(json)
-        #expect(text.hasPrefix("ID            NAME  ROLE     COURSES\n\(cliAna.prefix(12))  Ana   student  CS 490, MATH 101\n"))
-        #expect(text.contains("\(cliBen.prefix(12))        tutor"))
+        let text = ClientFormat.people(json, in: utc)
+        #expect(text.hasPrefix("ID            NAME  ROLE     UPDATED           COURSES\n\(cliAna.prefix(12))  Ana   student  2025-11-29 07:06  CS 490, MATH 101\n"))
+        #expect(text.contains("\(cliBen.prefix(12))        tutor    2025-11-28 03:20"))
         #expect(text.hasSuffix("More people match: narrow the filters, or raise --limit (at most 200)."))
-        #expect(!ClientFormat.people(["people": [], "count": 0, "more": false]).contains("More"))
-        #expect(ClientFormat.people(["people": [], "count": 0, "more": false]).hasPrefix("Nobody matches"))
+        #expect(!ClientFormat.people(["people": [], "count": 0, "more": false], in: utc).contains("More"))
+        #expect(ClientFormat.people(["people": [], "count": 0, "more": false], in: utc).hasPrefix("Nobody matches"))
+    }
+
+    @Test func helpOfTheGameGroupSaysWhatItIs() throws {
+        guard case .print(let text) = try MentormateCLI.parse(["help", "game"]) else { Issue.record("not help"); return }
+        #expect(text.hasPrefix("One board game of the catalogue (`mentormate games` lists them).\n\nUSAGE: mentormate game show NAME"))
     }
 
     @Test func gameShowErrorsHintAtTheCatalogueNotAtIDs() {
