@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch people block unblock blocked follow unfollow followers following chat post comment posts explore identify games game settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch people block unblock blocked follow unfollow followers following chat post comment posts explore identify quiz leaderboard games game settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -112,6 +112,8 @@ _mentormate() {
         chat) opts="--follow" ;;
         login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|follow|unfollow|followers|following|peers|status|doctor) opts="" ;;
         identify) opts="--color --luster --cleavage --hardness --streak" ;;
+        quiz) opts="--answers" ;;
+        leaderboard) opts="--day --all-time --limit" ;;
         games) opts="--search --players --time" ;;
         game)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show" -- "$cur")); return; fi ;;

@@ -53,6 +53,9 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case commentHide = "comment.hide"
     case posts
     case explore
+    case quizQuestions = "quiz.questions"
+    case quizSubmit = "quiz.submit"
+    case leaderboard
     case games
     case gameShow = "game.show"
     case people
@@ -165,6 +168,9 @@ public enum API {
     public static let followers = APICall<FollowListRequest, FollowListResult>(.followers)
     public static let following = APICall<FollowListRequest, FollowListResult>(.following)
     public static let identify = APICall<IdentifyRequest, IdentifyResult>(.identify)
+    public static let quizQuestions = APICall<NoParams, QuizQuestions>(.quizQuestions)
+    public static let quizSubmit = APICall<QuizSubmitRequest, QuizOutcome>(.quizSubmit)
+    public static let leaderboard = APICall<LeaderboardRequest, Leaderboard>(.leaderboard)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)
     public static let subscribe = APICall<SubscribeRequest, SubscribeResult>(.subscribe)

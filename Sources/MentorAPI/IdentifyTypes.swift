@@ -24,9 +24,21 @@ public struct IdentifyRequest: APIRequest, Equatable {
 
 /// The closest entries, best first (ties by name).
 public struct IdentifyResult: APIObject, Equatable {
+    /// A recent post tagged with a match's name (newest first, at most three per match).
+    public struct TaggedPost: APIObject, Equatable {
+        public enum CodingKeys: String, CodingKey { case id, author, name, caption, created }
+        public var id: String
+        public var author: String
+        public var name: String?
+        public var caption: String
+        public var created: Int64
+        public init(id: String, author: String, name: String?, caption: String, created: Int64) {
+            (self.id, self.author, self.name, self.caption, self.created) = (id, author, name, caption, created)
+        }
+    }
     public struct Match: APIObject, Equatable {
         public enum CodingKeys: String, CodingKey {
-            case name, kind, score, reasons, colors, luster, streak, hardness, cleavage, specificGravity = "specific_gravity", crystalSystem = "crystal_system", note
+            case name, kind, score, reasons, colors, luster, streak, hardness, cleavage, specificGravity = "specific_gravity", crystalSystem = "crystal_system", note, posts
         }
         public var name: String
         /// mineral or rock.
@@ -44,8 +56,12 @@ public struct IdentifyResult: APIObject, Equatable {
         public var specificGravity: String
         public var crystalSystem: String
         public var note: String
+        /// Recent posts tagged with the entry's name (its tag spelling: `native-copper`).
+        public var posts: [TaggedPost]
         public init(name: String, kind: String, score: Int64, reasons: [String], colors: [String], luster: [String],
-                    streak: String, hardness: String, cleavage: String, specificGravity: String, crystalSystem: String, note: String) {
+                    streak: String, hardness: String, cleavage: String, specificGravity: String, crystalSystem: String, note: String,
+                    posts: [TaggedPost] = []) {
+            self.posts = posts
             (self.name, self.kind, self.score, self.reasons, self.colors, self.luster) = (name, kind, score, reasons, colors, luster)
             (self.streak, self.hardness, self.cleavage, self.specificGravity, self.crystalSystem, self.note) =
                 (streak, hardness, cleavage, specificGravity, crystalSystem, note)

@@ -22,7 +22,7 @@ extension MentormateCLI {
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("FOLLOWING", [Follow.self, Unfollow.self, Followers.self, Following.self]),
          ("CHAT", [Chat.self]),
-         ("MINERALS", [Identify.self]),
+         ("MINERALS", [Identify.self, QuizCommand.self, LeaderboardCommand.self]),
          ("GAMES", [Games.self, Game.Show.self]),
          ("POSTS", [Post.Create.self, Post.Show.self, Post.Edit.self, Post.Delete.self, Post.Like.self, Post.Unlike.self, Post.Hide.self,
                     Comment.Add.self, Comment.Delete.self, Comment.Hide.self, Posts.self, Explore.self]),

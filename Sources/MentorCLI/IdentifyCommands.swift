@@ -89,6 +89,10 @@ extension ClientFormat {
                                 ("note", text(.note))], indent: 3))
             let reasons = (m[.reasons]?.arrayValue ?? []).compactMap(\.stringValue)
             lines += reasons.map { "   · " + sanitize($0) }
+            for p in m.objects(.posts, as: IdentifyResult.TaggedPost.self) {
+                let by = p[.name]?.stringValue ?? shortID(p[.author]?.stringValue ?? "")
+                lines.append("   post \(sanitize(p[.id]?.stringValue ?? "?")) by \(sanitize(by)): \(cell(p[.caption]?.stringValue ?? "", width: 50))")
+            }
             return lines.joined(separator: "\n")
         }.joined(separator: "\n\n")
     }

@@ -44,6 +44,8 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let comment = RecordType(rawValue: 10)
     /// A like of a post, or its withdrawal (§6.6).
     public static let postLike = RecordType(rawValue: 11)
+    /// A player's answers to the quiz of a day (public, PROTOCOL.md §15.4).
+    public static let quizResult = RecordType(rawValue: 13)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }

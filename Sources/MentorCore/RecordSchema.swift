@@ -38,6 +38,8 @@ public enum PublicMerge: Sendable, Equatable {
     case follow
     /// Posts, comments and likes of posts: public, merged per post (PROTOCOL.md §6.6).
     case posts
+    /// Quiz results: one per (account, day), the earliest; the score computed here (§15.4).
+    case quiz
 }
 
 public enum RecordSchemas {
@@ -45,7 +47,7 @@ public enum RecordSchemas {
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
                                                       DeviceCertificate.self, DeviceRevocation.self, Note.self,
                                                       Contact.self, Post.self, PostComment.self, PostLike.self,
-                                                      Follow.self]
+                                                      Follow.self, QuizResult.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]

@@ -18,3 +18,10 @@ extension RecordWriter {
         try next(.postLike, body: PostLike(post: post, liked: liked).body, at: timestamp)
     }
 }
+
+/// Writing quiz results (PROTOCOL.md §15.4): public, no clock; the day must be the timestamp's.
+extension RecordWriter {
+    public mutating func quizResult(_ result: QuizResult, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try next(.quizResult, body: result.validated().body, at: timestamp)
+    }
+}

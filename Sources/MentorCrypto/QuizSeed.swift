@@ -17,14 +17,5 @@ public enum QuizSeed {
         seed(day: day).map { Quiz.questions(seed: $0, catalogue: catalogue) }
     }
 
-    static func isDay(_ day: String) -> Bool {
-        let parts = day.split(separator: "-", omittingEmptySubsequences: false)
-        guard day.utf8.count == 10, parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }),
-              let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2]),
-              (2000...2999).contains(y), (1...12).contains(m) else { return false }
-        let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-        let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1]
-        return (1...days).contains(d)
-    }
+    static func isDay(_ day: String) -> Bool { Quiz.isDay(day) }
 }

@@ -1,5 +1,6 @@
 import MentorAPI
 import MentorCore
+import MentorStore
 
 // MARK: Identify (docs/API.md `identify`)
 
@@ -10,7 +11,7 @@ extension Node {
     ///
     /// The seam for the posts branch: recent posts tagged with a match's name are to be added
     /// by a function taking the matches and a list of posts; nothing here reads posts yet.
-    func identify(_ request: IdentifyRequest) throws -> IdentifyResult {
+    func identify(_ request: IdentifyRequest, _ caller: Requester? = nil) throws -> IdentifyResult {
         let catalogue = Catalogue.standard
         guard !catalogue.entries.isEmpty else {
             throw RPCError(.internalError, "the mineral catalogue of this build is unreadable; reinstall mentormated")
@@ -33,7 +34,23 @@ extension Node {
                 name: e.name, kind: e.kind.rawValue, score: Int64(m.score), reasons: m.reasons, colors: e.colours,
                 luster: e.lusters.map(\.rawValue), streak: e.streak, hardness: Catalogue.formatRange(e.hardness),
                 cleavage: e.cleavage.rawValue, specificGravity: Catalogue.formatRange(e.specificGravity),
-                crystalSystem: e.crystalSystem, note: e.note)
+                crystalSystem: e.crystalSystem, note: e.note, posts: taggedPosts(e.name, caller))
         })
+    }
+
+    /// The three newest posts tagged with a catalogue name, as the caller may see them (its
+    /// hidden posts and blocked accounts left out; without an account, everyone's). A failed
+    /// read gives none: identify still answers.
+    func taggedPosts(_ name: String, _ caller: Requester?) -> [IdentifyResult.TaggedPost] {
+        guard let tag = PostTags.normalize(name) else { return [] }
+        var filter = PostFilter(tag: tag, limit: 3)
+        if let caller, let me = (try? replica.nodeAccount(uid: caller.uid))?.flatMap({ $0 })?.account {
+            filter.excludedAuthors = (try? replica.blockedAccounts(of: me)).map { Set($0) } ?? []
+            filter.excluded = (try? replica.hiddenPosts(of: me)) ?? []
+        }
+        return ((try? replica.posts(filter)) ?? []).map {
+            IdentifyResult.TaggedPost(id: Self.shortPostID($0.id), author: $0.account.id, name: names[$0.account], caption: $0.caption,
+                                      created: Int64(clamping: $0.created))
+        }
     }
 }

@@ -55,7 +55,7 @@ extension Node {
         case .unfollow: return try run(API.unfollow, params) { try follow($0, caller, following: false) }
         case .followers: return try run(API.followers, params) { try followList($0, caller, followers: true) }
         case .following: return try run(API.following, params) { try followList($0, caller, followers: false) }
-        case .identify: return try run(API.identify, params) { try identify($0) }
+        case .identify: return try run(API.identify, params) { try identify($0, caller) }
         case .postCreate: return try run(API.postCreate, params) { try postCreate($0, caller) }
         case .postShow: return try run(API.postShow, params) { try postShow($0, caller) }
         case .postEdit: return try run(API.postEdit, params) { try postEdit($0, caller) }
@@ -68,6 +68,9 @@ extension Node {
         case .commentHide: return try run(API.commentHide, params) { try commentHide($0, caller) }
         case .posts: return try run(API.posts, params) { try postsList($0, caller) }
         case .explore: return try run(API.explore, params) { try explore($0, caller) }
+        case .quizQuestions: return try run(API.quizQuestions, params) { _ in try quizQuestions(caller) }
+        case .quizSubmit: return try run(API.quizSubmit, params) { try quizSubmit($0, caller) }
+        case .leaderboard: return try run(API.leaderboard, params) { try leaderboard($0, caller) }
         case .games: return try run(API.games, params) { try games($0) }
         case .gameShow: return try run(API.gameShow, params) { try gameShow($0) }
         case .people: return try run(API.people, params) { try people($0, caller) }

@@ -70,6 +70,13 @@ extension EndToEndTests {
         let back = Self.demoSection(output, "Ben's laptop comes back")
         #expect(back.contains("Ana  Tuesday works. See you there!"), "back on the network it catches up:\n\(back)")
         #expect(back.contains("all three replicas hold"), "\(back)")
+        let post = Self.demoSection(output, "Cy posts a photo of a find")
+        #expect(post.contains("You follow") && post.contains("Banded agate from the river bed") && post.contains("Likes: 1")
+                 && post.contains("Comments: 1") && post.contains("Ana: Nice banding! Try the streak test"),
+                "Cy's post, with Ana's like and comment, on Cy's host:\n\(post)")
+        let quiz = Self.demoSection(output, "Ana and Ben play the quiz")
+        #expect(quiz.contains("Score ") && quiz.contains("— 2 players") && quiz.contains("Ana") && quiz.contains("Ben"),
+                "host 3 ranks both players:\n\(quiz)")
         let done = Self.demoSection(output, "Done in")
         #expect(done.contains("scripts/lab exec 2 mentormate feed") && done.contains("bash scripts/demo down"), "\(done)")
 

@@ -125,6 +125,24 @@ import MentorAPI
                 try roundTrip(API.posts, PostsRequest(tag: "quartz", author: Self.id, following: true, limit: 5), PostsResult(posts: []))
                 try roundTrip(API.posts, PostsRequest(search: "banded quartz"), PostsResult(posts: []))
             case .explore: try roundTrip(API.explore, ExploreRequest(limit: 3), PostsResult(posts: []))
+            case .quizQuestions, .quizSubmit:
+                let outcome = QuizOutcome(day: "2026-12-04", score: 7, of: 10, answers: [
+                    QuizOutcome.Answer(number: 1, chosen: "b", right: "b", name: "quartz", correct: true),
+                    QuizOutcome.Answer(number: 2, chosen: "-", right: "d", name: "talc", correct: false)], rank: 2, players: 5, at: 9)
+                if method == .quizSubmit {
+                    try roundTrip(API.quizSubmit, QuizSubmitRequest(day: "2026-12-04", answers: ["a", "-", "d"]), outcome)
+                } else {
+                    let q = QuizQuestionInfo(number: 1, colors: ["white"], luster: ["vitreous"], streak: "white", hardness: "7",
+                                             cleavage: "none", choices: ["quartz", "talc", "gypsum", "calcite"])
+                    try roundTrip(API.quizQuestions, NoParams(), QuizQuestions(day: "2026-12-04", questions: [q], played: outcome))
+                    try roundTrip(API.quizQuestions, NoParams(), QuizQuestions(day: "2026-12-04", questions: [q], played: nil))
+                }
+            case .leaderboard:
+                let row = Leaderboard.Entry(rank: 1, id: Self.id, name: "Ana", score: 9, days: 1, at: 5)
+                try roundTrip(API.leaderboard, LeaderboardRequest(day: "2026-12-04", limit: 5),
+                              Leaderboard(day: "2026-12-04", allTime: false, players: 1, entries: [row], you: row))
+                try roundTrip(API.leaderboard, LeaderboardRequest(allTime: true),
+                              Leaderboard(day: nil, allTime: true, players: 0, entries: [], you: nil))
             case .games, .gameShow:
                 let catan = GameInfo(name: "Catan", year: 1995, playersMin: 3, playersMax: 4, timeMin: 60, timeMax: 120, minAge: 10,
                                      description: "Settlers trade and build.")
@@ -289,8 +307,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 56)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 56)
+        #expect(APIMethod.allCases.count == 59)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 59)
     }
 }
 

@@ -484,6 +484,7 @@ extension ProtocolVectors {
             if vector["work-nonce"] != nil { checkWork(record) }
             if record.type == .device || record.type == .revoke { checkDeviceKeys(record, account: author) }
             if record.type == .note { checkNote(record, account: author) }
+            if record.type == .quizResult { checkQuiz(record) }
             let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
             if isSealed, vector["sender-key"] != nil {
                 checkSealedV2(verified)
@@ -492,6 +493,17 @@ extension ProtocolVectors {
             } else if vector["counterpart-seed"] != nil {
                 fail("a public record has sealed-record lines")
             }
+        }
+
+        /// Section 15.4: the score is what the answers give for the day's questions; the day is
+        /// the timestamp's UTC date.
+        private mutating func checkQuiz(_ record: Record) {
+            guard let result = try? QuizResult(body: record.body), let score = number("score") else {
+                fail("a quiz result without a score line, or a body that is no quiz result"); return
+            }
+            if result.day != Quiz.day(millis: record.timestamp) { fail("the quiz result's day is not its timestamp's UTC date") }
+            let computed = Quiz.score(result.answers, QuizSeed.questions(day: result.day) ?? [])
+            if UInt64(computed) != score { fail("score: documented \(score), computed from the answers \(computed)") }
         }
 
         /// Section 7.6: the note's key comes from the account's epoch secret (derived from its
@@ -812,7 +824,27 @@ extension ProtocolVectors {
         return try storySpecs(ana: ana, ben: ben, photo: photo, greeting: greeting, reply: reply, like: like, likeBack: likeBack,
                               anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
             + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
-            + postSpecs(ana: ana, ben: ben, photo: photo) + [followSpec(ana: ana, ben: ben)]
+            + postSpecs(ana: ana, ben: ben, photo: photo) + [followSpec(ana: ana, ben: ben), quizSpec(ben: ben)]
+    }
+
+    /// V24: a quiz result (type 13, PROTOCOL.md §15.4): the answers, and the score every node
+    /// computes from them (the `score` line; the record has none).
+    static func quizSpec(ben: Party) -> Spec {
+        let timestamp = start + 6050 * minute
+        let day = Quiz.day(millis: timestamp)
+        let key = (QuizSeed.questions(day: day) ?? []).map(\.answer)
+        // Seven right, the eighth wrong, the last two skipped.
+        let answers: [Int?] = key.enumerated().map { i, a in i < 7 ? a : (i == 7 ? (a + 1) % 4 : nil) }
+        return Spec(name: "quiz-result", title: "Ben plays the quiz of 2026-01-05",
+                    summary: """
+                    Ben's seq 5 is a quiz result (type 13, section 15.4): field 1 the day, 2026-01-05 — the UTC \
+                    date of the record's timestamp — and field 2 ten answers, one byte each (0-3 for a-d, ff \
+                    skipped): seven right, one wrong, two skipped. The record carries no score: every node \
+                    computes 7 from the answers and the day's questions (sections 15.1-15.2), the `score` line.
+                    """,
+                    author: ben, seq: 5, timestamp: timestamp,
+                    content: .devices(.quizResult, body: QuizResult(day: day, answers: answers).body,
+                                      lines: [("score", "\(Quiz.score(answers, QuizSeed.questions(day: day) ?? []))")]))
     }
 
     /// V23: a public follow (type 12, PROTOCOL.md §6.5).

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import MentorAPI
 @testable import MentorNode
@@ -19,6 +20,40 @@ import MentorAPI
         // Graphite (1–2), molybdenite (1–1.5) and talc (1) all score 100: ties by name.
         let threeNames = (three["matches"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
         #expect(threeNames == ["graphite", "molybdenite", "talc"])
+    }
+
+    /// Each match carries the newest posts tagged with its name (three at most); the caller's
+    /// hidden posts and blocked authors are left out.
+    @Test func matchesCarryRecentPostsTaggedWithTheirName() throws {
+        let t = try TestNode()
+        let ana: UInt32 = 1001, ben: UInt32 = 1002
+        for (uid, name) in [(ana, "Ana"), (ben, "Ben")] {
+            try t.call(uid, "account.signup", ["email": .string("\(name)@uni.edu"), "name": .string(name), "role": "student"])
+        }
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: 7, count: 300)
+        let photo = try #require(try t.call(ana, "blob.put", ["chunk": .string(Data(png).base64EncodedString()), "done": true])["hash"]?.stringValue)
+        var ids: [String] = []
+        for (i, caption) in ["Cubes from the quarry", "Striated faces", "Fool's gold", "Pyrite sun"].enumerated() {
+            let post = try t.call(ana, "post.create", ["photos": .array([.string(photo)]), "caption": .string(caption),
+                                                       "tags": .array(i == 0 ? ["Pyrite", "cubic"] : ["pyrite"])])
+            ids.append(try #require(post["id"]?.stringValue))
+        }
+        _ = try t.call(ana, "post.create", ["photos": .array([.string(photo)]), "caption": "Not this one", "tags": ["magnetite-ish"]])
+        func posts(_ uid: UInt32, _ name: String) throws -> [String] {
+            let r = try t.call(uid, "identify", ["luster": "metallic", "streak": "black", "hardness": 6])
+            let match = (r["matches"]?.arrayValue ?? []).first { $0["name"]?.stringValue == name }
+            return (match?["posts"]?.arrayValue ?? []).compactMap { $0["caption"]?.stringValue }
+        }
+        let listed = (try t.call(ben, "posts", ["tag": "pyrite"])["posts"]?.arrayValue ?? []).compactMap { $0["caption"]?.stringValue }
+        #expect(listed == ["Pyrite sun", "Fool's gold", "Striated faces", "Cubes from the quarry"], "posts --tag: newest first: \(listed)")
+        let newest = try posts(ben, "pyrite")
+        #expect(newest == ["Pyrite sun", "Fool's gold", "Striated faces"], "the three newest, newest first: \(newest)")
+        #expect(try posts(ben, "magnetite").isEmpty, "a tag that is not the name does not count")
+        try t.call(ben, "post.hide", ["id": .string(ids[3])])
+        #expect(try posts(ben, "pyrite") == ["Fool's gold", "Striated faces", "Cubes from the quarry"], "Ben's hidden post left out")
+        try t.call(ben, "block", ["id": .string(try #require(try t.call(ana, "account.whoami")["id"]?.stringValue))])
+        #expect(try posts(ben, "pyrite").isEmpty, "Ben blocked Ana")
+        #expect(try posts(4242, "pyrite").count == 3, "without an account: everyone's")
     }
 
     @Test func badTraitsAreRefusedNamingTheAcceptedValues() throws {

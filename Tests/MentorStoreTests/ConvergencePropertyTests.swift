@@ -113,6 +113,12 @@ import MentorCrypto
             add(try? w[eve].post(.edit(post: second.id, caption: "edited", tags: ["x"]), at: 5330))
             add(try? w[eve].post(.delete(post: second.id), at: 5340))
         }
+        // Quiz results (§15.4): Ana's second try of 2026-01-01 is later and does not count.
+        let quizDay = Quiz.start(of: "2026-01-01") ?? 0
+        let key = (QuizSeed.questions(day: "2026-01-01") ?? []).map { Optional($0.answer) }
+        add(try? w[ana].quizResult(QuizResult(day: "2026-01-01", answers: Array(key.prefix(5)) + Array(repeating: nil, count: 5)), at: quizDay + 100))
+        add(try? w[ana].quizResult(QuizResult(day: "2026-01-01", answers: key), at: quizDay + 200))
+        add(try? w[ben].quizResult(QuizResult(day: "2026-01-01", answers: key), at: quizDay + 300))
         for i in keys.indices { add(try? w[i].profile(ProfileCard(name: "final \(i)"), at: 5000)) }
         return (out, keys)
     }()
@@ -167,6 +173,7 @@ import MentorCrypto
         let cyCard = try #require(try replica.card(of: k[2]))
         #expect(cyCard.card.bio == "cy lab" && cyCard.conflicts[.bio] == [Array("cy laptop".utf8)] && !cyCard.forked)
         #expect(cyCard.card.name == "final 2" && cyCard.card.availability == nil)
+        #expect(try replica.quizStandings(day: "2026-01-01").map(\.score) == [10, 5], "Ben 10; Ana's first try, 5")
     }
 
     /// One schedule: returns the final digest of each replica.

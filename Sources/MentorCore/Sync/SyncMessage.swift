@@ -129,7 +129,9 @@ public struct ReconItem: Equatable, Hashable, Sendable {
 /// are refused.
 public enum SyncMessage: Equatable, Sendable {
     /// 3: records of format version 2 (device-signed) and types 5 (device) and 6 (revoke).
-    public static let protocolVersion: UInt8 = 3
+    /// 4: record types 8-13 (contact, post, comment, post-like, follow, quiz-result), which a
+    /// version-3 node would take for offences (`unknown-type`).
+    public static let protocolVersion: UInt8 = 4
     /// Bytes of each side's salt in its hello.
     public static let saltBytes = 16
 

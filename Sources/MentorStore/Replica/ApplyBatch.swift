@@ -391,6 +391,12 @@ struct ApplyBatch {
                 .run([.blob(r.account.bytes), .blob(follow.target.bytes), .blob(v.id), .integer(Int64(clamping: r.timestamp)),
                       .integer(follow.following ? 1 : 0)])
         }
+        if schema?.publicMerge == .quiz, let result = try? QuizResult(body: r.body),
+           let questions = QuizSeed.questions(day: result.day), !questions.isEmpty {
+            try statement("INSERT OR IGNORE INTO quiz_results(account, day, record_id, timestamp, score) VALUES (?, ?, ?, ?, ?)")
+                .run([.blob(r.account.bytes), .text(result.day), .blob(v.id), .integer(Int64(clamping: r.timestamp)),
+                      .integer(Int64(Quiz.score(result.answers, questions)))])
+        }
         if schema?.publicMerge == .note {
             if openers[r.account] != nil {
                 try openNote(v)
@@ -934,6 +940,7 @@ struct ApplyBatch {
             try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(id)])
             try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(id)])
             try db.execute("DELETE FROM follow_entries WHERE record_id = ?", [.blob(id)])
+            try db.execute("DELETE FROM quiz_results WHERE record_id = ?", [.blob(id)])
             touched = true
         }
         if state.contiguous > lastSeq {

@@ -138,10 +138,11 @@ extension Replica {
             args += authors.map { .blob($0.bytes) }
         }
         let firstKeys = Array(filter.first.prefix(512))
-        let priority = firstKeys.isEmpty ? "1"
-            : "CASE WHEN p.account IN (\(Array(repeating: "?", count: firstKeys.count).joined(separator: ","))) THEN 0 ELSE 1 END"
+        // No priority term without keys: a bare `1` in ORDER BY names the first column (the ID).
+        let priority = firstKeys.isEmpty ? ""
+            : "CASE WHEN p.account IN (\(Array(repeating: "?", count: firstKeys.count).joined(separator: ","))) THEN 0 ELSE 1 END, "
         let where_ = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
-        let sql = "SELECT \(Self.postColumns) FROM posts p \(where_) ORDER BY \(priority), p.created DESC, p.id DESC LIMIT ?"
+        let sql = "SELECT \(Self.postColumns) FROM posts p \(where_) ORDER BY \(priority)p.created DESC, p.id DESC LIMIT ?"
         let limit = max(filter.limit, 0)
         let fetch = limit + filter.excluded.count + min(filter.excludedAuthors.count * 8, 1024)
         let all = args + firstKeys.map { .blob($0.bytes) } + [.integer(Int64(fetch))]

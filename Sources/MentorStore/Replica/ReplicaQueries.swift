@@ -132,6 +132,18 @@ extension Replica {
             }
             h.update(Array("forked\u{0}".utf8))
             try db.forEachRow("SELECT key FROM authors WHERE forked = 1 ORDER BY key") { row in h.update(row.blob(0) ?? []) }
+            // Derived public state a merge could get wrong while the records agree: the quiz
+            // results that count and the scores computed from them, and who follows whom.
+            h.update(Array("quiz\u{0}".utf8))
+            try db.forEachRow("SELECT account, day, record_id, score FROM (\(Self.countingQuizResults)) ORDER BY account, day") { row in
+                var w = ByteWriter()
+                w.raw(row.blob(0) ?? []); w.raw(Array((row.text(1) ?? "").utf8)); w.raw(row.blob(2) ?? []); w.u64(UInt64(row.int64(3) ?? 0))
+                h.update(w.bytes)
+            }
+            h.update(Array("follows\u{0}".utf8))
+            try db.forEachRow("SELECT account, target FROM (\(Self.currentFollows)) ORDER BY account, target") { row in
+                h.update((row.blob(0) ?? []) + (row.blob(1) ?? []))
+            }
             if includePrivate {
                 h.update(Array("pairs\u{0}".utf8))
                 let pairs = try db.query("SELECT account, other FROM pairs ORDER BY account, other")

@@ -507,6 +507,20 @@ enum ReplicaSchema {
             CREATE INDEX follow_entries_by_target ON follow_entries(target, account);
             CREATE INDEX follow_entries_by_record ON follow_entries(record_id);
             """)
+        // Quiz results (record type 13, PROTOCOL.md §15.4): every result's entry with the score
+        // this node computed from its answers; per (account, day) the earliest counts.
+        m.register(19, "quiz results", """
+            CREATE TABLE quiz_results (
+                account     BLOB NOT NULL CHECK (length(account) = 32),
+                day         TEXT NOT NULL,                -- YYYY-MM-DD, the UTC date of the timestamp
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                score       INTEGER NOT NULL,             -- computed here from the answers, never read from a record
+                PRIMARY KEY (account, day, record_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX quiz_results_by_day ON quiz_results(day, account);
+            CREATE INDEX quiz_results_by_record ON quiz_results(record_id);
+            """)
         return m
     }
 

@@ -31,6 +31,9 @@
 //               fields of its choosing: --peer-seq P, --answers HEX (the record ID of the like it
 //               claims to answer; left out of the payload when not given, as in the old format)
 //               and --text TEXT; sends it in one batch. Prints `record=HEX` (its ID) first.
+//   quiz-claim  with --key PATH --seq N: one quiz result (type 13) of today's quiz answered all
+//               wrong with a field 3 "score 10" added, signed correctly by that key; prints
+//               `claim day=…` first
 //   fork-low    (with --author-seed HEX, 64 hex digits) signs three different cards with seq 1
 //   fork-high   of that author (a fork; the same three for the same seed) and sends the two with
 //               the lowest record IDs (fork-low) or the one with the highest (fork-high): given
@@ -137,7 +140,7 @@ while !arguments.isEmpty {
 let attacks = ["forged", "oversized", "malformed", "replay", "flood", "valid", "stream", "chat", "fork-low", "fork-high",
                "fork-hidden-a", "fork-hidden-b", "v1-hello", "not-now",
                "photos", "backlog", "hello100k", "summaries", "wants", "duplicates", "forged-msg3", "wrong-blob", "silent-blob", "heres", "grafts",
-               "no-work", "weak-work", "authors"]
+               "no-work", "weak-work", "authors", "quiz-claim"]
 guard positional.count == 3, let port = UInt16(positional[1]), attacks.contains(positional[2]), wait > 0,
       streamRecords > 0, (1...4096).contains(photoKiB), (0...AccountWork.maxBits).contains(workBits) else {
     fail("usage: mentormate-hostile-peer HOST PORT \(attacks.joined(separator: "|")) [--from ADDRESS] [--wait SECONDS]", status: 2)
@@ -624,6 +627,23 @@ case "chat":
     } catch { fail("signing: \(error)", status: 2) }
     print("record=\(Hex.encode(record.id))")
     sendMessage(.records([record.encoded]))
+case "quiz-claim":
+    // A quiz result claiming a score its answers do not give (PROTOCOL.md §15.4): today's
+    // quiz answered all wrong, plus a field 3 "score 10" that no schema has; signed correctly.
+    guard let keyPath = chatOptions["key"], let seq = chatOptions["seq"].flatMap(UInt64.init), seq >= 1 else {
+        fail("quiz-claim needs --key PATH --seq N (≥ 1)", status: 2)
+    }
+    let keys: SigningKeyPair
+    do { keys = try KeyFile.read(from: keyPath) } catch { fail("reading \(keyPath): \(error)", status: 2) }
+    let now = UInt64(time(nil)) * 1000
+    let day = Quiz.day(millis: now)
+    let wrong: [Int?] = (QuizSeed.questions(day: day) ?? []).map { ($0.answer + 1) % Quiz.choiceCount }
+    let body = QuizResult(day: day, answers: wrong).body + [3, 0, 1, 10]
+    let message = Record.signedBytes(type: .quizResult, account: nil, author: keys.publicKey.key, seq: seq, timestamp: now,
+                                     clock: VectorClock(), body: body)
+    let bytes = message + keys.signature(for: message)
+    print("claim day=\(day) answers-right=0 claimed=10")
+    sendMessage(.records([bytes]))
 case "fork-low", "fork-high":
     // Three variants of seq 1, all signed by one author at one fixed time, so that the two
     // halves of the attack (two runs with the same seed) sign exactly the same three records.
