@@ -46,6 +46,12 @@ public struct RecordType: Hashable, Sendable, Comparable, CustomStringConvertibl
     public static let postLike = RecordType(rawValue: 11)
     /// A player's answers to the quiz of a day (public, PROTOCOL.md §15.4).
     public static let quizResult = RecordType(rawValue: 13)
+    /// A meetup, its edit or cancellation (public, PROTOCOL.md §6.7).
+    public static let meetup = RecordType(rawValue: 14)
+    /// Joining or leaving a meetup (§6.7).
+    public static let meetupJoin = RecordType(rawValue: 15)
+    /// A meetup's roster, by its host (§6.7).
+    public static let meetupRoster = RecordType(rawValue: 16)
 
     public static func < (a: RecordType, b: RecordType) -> Bool { a.rawValue < b.rawValue }
     public var description: String { RecordSchemas.schema(for: self)?.name ?? "type-\(rawValue)" }

@@ -40,6 +40,8 @@ public enum PublicMerge: Sendable, Equatable {
     case posts
     /// Quiz results: one per (account, day), the earliest; the score computed here (§15.4).
     case quiz
+    /// Meetups, joins and rosters: public, read per meetup (PROTOCOL.md §6.7).
+    case meetups
 }
 
 public enum RecordSchemas {
@@ -47,7 +49,8 @@ public enum RecordSchemas {
     public static let all: [any RecordSchema.Type] = [ProfileCard.self, Like.self, ChatMessage.self, Unmatch.self,
                                                       DeviceCertificate.self, DeviceRevocation.self, Note.self,
                                                       Contact.self, Post.self, PostComment.self, PostLike.self,
-                                                      Follow.self, QuizResult.self]
+                                                      Follow.self, QuizResult.self,
+                                                      Meetup.self, MeetupJoin.self, MeetupRoster.self]
 
     private static let byType: [RecordType: any RecordSchema.Type] = {
         var table: [RecordType: any RecordSchema.Type] = [:]

@@ -25,3 +25,22 @@ extension RecordWriter {
         try next(.quizResult, body: result.validated().body, at: timestamp)
     }
 }
+
+/// Writing meetups, joins and rosters (PROTOCOL.md §6.7): public, no clock.
+extension RecordWriter {
+    public mutating func meetup(_ action: Meetup.Action, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        let body = Meetup(action).body
+        _ = try Meetup(body: body)
+        return try next(.meetup, body: body, at: timestamp)
+    }
+
+    public mutating func meetupJoin(_ meetup: [UInt8], joining: Bool = true, at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        try next(.meetupJoin, body: MeetupJoin(meetup: meetup, joining: joining).body, at: timestamp)
+    }
+
+    public mutating func meetupRoster(_ meetup: [UInt8], joins: [[UInt8]], at timestamp: UInt64) throws(RecordError) -> VerifiedRecord {
+        let body = MeetupRoster(meetup: meetup, joins: joins).body
+        _ = try MeetupRoster(body: body)
+        return try next(.meetupRoster, body: body, at: timestamp)
+    }
+}

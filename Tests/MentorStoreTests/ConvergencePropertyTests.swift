@@ -119,6 +119,19 @@ import MentorCrypto
         add(try? w[ana].quizResult(QuizResult(day: "2026-01-01", answers: Array(key.prefix(5)) + Array(repeating: nil, count: 5)), at: quizDay + 100))
         add(try? w[ana].quizResult(QuizResult(day: "2026-01-01", answers: key), at: quizDay + 200))
         add(try? w[ben].quizResult(QuizResult(day: "2026-01-01", answers: key), at: quizDay + 300))
+        // A meetup (§6.7): Eve hosts two seats; Ana, Ben and Cy join, Eve's roster seats Ana and
+        // Ben; Dee's edit and roster do not count; Ben leaves, so Cy moves up.
+        let fields = Meetup.Fields(title: "Go club", topic: Meetup.Topic(kind: .game, name: "Go"), start: 1_800_000_000_000,
+                                   duration: 90, place: "Hall", seats: 2)
+        if let meetup = try? w[eve].meetup(.create(fields), at: 6000) {
+            add(meetup)
+            let joins = [ana, ben, cy].compactMap { try? w[$0].meetupJoin(meetup.id, at: 6100 + UInt64($0)) }
+            joins.forEach { add($0) }
+            add(try? w[eve].meetupRoster(meetup.id, joins: joins.map(\.id), at: 6200))
+            add(try? w[dee].meetup(.edit(meetup: meetup.id, Meetup.Fields(title: "taken over")), at: 6300))
+            add(try? w[dee].meetupRoster(meetup.id, joins: [joins[2].id], at: 6400))
+            add(try? w[ben].meetupJoin(meetup.id, joining: false, at: 6500))
+        }
         for i in keys.indices { add(try? w[i].profile(ProfileCard(name: "final \(i)"), at: 5000)) }
         return (out, keys)
     }()
@@ -174,6 +187,9 @@ import MentorCrypto
         #expect(cyCard.card.bio == "cy lab" && cyCard.conflicts[.bio] == [Array("cy laptop".utf8)] && !cyCard.forked)
         #expect(cyCard.card.name == "final 2" && cyCard.card.availability == nil)
         #expect(try replica.quizStandings(day: "2026-01-01").map(\.score) == [10, 5], "Ben 10; Ana's first try, 5")
+        let meetup = try #require(try replica.meetups({ var f = MeetupFilter(now: 0); f.all = true; return f }()).first)
+        #expect(meetup.title == "Go club" && meetup.taken == 2)
+        #expect(try replica.meetupAttendees(meetup).map(\.place) == [.seat(1), .seat(2)], "Ana, and Cy moved up")
     }
 
     /// One schedule: returns the final digest of each replica.

@@ -391,6 +391,7 @@ struct ApplyBatch {
                 .run([.blob(r.account.bytes), .blob(follow.target.bytes), .blob(v.id), .integer(Int64(clamping: r.timestamp)),
                       .integer(follow.following ? 1 : 0)])
         }
+        if schema?.publicMerge == .meetups { try applyMeetupRecord(v) }
         if schema?.publicMerge == .quiz, let result = try? QuizResult(body: r.body),
            let questions = QuizSeed.questions(day: result.day), !questions.isEmpty {
             try statement("INSERT OR IGNORE INTO quiz_results(account, day, record_id, timestamp, score) VALUES (?, ?, ?, ?, ?)")
@@ -941,6 +942,7 @@ struct ApplyBatch {
             try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(id)])
             try db.execute("DELETE FROM follow_entries WHERE record_id = ?", [.blob(id)])
             try db.execute("DELETE FROM quiz_results WHERE record_id = ?", [.blob(id)])
+            try dropMeetupRecord(id)
             touched = true
         }
         if state.contiguous > lastSeq {

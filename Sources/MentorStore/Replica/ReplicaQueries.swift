@@ -140,6 +140,14 @@ extension Replica {
                 w.raw(row.blob(0) ?? []); w.raw(Array((row.text(1) ?? "").utf8)); w.raw(row.blob(2) ?? []); w.u64(UInt64(row.int64(3) ?? 0))
                 h.update(w.bytes)
             }
+            h.update(Array("meetups\u{0}".utf8))
+            try db.forEachRow("SELECT id, title, topic, start, ends, place, seats, min_age, max_age, about, cancelled, taken FROM meetups ORDER BY id") { row in
+                var w = ByteWriter()
+                w.raw(row.blob(0) ?? [])
+                for i in [1, 2, 5, 9] { let t = Array((row.text(i) ?? "").utf8); w.u32(UInt32(t.count)); w.raw(t) }
+                for i in [3, 4, 6, 7, 8, 10, 11] { w.u64(UInt64(bitPattern: row.int64(i) ?? 0)) }
+                h.update(w.bytes)
+            }
             h.update(Array("follows\u{0}".utf8))
             try db.forEachRow("SELECT account, target FROM (\(Self.currentFollows)) ORDER BY account, target") { row in
                 h.update((row.blob(0) ?? []) + (row.blob(1) ?? []))

@@ -521,6 +521,59 @@ enum ReplicaSchema {
             CREATE INDEX quiz_results_by_day ON quiz_results(day, account);
             CREATE INDEX quiz_results_by_record ON quiz_results(record_id);
             """)
+        m.register(20, "reserved", "")
+        // Meetups (record types 14-16, PROTOCOL.md §6.7): each meetup's current state (its
+        // create record with the host's edits folded in, and the seats its roster fills), kept
+        // so that listing the open ones is one indexed query; every edit, join and roster entry.
+        m.register(21, "meetups", """
+            CREATE TABLE meetups (
+                id          BLOB PRIMARY KEY,             -- the create record's ID
+                host        BLOB NOT NULL,                -- the host's account
+                created     INTEGER NOT NULL,
+                create_body BLOB NOT NULL,
+                title       TEXT NOT NULL,
+                topic_kind  INTEGER NOT NULL,             -- 1 game, 2 course
+                topic       TEXT NOT NULL,
+                start       INTEGER NOT NULL,             -- ms, UTC
+                ends        INTEGER NOT NULL,             -- start + duration
+                place       TEXT NOT NULL,
+                seats       INTEGER NOT NULL,
+                min_age     INTEGER NOT NULL,             -- 0: no limit
+                max_age     INTEGER NOT NULL,
+                about       TEXT NOT NULL,
+                cancelled   INTEGER NOT NULL DEFAULT 0,
+                taken       INTEGER NOT NULL DEFAULT 0    -- seats held (roster joins that stand, at most seats)
+            ) WITHOUT ROWID;
+            CREATE INDEX meetups_by_start ON meetups(start);
+            CREATE TABLE meetup_edits (
+                meetup      BLOB NOT NULL,
+                account     BLOB NOT NULL,
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                body        BLOB NOT NULL,
+                PRIMARY KEY (meetup, record_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX meetup_edits_by_record ON meetup_edits(record_id);
+            CREATE TABLE meetup_joins (
+                meetup      BLOB NOT NULL,
+                account     BLOB NOT NULL,
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                joining     INTEGER NOT NULL,
+                PRIMARY KEY (meetup, account, record_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX meetup_joins_by_record ON meetup_joins(record_id);
+            CREATE INDEX meetup_joins_by_account ON meetup_joins(account);
+            CREATE TABLE meetup_rosters (
+                meetup      BLOB NOT NULL,
+                account     BLOB NOT NULL,
+                record_id   BLOB NOT NULL,
+                timestamp   INTEGER NOT NULL,
+                joins       BLOB NOT NULL,                -- join record IDs, 32 bytes each, in seat order
+                PRIMARY KEY (meetup, record_id)
+            ) WITHOUT ROWID;
+            CREATE INDEX meetup_rosters_by_record ON meetup_rosters(record_id);
+            """)
         return m
     }
 
