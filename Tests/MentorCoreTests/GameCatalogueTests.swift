@@ -120,6 +120,11 @@ import Testing
         // Every game found back by its key (what a meetup will store).
         for g in c.games { #expect(c.game(key: g.key) == g && c.lookup(g.key) == .found(g), "\(g.name)") }
         #expect(c.game(key: "Catan") == nil, "keys are folded")
+        // A meetup's topic (record type 14, field 2) holds a game's name in at most 64 bytes:
+        // every name and every key fits.
+        for g in c.games {
+            #expect(g.name.utf8.count <= Meetup.maxTopicBytes && g.key.utf8.count <= Meetup.maxTopicBytes, "\(g.name)")
+        }
         #expect(c.lookup("!!!") == .notFound(near: []))
         // A long query costs no edit counting: only names it is inside of.
         #expect(c.lookup(String(repeating: "x", count: 100_000)) == .notFound(near: []))
