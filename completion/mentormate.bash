@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch block unblock blocked follow unfollow followers following chat post comment posts explore identify quiz leaderboard settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch people block unblock blocked follow unfollow followers following chat post comment posts explore identify quiz leaderboard games game meetup meetups settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -31,7 +31,7 @@ _mentormate() {
             COMPREPLY=($(compgen -W "$colours" -- "$cur")); return ;;
         --hardness)
             COMPREPLY=($(compgen -W "1 2 3 4 5 6 7 8 9 10" -- "$cur")); return ;;
-        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact|--caption|--tag|--author|--search)
+        --email|--name|--bio|--courses|--wage|--budget|--availability|--course|--limit|--label|--contact|--caption|--tag|--author|--search|--players|--time)
             return ;;
     esac
 
@@ -44,7 +44,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment ) && -z "$sub" ]]; then
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment || "$cmd" == game ) && -z "$sub" ]]; then
             sub="$w"; [[ "$cmd $sub" == "profile photo" ]] || break
         elif [[ "$cmd $sub" == "profile photo" && -z "$sub2" ]]; then sub2="$w"; break
         else break
@@ -93,6 +93,12 @@ _mentormate() {
                     COMPREPLY=($(compgen -W "true false on off yes no" -- "$cur")); return
                 fi
             fi ;;
+        meetup)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create edit cancel show join leave" -- "$cur")); return; fi
+            case "$sub" in
+                create) opts="--title --game --course --at --duration --place --seats --age --adults-only --about" ;;
+                edit) opts="--title --game --course --at --duration --place --seats --age --adults-only --no-age-limit --about" ;;
+            esac ;;
         post)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create show edit delete like unlike hide" -- "$cur")); return; fi
             case "$sub" in
@@ -114,6 +120,11 @@ _mentormate() {
         identify) opts="--color --luster --cleavage --hardness --streak" ;;
         quiz) opts="--answers" ;;
         leaderboard) opts="--day --all-time --limit" ;;
+        games) opts="--search --players --time" ;;
+        meetups) opts="--search --game --course --day --nearby --all --mine --limit" ;;
+        game)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show" -- "$cur")); return; fi ;;
+        people) opts="--role --search --course --limit" ;;
     esac
     COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))
 }

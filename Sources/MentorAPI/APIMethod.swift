@@ -63,6 +63,9 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case meetupJoin = "meetup.join"
     case meetupLeave = "meetup.leave"
     case meetups
+    case games
+    case gameShow = "game.show"
+    case people
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -210,4 +213,7 @@ public enum API {
     public static let commentHide = APICall<PostRequest, CommentInfo>(.commentHide)
     public static let posts = APICall<PostsRequest, PostsResult>(.posts)
     public static let explore = APICall<ExploreRequest, PostsResult>(.explore)
+    public static let games = APICall<GamesRequest, GamesResult>(.games)
+    public static let gameShow = APICall<GameShowRequest, GameInfo>(.gameShow)
+    public static let people = APICall<PeopleRequest, PeopleResult>(.people)
 }

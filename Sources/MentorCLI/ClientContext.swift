@@ -202,6 +202,10 @@ public struct ClientError: Error, Equatable, Sendable, CustomStringConvertible {
             hint = "`mentormate whoami` shows your account"
         case .wrongPassphrase:
             hint = "run the command again with the passphrase you chose at sign-up"
+        case .ambiguous where method == APIMethod.gameShow.rawValue:
+            hint = "give more of the name (quoted if it has spaces): mentormate game show \"ticket to ride\""
+        case .notFound where method == APIMethod.gameShow.rawValue:
+            hint = "`mentormate games` lists the catalogue; `mentormate games --search WORD` searches it"
         case .ambiguous:
             let matches = (e.data.map(Fields<AmbiguousIDData>.init)?[.matches]?.arrayValue ?? []).compactMap(\.stringValue)
             hint = matches.isEmpty ? "give more characters of the ID"

@@ -18,11 +18,12 @@ extension MentormateCLI {
         [("ACCOUNT", [Signup.self, Login.self, Logout.self, Whoami.self, Account.Export.self]),
          ("DEVICES", [Device.List.self, Device.Link.self, Device.Approve.self, Device.Revoke.self]),
          ("PROFILE", [Profile.Show.self, Profile.Set.self, Profile.PhotoAdd.self, Profile.PhotoRemove.self, Profile.PhotoOrder.self]),
-         ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self]),
+         ("FINDING PEOPLE", [Feed.self, Swipe.self, Like.self, Pass.self, Undo.self, Matches.self, Unmatch.self, People.self]),
          ("BLOCKING", [Block.self, Unblock.self, Blocked.self]),
          ("FOLLOWING", [Follow.self, Unfollow.self, Followers.self, Following.self]),
          ("CHAT", [Chat.self]),
          ("MINERALS", [Identify.self, QuizCommand.self, LeaderboardCommand.self]),
+         ("GAMES", [Games.self, Game.Show.self]),
          ("POSTS", [Post.Create.self, Post.Show.self, Post.Edit.self, Post.Delete.self, Post.Like.self, Post.Unlike.self, Post.Hide.self,
                     Comment.Add.self, Comment.Delete.self, Comment.Hide.self, Posts.self, Explore.self]),
          ("MEETUPS", [Meetup.Create.self, Meetup.Edit.self, Meetup.Cancel.self, Meetup.Show.self, Meetup.Join.self, Meetup.Leave.self,
@@ -157,7 +158,7 @@ extension MentormateCLI {
         case .root: return overview
         case .group(let word, let members):
             let abstract = ["profile": Profile.abstract, "profile photo": Profile.photoAbstract, "device": Device.abstract,
-                            "account": Account.abstract, "settings": Settings.abstract][word] ?? ""
+                            "account": Account.abstract, "settings": Settings.abstract, "game": Game.abstract][word] ?? ""
             let level = word.split(separator: " ").count
             var out = "\(abstract)\n\nUSAGE:"
             for (i, m) in members.enumerated() {

@@ -151,6 +151,9 @@ public final class Node: @unchecked Sendable {
             if let error = Catalogue.loaded.error {
                 logger.log(.error, "the mineral catalogue of this build is malformed: identify is unavailable", ["error": "\(error)"])
             }
+            if let error = GameCatalogue.loaded.error {
+                logger.log(.error, "the games catalogue of this build is malformed: games and game show are unavailable", ["error": "\(error)"])
+            }
             collectPhotos()   // photos an older build kept after their cards moved on
             // A revoked or expired device says so plainly at start.
             for (uid, writer) in writers where writer.isDevice {

@@ -167,6 +167,20 @@ import MentorAPI
                               Leaderboard(day: "2026-12-04", allTime: false, players: 1, entries: [row], you: row))
                 try roundTrip(API.leaderboard, LeaderboardRequest(allTime: true),
                               Leaderboard(day: nil, allTime: true, players: 0, entries: [], you: nil))
+            case .games, .gameShow:
+                let catan = GameInfo(name: "Catan", year: 1995, playersMin: 3, playersMax: 4, timeMin: 60, timeMax: 120, minAge: 10,
+                                     description: "Settlers trade and build.")
+                if method == .games {
+                    try roundTrip(API.games, GamesRequest(search: "trade", players: 4, time: 120), GamesResult(games: [catan]))
+                    try roundTrip(API.games, GamesRequest(), GamesResult(games: []))
+                } else {
+                    try roundTrip(API.gameShow, GameShowRequest(name: "cat"), catan)
+                }
+            case .people:
+                try roundTrip(API.people, PeopleRequest(role: "tutor", search: "ana", course: "CS 490", limit: 5), PeopleResult(people: [
+                    PeopleResult.Person(id: Self.id, name: "Ben", role: "tutor", courses: ["CS 490"], updatedAt: 5),
+                    PeopleResult.Person(id: Self.id, name: nil, role: nil, courses: [], updatedAt: 6)], more: true))
+                try roundTrip(API.people, PeopleRequest(), PeopleResult(people: [], more: false))
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -317,8 +331,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 63)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 63)
+        #expect(APIMethod.allCases.count == 66)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 66)
     }
 }
 
