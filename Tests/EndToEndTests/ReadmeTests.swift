@@ -62,6 +62,7 @@ extension EndToEndTests {
         ("mentormate swipe", 0, ["Nobody new to show right now.", "Liked 0, passed 0, 0 new matches."]),
         ("mentormate identify --luster metallic", 0, ["magnetite", "pyrite", "hematite (mineral) — 87/100"]),
         ("mentormate leaderboard", 0, ["nobody has played yet."]),
+        ("mentormate meetups", 0, ["No open meetups."]),
         ("mentormate status", 0, ["socket     /run/mentormate/api.sock", "state dir  /var/lib/mentormate", "discovery  on", "accounts   1"]),
         ("mentormate doctor", 0, ["ok    mDNS discovery", "ok    service visible", "ok    D-Bus system bus"]),
         // The second block needs someone else's ID, or a photo: alone, each says what is missing.
