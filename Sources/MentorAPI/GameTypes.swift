@@ -25,7 +25,7 @@ public struct GameShowRequest: APIRequest, Equatable {
 public struct GameInfo: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey {
         case name, year, playersMin = "players_min", playersMax = "players_max", timeMin = "time_min", timeMax = "time_max"
-        case minAge = "min_age", description
+        case minAge = "min_age", description, meetups
     }
     public var name: String
     public var year: Int64
@@ -36,8 +36,11 @@ public struct GameInfo: APIObject, Equatable {
     public var timeMax: Int64
     public var minAge: Int64
     public var description: String
+    /// `game.show` only: the open meetups for the game, soonest first (at most 20).
+    public var meetups: [MeetupInfo]?
     public init(name: String, year: Int64, playersMin: Int64, playersMax: Int64, timeMin: Int64, timeMax: Int64,
-                minAge: Int64, description: String) {
+                minAge: Int64, description: String, meetups: [MeetupInfo]? = nil) {
+        self.meetups = meetups
         (self.name, self.year, self.playersMin, self.playersMax) = (name, year, playersMin, playersMax)
         (self.timeMin, self.timeMax, self.minAge, self.description) = (timeMin, timeMax, minAge, description)
     }

@@ -77,7 +77,7 @@ extension MentormateCLI {
             public func run(_ context: CommandContext) throws(ClientError) {
                 let game = try context.call(API.gameShow, GameShowRequest(name: name))
                 if context.json { return context.printJSON(game.json) }
-                context.print(ClientFormat.game(game.json))
+                context.print(ClientFormat.game(game.json, in: context.host.timeZone))
             }
         }
     }
@@ -147,9 +147,14 @@ extension ClientFormat {
     }
 
     /// `game show`: the name, then its facts.
-    public static func game(_ json: JSON) -> String {
+    public static func game(_ json: JSON, in zone: TimeZone = TimeZone(identifier: "UTC")!) -> String {
         let g = Fields<GameInfo>(json)
         let name = sanitize(g[.name]?.stringValue ?? "?")
+        let meetups = g.objects(.meetups, as: MeetupInfo.self)
+        let open = meetups.isEmpty ? "" : "\nOpen meetups:\n" + meetups.map { m in
+            "  \(sanitize(m[.id]?.stringValue ?? "?"))  \(m[.start]?.intValue.map { time($0, in: zone) } ?? "")  "
+                + "\(sanitize(m[.title]?.stringValue ?? ""))  \(m[.left]?.intValue ?? 0) of \(m[.seats]?.intValue ?? 0) seats left"
+        }.joined(separator: "\n")
         return name + "\n" + block([
             ("year", g[.year]?.intValue.map(String.init) ?? "?"),
             ("players", span(g[.playersMin]?.intValue, g[.playersMax]?.intValue)),
@@ -157,7 +162,7 @@ extension ClientFormat {
             ("age", g[.minAge]?.intValue.map { "\($0) and over" } ?? "?"),
             ("about", sanitize(g[.description]?.stringValue ?? "")),
             ("source", MentormateCLI.gamesSource),
-        ])
+        ]) + open
     }
 
     /// `people`: one row per person, newest card first (UPDATED: when the card last changed);

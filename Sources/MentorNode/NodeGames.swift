@@ -18,18 +18,18 @@ extension Node {
     /// Several games starting so is -32005, none -32004; both name the candidates (in the
     /// message, and as `data.names`).
     ///
-    /// The seam for meetups (a later record type): a meetup names its game by the game's `key`
-    /// (its folded name); the open meetups for the game are to be added to this answer by a
-    /// function taking that key and the replica's meetups. Nothing here reads meetups yet, and
-    /// `GameInfo` has no field for them until then.
-    func gameShow(_ request: GameShowRequest) throws -> GameInfo {
+    /// With the open meetups for the game: those whose topic is the game's catalogue name
+    /// (`meetup create --game` stores the catalogue's spelling when the name is found there).
+    func gameShow(_ request: GameShowRequest, _ caller: Requester? = nil) throws -> GameInfo {
         let catalogue = try gameCatalogue()
         let text = request.name.trimmingCharacters(in: .whitespaces)
         guard !text.isEmpty else { throw RPCError(.invalidParams, "game.show: name is empty; `mentormate games` lists the games") }
         guard text.count <= 200 else { throw RPCError(.invalidParams, "game.show: name has \(text.count) characters, at most 200") }
         switch catalogue.lookup(text) {
         case .found(let game):
-            return Self.gameInfo(game)
+            var info = Self.gameInfo(game)
+            info.meetups = openMeetups(game: game.name, caller)
+            return info
         case .ambiguous(let names):
             throw RPCError(.ambiguous, "\"\(text)\" starts \(names.count) games: \(names.joined(separator: ", ")); give more of the name",
                            data: try? JSONValueEncoder().encode(GameNamesData(names: names)))

@@ -148,10 +148,25 @@ extension Node {
 
     // MARK: Helpers
 
+    /// The open meetups for a game (its catalogue name), as `viewer` may see them.
+    func openMeetups(game: String, _ caller: Requester?) -> [MeetupInfo] {
+        var filter = MeetupFilter(now: config.now())
+        filter.topic = Meetup.Topic(kind: .game, name: game)
+        filter.limit = 20
+        let viewer = caller.flatMap { (try? replica.nodeAccount(uid: $0.uid))?.flatMap { $0 }?.account }
+        if let viewer { filter.excludedHosts = (try? replica.blockedAccounts(of: viewer)) ?? [] }
+        return ((try? replica.meetups(filter)) ?? []).compactMap { try? meetupInfo($0, viewer: viewer, attendees: false) }
+    }
+
+    /// A game named as in the catalogue takes the catalogue's spelling (so `catan` is Catan, and
+    /// `game show` finds it); any other name is kept as given.
     private func topic(game: String?, course: String?) throws -> Meetup.Topic {
         switch (game?.trimmingSpacesAndNewlines, course?.trimmingSpacesAndNewlines) {
         case (let g?, nil):
             guard !g.isEmpty, g.utf8.count <= Meetup.maxTopicBytes else { throw RPCError(.invalidValue, "a game's name is 1 to 64 bytes") }
+            if let known = GameCatalogue.standard.game(key: GameCatalogue.fold(g)), known.name.utf8.count <= Meetup.maxTopicBytes {
+                return Meetup.Topic(kind: .game, name: known.name)
+            }
             return Meetup.Topic(kind: .game, name: g)
         case (nil, let c?):
             guard !c.isEmpty, c.utf8.count <= Meetup.maxTopicBytes else { throw RPCError(.invalidValue, "a course is 1 to 64 bytes") }
@@ -196,7 +211,7 @@ extension Node {
         return try meetupInfo(m, viewer: viewer, attendees: attendees)
     }
 
-    private func meetupInfo(_ m: MeetupSummary, viewer: PublicKey, attendees: Bool) throws -> MeetupInfo {
+    func meetupInfo(_ m: MeetupSummary, viewer: PublicKey?, attendees: Bool) throws -> MeetupInfo {
         let now = config.now()
         let people = try replica.meetupAttendees(m)
         func place(_ p: MeetupAttendee.Place) -> String {
@@ -204,7 +219,7 @@ extension Node {
         }
         let status = m.cancelled ? "cancelled" : m.ends <= now ? "ended" : m.start <= now ? "under way" : m.taken >= m.seats ? "full" : "open"
         let you = m.host == viewer ? "host" : people.first { $0.account == viewer }.map { place($0.place) }
-        let blocked = (try? replica.blockedAccounts(of: viewer)) ?? []
+        let blocked = viewer.flatMap { try? replica.blockedAccounts(of: $0) } ?? []
         return MeetupInfo(
             id: Self.shortMeetupID(m.id), host: m.host.id, hostName: names[m.host], title: m.title,
             kind: m.topic.kind == .game ? "game" : "course", topic: m.topic.name, start: Int64(clamping: m.start), ends: Int64(clamping: m.ends),

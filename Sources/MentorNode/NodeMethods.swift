@@ -79,7 +79,7 @@ extension Node {
         case .meetupLeave: return try run(API.meetupLeave, params) { try meetupJoin($0, caller, joining: false) }
         case .meetups: return try run(API.meetups, params) { try meetupsList($0, caller) }
         case .games: return try run(API.games, params) { try games($0) }
-        case .gameShow: return try run(API.gameShow, params) { try gameShow($0) }
+        case .gameShow: return try run(API.gameShow, params) { try gameShow($0, caller) }
         case .people: return try run(API.people, params) { try people($0, caller) }
         }
     }

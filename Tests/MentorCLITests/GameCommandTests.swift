@@ -52,6 +52,9 @@ import MentorArguments
         #expect(one.hasPrefix("Catan\n  year     1995\n  players  3–4\n  time     60–120 minutes\n  age      10 and over\n"))
         #expect(one.contains("  about    Settlers trade and build.") && one.contains("  source   BoardGameGeek"))
         #expect(ClientFormat.game(Self.pandemic).contains("time     45 minutes"))
+        let withMeetup: JSON = ["name": "Catan", "meetups": [["id": "0123456789ab", "start": 1_800_000_000_000, "title": "Settlers",
+                                                              "left": 2, "seats": 4]]]
+        #expect(ClientFormat.game(withMeetup).contains("Open meetups:\n  0123456789ab  2027-01-15 08:00  Settlers  2 of 4 seats left"))
         // Text from the daemon is shown, never obeyed.
         #expect(!ClientFormat.game(["name": "A\u{1B}[2J", "description": "x"]).contains("\u{1B}"))
     }

@@ -19,7 +19,7 @@ import MentorCore
         #expect(names(all).count >= 80 && names(all).first == "6 nimmt!")
         let catan = try #require(all["games"]?.arrayValue?.first { $0["name"] == "Catan" })
         #expect(catan == ["name": "Catan", "year": 1995, "players_min": 3, "players_max": 4, "time_min": 60, "time_max": 120,
-                          "min_age": 10, "description": catan["description"] ?? .null])
+                          "min_age": 10, "description": catan["description"] ?? .null, "meetups": .null], "meetups only in game.show")
         let forTwoQuick = try t.call(ana, "games", ["players": 2, "time": 20])
         for g in forTwoQuick["games"]?.arrayValue ?? [] {
             #expect((g["players_min"]?.intValue ?? 99) <= 2 && (g["players_max"]?.intValue ?? 0) >= 2 && (g["time_max"]?.intValue ?? 99) <= 20)

@@ -88,7 +88,13 @@ import MentorCore
             // "Under way" started half an hour ago: allowed, as it is not over yet.
             try t.call(host, "meetup.create", params)
         }
+        // A game named as in the catalogue takes its spelling, and `game.show` lists the meetup.
+        try t.call(host, "meetup.create", ["title": "Settlers", "game": "  catan ", "start": .int(now + 1_800_000), "place": "Hall", "seats": 4])
+        let catan = try t.call(ana, "game.show", ["name": "Catan"])
+        #expect((catan["meetups"]?.arrayValue ?? []).compactMap { $0["title"]?.stringValue } == ["Settlers"], "\(catan)")
+        #expect((try t.call(ana, "meetups", ["game": "CATAN"])["meetups"]?.arrayValue ?? []).first?["topic"] == "Catan")
         let titles = (try t.call(ana, "meetups")["meetups"]?.arrayValue ?? []).compactMap { $0["title"]?.stringValue }
+            .filter { $0 != "Settlers" }
         #expect(titles == ["Under way", "Soon", "Later"], "\(titles)")
         #expect((try t.call(ana, "meetups", ["course": "cs 490"])["meetups"]?.arrayValue ?? []).compactMap { $0["title"]?.stringValue } == ["Later"])
         #expect((try t.call(ana, "meetups", ["search": "soon"])["meetups"]?.arrayValue ?? []).count == 1)
