@@ -108,6 +108,8 @@ public final class Node: @unchecked Sendable {
     var pendingLinks: [UInt32: PendingLink] = [:]
     /// The UTC day (days since the epoch) each user's age was last checked (`refreshAge`).
     var ageCheckedDay: [UInt32: UInt64] = [:]
+    /// When meetups ended a week ago were last collected (this node's clock, ms; §6.7).
+    var meetupsCollectedAt: UInt64 = 0
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
     /// The per-account settings there are (`Settings.swift`).
@@ -736,6 +738,7 @@ public final class Node: @unchecked Sendable {
         }
         if records.contains(where: { $0.type == .post }) { afterPosts(records) }
         if records.contains(where: { $0.type == .meetupJoin }) { updateRosters() }
+        collectMeetupsHourly()
         guard !pairs.isEmpty else { return }
         let uids = Dictionary(writers.map { ($0.value.account, $0.key) }, uniquingKeysWith: { first, _ in first })
         for change in pairs.sorted(by: { ($0.account, $0.after.other) < ($1.account, $1.after.other) }) {

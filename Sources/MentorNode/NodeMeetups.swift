@@ -86,6 +86,7 @@ extension Node {
 
     func meetupsList(_ request: MeetupsRequest, _ caller: Requester) throws -> MeetupsResult {
         let me = try me(caller)
+        collectMeetupsHourly()
         let limit = Int(request.limit ?? 20)
         guard (1...200).contains(limit) else { throw RPCError(.invalidValue, "limit must be 1 to 200") }
         var filter = MeetupFilter(now: config.now())
@@ -105,6 +106,22 @@ extension Node {
         if request.nearby == true { filter.hosts = nearbyAccounts }
         filter.excludedHosts = try replica.blockedAccounts(of: me)
         return MeetupsResult(meetups: try replica.meetups(filter).map { try meetupInfo($0, viewer: me, attendees: false) })
+    }
+
+    // MARK: Collection
+
+    /// Meetups that ended more than a week ago leave the replica — checked at most once an hour,
+    /// when records are applied or meetups listed (an idle node collects at its next use).
+    func collectMeetupsHourly() {
+        let now = config.now()
+        guard now >= meetupsCollectedAt &+ 3_600_000 || now < meetupsCollectedAt else { return }
+        meetupsCollectedAt = now
+        do {
+            let n = try replica.collectMeetups(now: now)
+            if n > 0 { logger.info("meetups that ended a week ago collected", ["meetups": "\(n)"]) }
+        } catch {
+            logger.info("collecting past meetups failed", ["error": "\(error)"])
+        }
     }
 
     // MARK: The host's node: rosters

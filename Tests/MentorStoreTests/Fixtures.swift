@@ -29,7 +29,7 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 
 /// SQL that takes a replica back from migration 21 (meetups) and the reserved 20.
 let undoMigration21 = """
-    DROP TABLE meetups; DROP TABLE meetup_edits; DROP TABLE meetup_joins; DROP TABLE meetup_rosters;
+    DROP TABLE meetups; DROP TABLE meetup_edits; DROP TABLE meetup_joins; DROP TABLE meetup_rosters; DROP TABLE meetups_gone;
     """
 
 /// SQL that takes a replica back from migration 19 (quiz results), and the later ones.

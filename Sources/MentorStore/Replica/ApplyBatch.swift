@@ -366,6 +366,13 @@ struct ApplyBatch {
                 return false
             }
         }
+        // Meetups collected a week after they ended, and their records, are not stored again (§6.7).
+        if schema?.publicMerge == .meetups, try meetupGone(v) {
+            try noteSuperseded(authorID: authorID, seq: r.seq, id: v.id)
+            supersededCount += 1
+            try advanceContiguous(&author, key: key, past: r.seq)
+            return false
+        }
         storedInOrder.append(v)
         countChanges.records += 1
         try statement("INSERT INTO records(author, seq, id, type, timestamp, bytes) VALUES (?, ?, ?, ?, ?, ?)")

@@ -42,6 +42,50 @@ extension ApplyBatch {
         try refreshMeetup(meetup)
     }
 
+    /// How long after its end a meetup is collected from the replica (PROTOCOL.md §6.7).
+    static let meetupRetention: UInt64 = 7 * 86_400_000
+
+    /// Whether `v` belongs to a meetup this replica collected, or creates one that ended more
+    /// than a week before this node's clock: then it is not stored (no one's fault).
+    func meetupGone(_ v: VerifiedRecord) throws(StoreError) -> Bool {
+        let target: [UInt8]
+        switch v.record.type {
+        case .meetup:
+            guard let m = try? Meetup(body: v.record.body) else { return false }
+            switch m.action {
+            case .create(let f):
+                let ends = (f.start ?? 0) &+ UInt64(f.duration ?? 0) * 60_000
+                if ends &+ Self.meetupRetention < now { return true }
+                target = v.id
+            case .edit(let t, _), .cancel(let t): target = t
+            }
+        case .meetupJoin: guard let j = try? MeetupJoin(body: v.record.body) else { return false }; target = j.meetup
+        case .meetupRoster: guard let r = try? MeetupRoster(body: v.record.body) else { return false }; target = r.meetup
+        default: return false
+        }
+        return try statement("SELECT 1 FROM meetups_gone WHERE id = ?").queryOne([.blob(target)]) != nil
+    }
+
+    /// Collects the meetups that ended before `cutoff`: their create, edits, joins and rosters
+    /// leave the replica (records, the reconciled set, the digest, the tables) and are
+    /// remembered so that copies offered again are not stored. Returns how many meetups went.
+    mutating func collectMeetups(endedBefore cutoff: UInt64) throws(StoreError) -> Int {
+        let ids = try db.query("SELECT id, ends FROM meetups WHERE ends < ? LIMIT 1000", [.integer(Int64(clamping: cutoff))])
+        for row in ids {
+            guard let id = row.blob(0), let ends = row.int64(1) else { continue }
+            for table in ["meetup_edits", "meetup_joins", "meetup_rosters"] {
+                for r in try db.query("SELECT record_id FROM \(table) WHERE meetup = ?", [.blob(id)]) {
+                    if let rid = r.blob(0) { try dropRecord(rid) }
+                }
+                try db.execute("DELETE FROM \(table) WHERE meetup = ?", [.blob(id)])
+            }
+            try dropRecord(id)
+            try db.execute("DELETE FROM meetups WHERE id = ?", [.blob(id)])
+            try db.execute("INSERT OR IGNORE INTO meetups_gone(id, ends) VALUES (?, ?)", [.blob(id), .integer(ends)])
+        }
+        return ids.count
+    }
+
     /// A removed record (a revoked device's) leaves the meetup tables; its meetup is read again.
     mutating func dropMeetupRecord(_ id: [UInt8]) throws(StoreError) {
         var touched: [[UInt8]] = []

@@ -98,6 +98,24 @@ enum MeetupQueries {
 }
 
 extension Replica {
+    /// Collects the meetups that ended more than a week before `now` (PROTOCOL.md §6.7): their
+    /// records leave this replica and are not stored again. Returns how many went.
+    @discardableResult
+    public func collectMeetups(now: UInt64) throws(StoreError) -> Int {
+        let cutoff = now > ApplyBatch.meetupRetention ? now - ApplyBatch.meetupRetention : 0
+        let due = try read { db throws(StoreError) in
+            try db.queryOne("SELECT 1 FROM meetups WHERE ends < ? LIMIT 1", [.integer(Int64(clamping: cutoff))]) != nil
+        }
+        guard due else { return 0 }
+        return try write { db throws(StoreError) in
+            var batch = ApplyBatch(db: db, settings: settings, openers: [:], now: now)
+            let n = try batch.collectMeetups(endedBefore: cutoff)
+            try batch.finish(recon: &reconInTransaction)
+            countChanges = batch.countChanges
+            return n
+        }
+    }
+
     /// A meetup's state (nil while its create record is not held).
     public func meetup(_ id: [UInt8]) throws(StoreError) -> MeetupSummary? {
         try read { db throws(StoreError) in

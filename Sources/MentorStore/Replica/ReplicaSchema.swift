@@ -574,6 +574,10 @@ enum ReplicaSchema {
                 PRIMARY KEY (meetup, record_id)
             ) WITHOUT ROWID;
             CREATE INDEX meetup_rosters_by_record ON meetup_rosters(record_id);
+            CREATE TABLE meetups_gone (
+                id          BLOB PRIMARY KEY,             -- a meetup collected a week after it ended: its records are not stored again
+                ends        INTEGER NOT NULL
+            ) WITHOUT ROWID;
             """)
         return m
     }
