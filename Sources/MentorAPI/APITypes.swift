@@ -750,7 +750,7 @@ public struct ReplicaDigest: APIObject, Equatable {
 
 /// The events `subscribe` takes; each arrives as the notification `event.<name>`.
 public enum APIEvent: String, CaseIterable, Sendable {
-    case match, message, unmatch, peer, sync
+    case match, message, unmatch, peer, sync, meetup
 
     /// The notification's method name.
     public var method: String { "event.\(rawValue)" }
@@ -778,6 +778,21 @@ public struct UnmatchEvent: APIObject, Equatable {
     public var id: String
     public var by: String
     public init(id: String, by: String) { (self.id, self.by) = (id, by) }
+}
+
+/// `event.meetup`: about a meetup the caller joined — `what` is `cancelled` (by its host),
+/// `seat` (the caller now holds a seat: its join was seated, or someone left), or `reminder`
+/// (it starts within 30 minutes).
+public struct MeetupEvent: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case id, title, what, start, place }
+    public var id: String
+    public var title: String
+    public var what: String
+    public var start: Int64
+    public var place: String
+    public init(id: String, title: String, what: String, start: Int64, place: String) {
+        (self.id, self.title, self.what, self.start, self.place) = (id, title, what, start, place)
+    }
 }
 
 /// `event.peer`: a link to `peer` was established (`connected`) or ended (`disconnected`).

@@ -12,12 +12,13 @@ extension MentormateCLI {
         public static var configuration: CommandConfiguration {
             CommandConfiguration(
                 program: program, path: ["notify"],
-                abstract: "Show a desktop notification for each new match, message and unmatch, until stopped.",
+                abstract: "Show a desktop notification for each new match, message, unmatch and meetup news, until stopped.",
                 discussion: """
                     Notifications go to the desktop's notification server on the session bus, through
                     notify-send or else gdbus; without either, without a session bus (DBUS_SESSION_BUS_ADDRESS),
                     or with --stdout, each is a line on stdout (with --json, a JSON object per line). The
-                    settings notify.match, notify.message and notify.unmatch choose which are shown; they are
+                    settings notify.match, notify.message, notify.unmatch and notify.meetup (a seat, a reminder 30 minutes
+                    before, a cancellation of a meetup you joined) choose which are shown; they are
                     read as each event arrives, so a change applies at once. When the daemon stops, notify
                     exits with status 3 (the user unit mentormate-notify.service starts it again).
                     """)
@@ -33,7 +34,7 @@ extension MentormateCLI {
             let me = account[.id]?.stringValue ?? ""
             let via = NotifyVia.choose(context.host, stdout: stdout)
             context.host.interruptEndsCleanly()
-            _ = try context.call(API.subscribe, SubscribeRequest(events: [APIEvent.match, .message, .unmatch].map(\.rawValue)))
+            _ = try context.call(API.subscribe, SubscribeRequest(events: [APIEvent.match, .message, .unmatch, .meetup].map(\.rawValue)))
             context.host.error("(notifications \(via.description); Ctrl-C stops)")
             if account[.unlocked]?.boolValue == false {
                 // A locked account gets no events; they start once it is unlocked.
@@ -58,7 +59,8 @@ extension MentormateCLI {
                     context.host.error("mentormate: missed \(dropped) events while busy; `mentormate matches` shows where things stand")
                     continue
                 }
-                guard let note = DesktopNotification(event, me: me, name: name), try Self.wanted(note.event, context) else { continue }
+                guard let note = DesktopNotification(event, me: me, name: name, zone: context.host.timeZone),
+                      try Self.wanted(note.event, context) else { continue }
                 if !via.show(note, context, json: context.json), !warned {
                     warned = true
                     context.host.error("mentormate: \(via.description) failed; showing notifications on the terminal when it does")
@@ -90,7 +92,7 @@ public struct DesktopNotification: Equatable, Sendable {
     /// The notification for `event`, or nil for one that is not shown: the caller's own messages
     /// and unmatches (from this or another of their machines), and anything unreadable.
     /// `name` gives the other's name (or short ID) for an ID.
-    public init?(_ event: RPCNotification, me: String, name: (String) -> String) {
+    public init?(_ event: RPCNotification, me: String, name: (String) -> String, zone: TimeZone = .current) {
         switch event.method {
         case APIEvent.match.method:
             let e = Fields<MatchEvent>(event.params)
@@ -108,6 +110,18 @@ public struct DesktopNotification: Equatable, Sendable {
             guard let id = e[.id]?.stringValue, let by = e[.by]?.stringValue, by != me else { return nil }
             let who = name(id)
             self.init(event: .unmatch, id: id, summary: "\(who) ended the match", body: "The conversation with \(who) is closed.")
+        case APIEvent.meetup.method:
+            let e = Fields<MeetupEvent>(event.params)
+            guard let id = e[.id]?.stringValue, let what = e[.what]?.stringValue else { return nil }
+            let title = ClientFormat.cell(e[.title]?.stringValue ?? id, width: 40)
+            let when = e[.start]?.intValue.map { ClientFormat.time($0, in: zone) } ?? "?"
+            let place = ClientFormat.cell(e[.place]?.stringValue ?? "", width: 40)
+            switch what {
+            case "cancelled": self.init(event: .meetup, id: id, summary: "Cancelled: \(title)", body: "The meetup at \(when) will not take place.")
+            case "seat": self.init(event: .meetup, id: id, summary: "You have a seat: \(title)", body: "\(when) at \(place)")
+            case "reminder": self.init(event: .meetup, id: id, summary: "Starting soon: \(title)", body: "\(when) at \(place)")
+            default: return nil
+            }
         default:
             return nil
         }

@@ -110,6 +110,12 @@ public final class Node: @unchecked Sendable {
     var ageCheckedDay: [UInt32: UInt64] = [:]
     /// When meetups ended a week ago were last collected (this node's clock, ms; §6.7).
     var meetupsCollectedAt: UInt64 = 0
+    /// What each local account was last told about the meetups it joined: its place (`seat`,
+    /// `cancelled`, `reminder` sent) per meetup, so an event is sent once (memory only: after a
+    /// restart a standing seat may be announced once more).
+    var meetupNotes: [UInt32: [[UInt8]: Set<String>]] = [:]
+    /// The timer that wakes the node for the next meetup reminder.
+    var meetupReminderTimer: DispatchWorkItem?
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).
     var workRate: Double?
     /// The per-account settings there are (`Settings.swift`).
@@ -601,8 +607,10 @@ public final class Node: @unchecked Sendable {
         refreshAge(uid)
         // Matches that formed while it was locked, or lack the newest contact, get it (§7.7).
         sendContactLogged(uid, me: account)
-        // Joins of its meetups that arrived while it was locked get their places (§6.7).
+        // Joins of its meetups that arrived while it was locked get their places (§6.7), and
+        // its own meetups' reminders are set.
         updateRosters()
+        meetupEvents()
     }
 
     func rebuildCardIndex() throws {
@@ -738,6 +746,7 @@ public final class Node: @unchecked Sendable {
         }
         if records.contains(where: { $0.type == .post }) { afterPosts(records) }
         if records.contains(where: { $0.type == .meetupJoin }) { updateRosters() }
+        if records.contains(where: { [.meetup, .meetupJoin, .meetupRoster].contains($0.type) }) { meetupEvents() }
         collectMeetupsHourly()
         guard !pairs.isEmpty else { return }
         let uids = Dictionary(writers.map { ($0.value.account, $0.key) }, uniquingKeysWith: { first, _ in first })

@@ -1,3 +1,4 @@
+import Dispatch
 import MentorAPI
 import MentorCore
 import MentorStore
@@ -106,6 +107,59 @@ extension Node {
         if request.nearby == true { filter.hosts = nearbyAccounts }
         filter.excludedHosts = try replica.blockedAccounts(of: me)
         return MeetupsResult(meetups: try replica.meetups(filter).map { try meetupInfo($0, viewer: me, attendees: false) })
+    }
+
+    // MARK: Events: cancelled, seat, reminder
+
+    /// How long before a meetup starts its joiners are reminded.
+    static let meetupReminderLead: UInt64 = 30 * 60_000
+
+    /// Tells each local account (unlocked, subscribed to `meetup`) what changed in the meetups it
+    /// joined: a cancellation, a seat it now holds, a start within 30 minutes — each once — and
+    /// sets the timer for the next reminder.
+    func meetupEvents() {
+        let now = config.now()
+        var nextReminder: UInt64?
+        for (uid, writer) in writers {
+            let me = writer.account
+            var filter = MeetupFilter(now: now)
+            filter.all = true
+            filter.involving = me
+            filter.limit = 200
+            guard let mine = try? replica.meetups(filter) else { continue }
+            var notes = meetupNotes[uid] ?? [:]
+            for m in mine where m.host != me && m.ends > now {
+                guard let place = (try? replica.meetupAttendees(m))?.first(where: { $0.account == me })?.place else { continue }
+                var told = notes[m.id] ?? []
+                func tell(_ what: String) {
+                    guard told.insert(what).inserted else { return }
+                    publish(uid, .meetup, MeetupEvent(id: Self.shortMeetupID(m.id), title: m.title, what: what,
+                                                      start: Int64(clamping: m.start), place: m.place))
+                }
+                if m.cancelled {
+                    tell("cancelled")
+                } else if case .seat = place {
+                    tell("seat")
+                    if m.start > now, m.start <= now + Self.meetupReminderLead {
+                        tell("reminder")
+                    } else if m.start > now + Self.meetupReminderLead {
+                        let at = m.start - Self.meetupReminderLead
+                        nextReminder = min(nextReminder ?? at, at)
+                    }
+                } else {
+                    told.remove("seat")
+                }
+                notes[m.id] = told
+            }
+            meetupNotes[uid] = notes
+        }
+        meetupReminderTimer?.cancel()
+        meetupReminderTimer = nil
+        if let at = nextReminder {
+            let item = DispatchWorkItem { [weak self] in self?.meetupEvents() }
+            meetupReminderTimer = item
+            queue.asyncAfter(deadline: .now() + .milliseconds(Int(min(at - min(at, now), 86_400_000))), execute: item)
+        }
     }
 
     // MARK: Collection

@@ -140,6 +140,8 @@ struct SettingsRegistry: Sendable {
         Setting("notify.match", .bool, default: "true", "`mentormate notify` shows a notification for a new match."),
         Setting("notify.message", .bool, default: "true", "`mentormate notify` shows a notification for a new message."),
         Setting("notify.unmatch", .bool, default: "true", "`mentormate notify` shows a notification when a match ends."),
+        Setting("notify.meetup", .bool, default: "true",
+                "`mentormate notify` shows a seat, a reminder 30 minutes before and a cancellation of a meetup you joined."),
         // The feed's default filters: each applies when `feed` leaves that filter out.
         Setting("feed.available", .moment, default: nil, "Default for `feed --available`: a day, optionally with an hour (Mon, Mon-14)."),
         Setting("feed.max_wage", .unsigned(0...1_000_000), default: nil, "Default for `feed --max-wage`."),

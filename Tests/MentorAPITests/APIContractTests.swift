@@ -287,14 +287,16 @@ import MentorAPI
 
     /// The notifications the node sends for the caller's own account, with their names.
     @Test func eventsRoundTripUnderTheirNames() throws {
-        #expect(APIEvent.allCases.map(\.method) == ["event.match", "event.message", "event.unmatch", "event.peer", "event.sync"])
-        #expect(SubscribeRequest.allEvents == ["match", "message", "unmatch", "peer", "sync"])
+        #expect(APIEvent.allCases.map(\.method) == ["event.match", "event.message", "event.unmatch", "event.peer", "event.sync", "event.meetup"])
+        #expect(SubscribeRequest.allEvents == ["match", "message", "unmatch", "peer", "sync", "meetup"])
         let message = try RPCNotification(.message, MessageEvent(with: Self.id, message: Self.message))
         #expect(message.method == "event.message")
         let parsed = try #require(JSON.parse(message.params.encoded))
         #expect(try JSONValueDecoder().decode(MessageEvent.self, from: parsed) == MessageEvent(with: Self.id, message: Self.message))
         #expect(try RPCNotification(.match, MatchEvent(id: "x", name: nil)).params == ["id": "x", "name": nil])
         #expect(try RPCNotification(.unmatch, UnmatchEvent(id: "x", by: "y")).params == ["id": "x", "by": "y"])
+        let meetup = try RPCNotification(.meetup, MeetupEvent(id: "0123456789ab", title: "Go", what: "seat", start: 5, place: "Hall"))
+        #expect(meetup.method == "event.meetup" && meetup.params == ["id": "0123456789ab", "title": "Go", "what": "seat", "start": 5, "place": "Hall"])
     }
 
     /// The node-wide events, the server's overflow notice and the ambiguous-ID error's data:

@@ -90,10 +90,10 @@ extension CommandLineTests {
                 case "account.whoami": return cliAnaInfo
                 case "profile.show": return ["id": .string(ben), "name": "Ben"]
                 case "settings.show":
-                    return ["settings": .array(["notify.match", "notify.message", "notify.unmatch"].map {
+                    return ["settings": .array(["notify.match", "notify.message", "notify.unmatch", "notify.meetup"].map {
                         ["key": .string($0), "value": off.contains($0) ? "false" : "true"]
                     })]
-                default: return ["events": ["match", "message", "unmatch"]]
+                default: return ["events": ["match", "message", "unmatch", "meetup"]]
                 }
             }
             transport.notifications = events
@@ -106,6 +106,10 @@ extension CommandLineTests {
             message("my own words", mine: true),
             RPCNotification(method: "event.unmatch", params: ["id": .string(ben), "by": .string(ben)]),
             RPCNotification(method: "event.unmatch", params: ["id": .string(ben), "by": .string(me)]),
+            RPCNotification(method: "event.meetup", params: ["id": "0123456789ab", "title": "Catan night", "what": "reminder",
+                                                             "start": 1_800_000_000_000, "place": "Library room 2"]),
+            RPCNotification(method: "event.meetup", params: ["id": "0123456789ab", "title": "Catan night", "what": "cancelled",
+                                                             "start": 1_800_000_000_000, "place": "Library room 2"]),
         ]
 
         @Test func eachEventIsALineWithoutASessionBusAndTheDaemonGoingAwayExits3() {
@@ -117,22 +121,24 @@ extension CommandLineTests {
                 "New match: Ben — You both liked each other. Say hello: mentormate chat \(String(cliBen.prefix(12)))",
                 "Message from Ben — Hi Ana! Shall we meet at the library tomorrow at ten to go over CS 490 problem…",
                 "Ben ended the match — The conversation with Ben is closed.",
+                "Starting soon: Catan night — 2027-01-15 08:00 at Library room 2",
+                "Cancelled: Catan night — The meetup at 2027-01-15 08:00 will not take place.",
             ])
             #expect(host.ran.isEmpty && host.interruptArmed)
             #expect(Array(transport.methods.prefix(2)) == ["account.whoami", "subscribe"])
-            #expect(transport.calls[1].params == ["events": ["match", "message", "unmatch"]])
+            #expect(transport.calls[1].params == ["events": ["match", "message", "unmatch", "meetup"]])
             #expect(host.stderr.contains("lost the connection to mentormated"))
         }
 
         @Test func settingsTurnedOffAreReadAsEachEventArrives() {
-            let transport = Self.daemon(Self.events, off: ["notify.message", "notify.unmatch"])
+            let transport = Self.daemon(Self.events, off: ["notify.message", "notify.unmatch", "notify.meetup"])
             let host = CLIFakeHost(transport)
             host.environmentValues = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1000/bus"]
             host.programs = ["gdbus": "/usr/bin/gdbus"]
             #expect(runCLI(["notify"], host) == .unreachable)
             #expect(host.ran.count == 1 && host.ran.first?.contains("\"New match: Ben\"") == true)
             // One settings.show per event that would be shown (the own message and unmatch are not).
-            #expect(transport.methods.filter { $0 == "settings.show" }.count == 3)
+            #expect(transport.methods.filter { $0 == "settings.show" }.count == 5)
         }
 
         @Test func notifySendComesFirstThenGdbusAndStdoutOrNoBusMeansTheTerminal() {

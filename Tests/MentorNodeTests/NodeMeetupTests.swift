@@ -62,6 +62,39 @@ import MentorCore
         #expect(t.error(ben, "meetup.join", ["id": .string(id)])?.message.contains("cancelled") == true)
     }
 
+    /// `event.meetup`: a seat (when seated, and when a leave moves one up), a reminder when it
+    /// starts within 30 minutes, and the host's cancellation — each once, to the joiners only.
+    @Test func joinersHearOfTheirSeatAReminderAndACancellation() throws {
+        let t = try TestNode()
+        for (uid, name) in [(host, "Host"), (ana, "Ana"), (ben, "Ben"), (cy, "Cy")] { try signup(t, uid, name) }
+        for (uid, connection) in [(host, 1), (ana, 2), (ben, 3), (cy, 4)] as [(UInt32, UInt64)] {
+            try t.call(uid, "subscribe", ["events": ["meetup"]], connection: connection)
+        }
+        func heard(_ connection: UInt64) -> [String] {
+            t.node.queue.sync {}
+            return t.events.all.filter { $0.0 == connection && $0.1.method == "event.meetup" }.compactMap {
+                guard let title = $0.1.params["title"]?.stringValue, let what = $0.1.params["what"]?.stringValue else { return nil }
+                return "\(title) \(what)"
+            }
+        }
+        let now = Int64(t.wall.tick())
+        let soon = try #require(try t.call(host, "meetup.create", ["title": "Go", "game": "Go", "start": .int(now + 20 * 60_000),
+                                                                    "place": "Hall", "seats": 1])["id"]?.stringValue)
+        let later = try #require(try t.call(host, "meetup.create", ["title": "Chess", "game": "Chess", "start": .int(now + 86_400_000),
+                                                                     "place": "Hall", "seats": 2])["id"]?.stringValue)
+        try t.call(ana, "meetup.join", ["id": .string(soon)])
+        try t.call(cy, "meetup.join", ["id": .string(soon)])                 // the waitlist: nothing yet
+        try t.call(ben, "meetup.join", ["id": .string(later)])
+        #expect(heard(2) == ["Go seat", "Go reminder"], "Ana is seated, and it starts within 30 minutes")
+        #expect(heard(3) == ["Chess seat"], "Ben is seated; his meetup is tomorrow")
+        #expect(heard(4).isEmpty, "Cy waits")
+        try t.call(ana, "meetup.leave", ["id": .string(soon)])
+        #expect(heard(4) == ["Go seat", "Go reminder"], "Ana's leave seats Cy")
+        try t.call(host, "meetup.cancel", ["id": .string(later)])
+        #expect(heard(3) == ["Chess seat", "Chess cancelled"])
+        #expect(heard(1).isEmpty && heard(2) == ["Go seat", "Go reminder"], "the host and Ana hear nothing more")
+    }
+
     @Test func ageLimitsAreEnforcedFromTheCardsAge() throws {
         let t = try TestNode()
         try signup(t, host, "Host", birthdate: "1990-01-01")

@@ -98,7 +98,7 @@ import MentorCore
         let before = try t.call(ana, "settings.show")
         let unknown = t.error(ana, "settings.set", ["key": "notify.chat", "value": "on"])
         #expect(unknown?.code == RPCError.Code.invalidValue.rawValue)
-        #expect(unknown?.message == "there is no setting \"notify.chat\"; the settings are birthdate, contact, email, feed.available, feed.gender, feed.max_age, feed.max_wage, feed.min_age, feed.min_budget, feed.min_score, feed.nearby, notify.match, notify.message, notify.unmatch, paused, show_sign")
+        #expect(unknown?.message == "there is no setting \"notify.chat\"; the settings are birthdate, contact, email, feed.available, feed.gender, feed.max_age, feed.max_wage, feed.min_age, feed.min_budget, feed.min_score, feed.nearby, notify.match, notify.meetup, notify.message, notify.unmatch, paused, show_sign")
         let bad = t.error(ana, "settings.set", ["key": "notify.match", "value": "sometimes"])
         #expect(bad?.message == "notify.match: \"sometimes\" is not accepted; give true or false (also on/off, yes/no)")
         #expect(t.error(ana, "settings.set", ["key": "notify.match"])?.code == RPCError.Code.invalidParams.rawValue)
