@@ -99,8 +99,20 @@ extension EndToEndTests {
             #expect(shape && who == ["Ben", "Cy"], "one seat and one waitlist place: \(final)")
         }
 
-        try step("Ana cancels; every node shows it cancelled and not open") {
+        try step("Ana cancels; every node shows it cancelled and not open, and Ben's node tells him") {
+            // Ben listens for meetup events on his node (B) before the cancellation.
+            let watch = try RawConnection(sockets[1])
+            defer { watch.close() }
+            let subscribed = watch.call("subscribe", ["events": ["meetup"]])
+            #expect(subscribed?["result"] != nil, "subscribe: \(String(describing: subscribed))")
             try e2e.mm(["meetup", "cancel", last], socket: sockets[0])
+            var heard: [String] = []
+            let deadline = ContinuousClock.now + .seconds(30)
+            while ContinuousClock.now < deadline, !heard.contains("cancelled"), let line = watch.readJSON(timeout: deadline - .now) {
+                if line["method"]?.stringValue == "event.meetup", line["params"]?["title"]?.stringValue == "Last seat",
+                   let what = line["params"]?["what"]?.stringValue { heard.append(what) }
+            }
+            #expect(heard.contains("cancelled"), "Ben's node announces the cancellation: \(heard)\(logs())")
             let statuses = try poll(timeout: .seconds(30), { try (0..<4).map { try show($0, last)?["status"]?.stringValue ?? "" } },
                                     until: { $0.allSatisfy { $0 == "cancelled" } })
             #expect(statuses.allSatisfy { $0 == "cancelled" }, "\(statuses)")
