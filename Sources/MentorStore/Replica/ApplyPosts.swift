@@ -145,11 +145,13 @@ extension ApplyBatch {
             try purgePost(p, owner: account)
             return .drop
         }
+        // Its rowid is its place in time, which search walks newest first (PostSearch.swift).
+        let recency = try postRecency(created: v.record.timestamp)
         try statement("""
-            INSERT INTO posts(id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?3, ?1, ?6, ?3, ?1)
+            INSERT INTO posts(recency, id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id)
+            VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?3, ?1, ?6, ?3, ?1)
             """).run([.blob(p), .blob(account), .integer(Int64(clamping: v.record.timestamp)), .integer(Int64(photos.count)),
-                      .text(caption), .text(tags.joined(separator: " "))])
+                      .text(caption), .text(tags.joined(separator: " ")), .integer(recency)])
         try setTags(p, tags)
         // The photos are named like a card's: fetched, kept and collected by the same tables.
         let photo = try statement("INSERT OR IGNORE INTO card_photos(author, record_id, slot, ref) VALUES (?, ?, ?, ?)")

@@ -507,6 +507,47 @@ enum ReplicaSchema {
             CREATE INDEX follow_entries_by_target ON follow_entries(target, account);
             CREATE INDEX follow_entries_by_record ON follow_entries(record_id);
             """)
+        // 19 is the lead's (quiz results, issue 17) on main; this branch holds its place so 20
+        // can follow. When the branches merge, main's 19 replaces this line.
+        m.register(19, "reserved: quiz results, written on main in parallel", "")
+        // Posts get their place in time as their rowid (`recency`, an alias of the rowid, which
+        // VACUUM keeps): the creating record's timestamp shifted left 16 bits, plus a slot among
+        // the posts of that millisecond. FTS5 walks a term's rowids newest first and stops, so
+        // `posts --search` ranks the newest 1,000 matches without reading the others
+        // (`PostSearch.swift`). The table is rebuilt in that order and the index with it.
+        m.register(20, "posts keyed by recency, their search index rebuilt", """
+            CREATE TABLE posts_by_recency (
+                recency     INTEGER PRIMARY KEY,          -- created << 16 | slot (PostSearch.recency)
+                id          BLOB NOT NULL UNIQUE,         -- the creating record's ID
+                account     BLOB NOT NULL,
+                created     INTEGER NOT NULL,
+                photos      INTEGER NOT NULL,
+                caption     TEXT NOT NULL,
+                caption_at  INTEGER NOT NULL,
+                caption_id  BLOB NOT NULL,
+                tags        TEXT NOT NULL,
+                tags_at     INTEGER NOT NULL,
+                tags_id     BLOB NOT NULL
+            );
+            INSERT INTO posts_by_recency(recency, id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id)
+                SELECT CASE WHEN slot < 65536 THEN (ms << 16) + slot ELSE -1 - row_number() OVER (ORDER BY created, id) END,
+                       id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id
+                FROM (SELECT *, min(max(created, 0), 70368744177664) AS ms,
+                             row_number() OVER (PARTITION BY min(max(created, 0), 70368744177664) ORDER BY id) - 1 AS slot
+                      FROM posts);
+            DROP TABLE posts;
+            ALTER TABLE posts_by_recency RENAME TO posts;
+            CREATE INDEX posts_by_created ON posts(created, id);
+            CREATE INDEX posts_by_account ON posts(account, created);
+            CREATE TRIGGER post_search_in AFTER INSERT ON posts BEGIN
+                INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
+            CREATE TRIGGER post_search_out AFTER DELETE ON posts BEGIN
+                INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags); END;
+            CREATE TRIGGER post_search_change AFTER UPDATE OF caption, tags ON posts BEGIN
+                INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags);
+                INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
+            INSERT INTO post_search(post_search) VALUES ('rebuild');
+            """)
         return m
     }
 
