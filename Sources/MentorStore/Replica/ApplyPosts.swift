@@ -159,6 +159,12 @@ extension ApplyBatch {
             try photo.run([.integer(accountRow), .blob(p), .integer(Int64(slot)), .blob(PhotoRef.encodeList([ref]))])
         }
         // The author's edits that arrived before the post.
+        try refoldEdits(of: p)
+        return .store
+    }
+
+    /// Folds every edit of the post held in `post_ops` into its registers.
+    mutating func refoldEdits(of p: [UInt8]) throws(StoreError) {
         for row in try statement("SELECT id FROM post_ops WHERE post = ? AND kind = 1").query([.blob(p)]) {
             guard let id = row.blob(0),
                   let bytes = try statement("SELECT bytes FROM records INDEXED BY records_by_id WHERE id = ?").queryOne([.blob(id)])?.blob(0),
@@ -166,7 +172,6 @@ extension ApplyBatch {
                   case .edit(_, let caption, let tags) = body.action else { continue }
             try foldEdit(post: p, id: id, at: edit.record.timestamp, caption: caption, tags: tags)
         }
-        return .store
     }
 
     /// An edit writes the caption and tags registers: the greatest (timestamp, record ID) wins.
@@ -187,7 +192,7 @@ extension ApplyBatch {
         }
     }
 
-    private mutating func setTags(_ post: [UInt8], _ tags: [String]) throws(StoreError) {
+    mutating func setTags(_ post: [UInt8], _ tags: [String]) throws(StoreError) {
         try statement("DELETE FROM post_tags WHERE post = ?").run([.blob(post)])
         let insert = try statement("INSERT OR IGNORE INTO post_tags(tag, post) VALUES (?, ?)")
         for t in tags { try insert.run([.text(t), .blob(post)]) }
