@@ -84,6 +84,7 @@ import MentorCrypto
                 DROP TABLE posts;
                 ALTER TABLE posts_old RENAME TO posts;
                 INSERT INTO post_search(post_search) VALUES ('rebuild');
+                DROP INDEX card_photos_by_record;
                 PRAGMA user_version = 19;
                 """)
             let before = try db.query("SELECT id FROM posts ORDER BY rowid").compactMap { $0.blob(0) }
@@ -97,6 +98,12 @@ import MentorCrypto
         #expect(order == posts.map(\.id))
         #expect(try Set(upgraded.searchPosts("quartz", limit: 3, window: 3).map(\.id)) == Set(posts[3...].map(\.id)))
         #expect(try upgraded.searchPosts("quartz").first?.id == posts[0].id)
+        #expect(try upgraded.post(posts[0].id)?.photos == [Self.photo(1)])
+        let plan = try upgraded.read { db throws(StoreError) in
+            try db.query("EXPLAIN QUERY PLAN SELECT ref FROM card_photos WHERE record_id = ? ORDER BY slot", [.blob(posts[0].id)])
+                .compactMap { $0.text(3) }.joined(separator: "; ")
+        }
+        #expect(plan.contains("card_photos_by_record"), "a post's photos are read by index: \(plan)")
         // New posts still index and order: one at 700 is the newest.
         var a = writer
         let newest = try a.post(.create(photos: [Self.photo(7)], caption: "quartz again", tags: []), at: 700)

@@ -514,7 +514,8 @@ enum ReplicaSchema {
         // VACUUM keeps): the creating record's timestamp shifted left 16 bits, plus a slot among
         // the posts of that millisecond. FTS5 walks a term's rowids newest first and stops, so
         // `posts --search` ranks the newest 1,000 matches without reading the others
-        // (`PostSearch.swift`). The table is rebuilt in that order and the index with it.
+        // (`PostSearch.swift`). The table is rebuilt in that order and the index with it. And
+        // `card_photos` gets an index by record ID, which a post's photos are read by.
         m.register(20, "posts keyed by recency, their search index rebuilt", """
             CREATE TABLE posts_by_recency (
                 recency     INTEGER PRIMARY KEY,          -- created << 16 | slot (PostSearch.recency)
@@ -547,6 +548,9 @@ enum ReplicaSchema {
                 INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags);
                 INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
             INSERT INTO post_search(post_search) VALUES ('rebuild');
+            -- A post's photos by its ID (every listed post reads them; a deletion removes them):
+            -- without this each was a scan of every card's and post's photo rows.
+            CREATE INDEX card_photos_by_record ON card_photos(record_id, slot);
             """)
         return m
     }
