@@ -117,7 +117,7 @@ _mentormate() {
         swipe) opts="--course" ;;
         chat) opts="--follow" ;;
         login|whoami|like|pass|undo|matches|unmatch|block|unblock|blocked|follow|unfollow|followers|following|peers|status|doctor) opts="" ;;
-        identify) opts="--color --luster --cleavage --hardness --streak" ;;
+        identify) opts="--color --luster --cleavage --hardness --streak --post" ;;
         quiz) opts="--answers" ;;
         leaderboard) opts="--day --all-time --limit" ;;
         games) opts="--search --players --time" ;;

@@ -3,7 +3,7 @@
 /// The observed traits; each is optional but at least one is needed. The words are checked by the
 /// daemon against the catalogue's sets (a wrong one is -32602 naming the accepted values).
 public struct IdentifyRequest: APIRequest, Equatable {
-    public enum CodingKeys: String, CodingKey, CaseIterable { case color, luster, cleavage, hardness, streak, limit }
+    public enum CodingKeys: String, CodingKey, CaseIterable { case color, luster, cleavage, hardness, streak, limit, post }
     /// light, dark or a colour name.
     public var color: String?
     /// metallic, non-metallic or one luster (vitreous, pearly, …).
@@ -16,9 +16,12 @@ public struct IdentifyRequest: APIRequest, Equatable {
     public var streak: String?
     /// How many entries (1–20, default 5).
     public var limit: Int64?
+    /// A post's ID (a unique prefix of 4+ hex digits): its tags give the traits not given above.
+    public var post: String?
     public init(color: String? = nil, luster: String? = nil, cleavage: String? = nil, hardness: Double? = nil,
-                streak: String? = nil, limit: Int64? = nil) {
+                streak: String? = nil, limit: Int64? = nil, post: String? = nil) {
         (self.color, self.luster, self.cleavage, self.hardness, self.streak, self.limit) = (color, luster, cleavage, hardness, streak, limit)
+        self.post = post
     }
 }
 
@@ -67,7 +70,15 @@ public struct IdentifyResult: APIObject, Equatable {
                 (streak, hardness, cleavage, specificGravity, crystalSystem, note)
         }
     }
-    public enum CodingKeys: String, CodingKey { case matches }
+    public enum CodingKeys: String, CodingKey { case matches, post, tagsRead = "tags_read", tagsIgnored = "tags_ignored" }
     public var matches: [Match]
-    public init(matches: [Match]) { self.matches = matches }
+    /// With `post`: the post's short ID, the tags read ("TAG: TRAIT VALUE") and the tags of the
+    /// vocabulary not used ("TAG: WHY").
+    public var post: String?
+    public var tagsRead: [String]?
+    public var tagsIgnored: [String]?
+    public init(matches: [Match], post: String? = nil, tagsRead: [String]? = nil, tagsIgnored: [String]? = nil) {
+        self.matches = matches
+        (self.post, self.tagsRead, self.tagsIgnored) = (post, tagsRead, tagsIgnored)
+    }
 }

@@ -22,6 +22,11 @@ extension MentormateCLI {
                     colourless, copper-red, dark-green, dark-grey, gold-yellow, green, greenish-black,
                     grey, lead-grey, orange, pale-brown, pink, purple, red, red-brown, silver-white,
                     steel-grey, white, yellow, yellow-brown.
+                    --post ID reads the traits from a post's tags (a trait given as an option wins):
+                    hardness-N (or mohs-N; hardness-5.5), streak-COLOR, cleavage-none|poor|good|perfect
+                    (or no-cleavage), a luster word (metallic, vitreous, …, or luster-X), and light,
+                    dark or a color name (or color-X). The first tag of each trait counts; the tags
+                    read, and those not used with the reason, are printed before the entries.
                     """)
         }
         public var color: String?
@@ -29,6 +34,7 @@ extension MentormateCLI {
         public var cleavage: String?
         public var hardness: String?
         public var streak: String?
+        public var post: String?
         public static let lusters = ["metallic", "non-metallic", "submetallic", "vitreous", "pearly", "silky", "greasy",
                                      "resinous", "adamantine", "dull", "earthy"]
         public static var options: [CommandOption<Self>] {
@@ -37,7 +43,8 @@ extension MentormateCLI {
              .choice("--cleavage", ["none", "poor", "good", "perfect"], \.cleavage,
                      help: "How well it splits along flat planes (none: it only fractures)."),
              .string("--hardness", value: "N", \.hardness, help: "Mohs hardness, 1 to 10 (5.5 is fine)."),
-             .string("--streak", value: "COLOR", \.streak, help: "The color of its powder on an unglazed tile.")]
+             .string("--streak", value: "COLOR", \.streak, help: "The color of its powder on an unglazed tile."),
+             .string("--post", value: "ID", \.post, help: "Read the traits from this post's tags (hardness-6, streak-black, metallic, …).")]
         }
         public init() {}
 
@@ -45,8 +52,9 @@ extension MentormateCLI {
         var hardnessValue: Double? { hardness.flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } }
 
         public func validate() throws(UsageError) {
-            guard color != nil || luster != nil || cleavage != nil || hardness != nil || streak != nil else {
-                throw UsageError("identify needs at least one trait", hint: "for example: mentormate identify --luster metallic --streak black --hardness 6")
+            guard color != nil || luster != nil || cleavage != nil || hardness != nil || streak != nil || post != nil else {
+                throw UsageError("identify needs at least one trait, or --post ID",
+                                 hint: "for example: mentormate identify --luster metallic --streak black --hardness 6")
             }
             if let hardness {
                 guard let h = hardnessValue, h.isFinite, (1...10).contains(h) else {
@@ -56,10 +64,13 @@ extension MentormateCLI {
             }
             if color?.isEmpty == true { throw UsageError("--color needs a value", hint: "light, dark or a color name, e.g. --color black") }
             if streak?.isEmpty == true { throw UsageError("--streak needs a color", hint: "for example --streak red-brown") }
+            if let post, post.count < 4 || !post.allSatisfy(\.isHexDigit) {
+                throw UsageError("--post '\(ClientFormat.sanitize(post))' is not a post ID", hint: "give 4 or more hex digits, as `mentormate posts` prints them")
+            }
         }
 
         public var request: IdentifyRequest {
-            IdentifyRequest(color: color, luster: luster, cleavage: cleavage, hardness: hardnessValue, streak: streak)
+            IdentifyRequest(color: color, luster: luster, cleavage: cleavage, hardness: hardnessValue, streak: streak, post: post)
         }
 
         public func run(_ context: CommandContext) throws(ClientError) {
@@ -73,9 +84,19 @@ extension MentormateCLI {
 extension ClientFormat {
     /// `identify`: one block per entry, best first: its score, its facts, and a reason per trait.
     public static func identify(_ json: JSON) -> String {
-        let matches = Fields<IdentifyResult>(json).objects(.matches, as: IdentifyResult.Match.self)
-        if matches.isEmpty { return "No entry of the catalogue matches." }
-        return matches.enumerated().map { i, m in
+        let fields = Fields<IdentifyResult>(json)
+        let matches = fields.objects(.matches, as: IdentifyResult.Match.self)
+        // With --post: which of the post's tags gave the traits, and which were not used.
+        var header: [String] = []
+        if let post = fields[.post]?.stringValue {
+            let read = (fields[.tagsRead]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+            let ignored = (fields[.tagsIgnored]?.arrayValue ?? []).compactMap(\.stringValue).map { sanitize($0) }
+            header.append("Traits from post \(sanitize(post))'s tags: " + (read.isEmpty ? "none (the options gave them)" : read.joined(separator: "; ")))
+            if !ignored.isEmpty { header.append("Not used: " + ignored.joined(separator: "; ")) }
+        }
+        let top = header.isEmpty ? "" : header.joined(separator: "\n") + "\n\n"
+        if matches.isEmpty { return top + "No entry of the catalogue matches." }
+        return top + matches.enumerated().map { i, m in
             let name = sanitize(m[.name]?.stringValue ?? "?")
             let score = m[.score]?.intValue.map(String.init) ?? "?"
             func list(_ key: IdentifyResult.Match.CodingKeys) -> String {

@@ -9,8 +9,8 @@ extension Node {
     /// is static and the same on every node. Every trait word is checked (a wrong one is -32602
     /// naming the accepted values); nothing is written.
     ///
-    /// The seam for the posts branch: recent posts tagged with a match's name are to be added
-    /// by a function taking the matches and a list of posts; nothing here reads posts yet.
+    /// With `post`, the traits not given come from the post's tags (`TagTraits`), and the result
+    /// says which tags were read. Each match carries the newest posts tagged with its name.
     func identify(_ request: IdentifyRequest, _ caller: Requester? = nil) throws -> IdentifyResult {
         let catalogue = Catalogue.standard
         guard !catalogue.entries.isEmpty else {
@@ -18,10 +18,32 @@ extension Node {
         }
         let limit = request.limit ?? 5
         guard (1...20).contains(limit) else { throw RPCError(.invalidParams, "identify: limit must be from 1 to 20") }
+        var given = (color: request.color, luster: request.luster, cleavage: request.cleavage,
+                     hardness: request.hardness.map { String($0) }, streak: request.streak)
+        // `--post`: the post's tags give every trait not given in the request (TagTraits.swift).
+        var fromPost: (id: String, tags: TagTraits)?
+        if let text = request.post {
+            let id = try postID(text)
+            guard let post = try replica.post(id) else { throw RPCError(.notFound, "no post \(text) on this node") }
+            let read = TagTraits.read(post.tags)
+            guard !read.read.isEmpty || request.color != nil || request.luster != nil || request.cleavage != nil
+                    || request.hardness != nil || request.streak != nil else {
+                let tags = post.tags.isEmpty ? "no tags" : "the tags " + post.tags.joined(separator: ", ")
+                throw RPCError(.invalidValue, "post \(Self.shortPostID(id)) has \(tags): none names a trait identify reads "
+                               + "(tags like metallic, streak-black, hardness-6, cleavage-perfect, or a colour name)"
+                               + (read.ignored.isEmpty ? "" : "; not used: " + read.ignored.joined(separator: "; ")))
+            }
+            given.color = given.color ?? read.colour
+            given.luster = given.luster ?? read.luster
+            given.cleavage = given.cleavage ?? read.cleavage
+            given.hardness = given.hardness ?? read.hardness
+            given.streak = given.streak ?? read.streak
+            fromPost = (Self.shortPostID(id), read)
+        }
         let traits: Traits
         do {
-            traits = try Traits.parse(colour: request.color, luster: request.luster, cleavage: request.cleavage,
-                                      hardness: request.hardness.map { String($0) }, streak: request.streak)
+            traits = try Traits.parse(colour: given.color, luster: given.luster, cleavage: given.cleavage,
+                                      hardness: given.hardness, streak: given.streak)
         } catch {
             throw RPCError(.invalidParams, "identify: \(error.message)")
         }
@@ -35,7 +57,7 @@ extension Node {
                 luster: e.lusters.map(\.rawValue), streak: e.streak, hardness: Catalogue.formatRange(e.hardness),
                 cleavage: e.cleavage.rawValue, specificGravity: Catalogue.formatRange(e.specificGravity),
                 crystalSystem: e.crystalSystem, note: e.note, posts: taggedPosts(e.name, caller))
-        })
+        }, post: fromPost?.id, tagsRead: fromPost?.tags.read, tagsIgnored: fromPost?.tags.ignored)
     }
 
     /// The three newest posts tagged with a catalogue name, as the caller may see them (its

@@ -68,3 +68,48 @@ import MentorAPI
         #expect(t.error(1001, "identify", ["hardness": 6, "limit": 0])?.message == "identify: limit must be from 1 to 20")
     }
 }
+
+/// `identify` with `post`: the traits from a post's tags (TagTraits.swift).
+@Suite struct NodeIdentifyPostTests {
+    let ana: UInt32 = 1001
+
+    func post(_ t: TestNode, caption: String, tags: [String]) throws -> String {
+        let png: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + [UInt8](repeating: UInt8(tags.count), count: 500)
+        let photo = try t.call(ana, "blob.put", ["chunk": .string(Data(png).base64EncodedString()), "done": true])["hash"]?.stringValue ?? ""
+        return try #require(try t.call(ana, "post.create", ["photos": .array([.string(photo)]), "caption": .string(caption),
+                                                            "tags": .array(tags.map { .string($0) })])["id"]?.stringValue)
+    }
+
+    @Test func aPostsTagsGiveTheTraitsAndTheAnswerSaysWhichWereRead() throws {
+        let t = try TestNode()
+        try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        let id = try post(t, caption: "Found by the creek", tags: ["Metallic", "streak black", "hardness-6", "hardness-2", "creek"])
+        let r = try t.call(1002, "identify", ["post": .string(id)])
+        let names = (r["matches"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+        for n in ["pyrite", "magnetite", "hematite"] { #expect(names.contains(n), "\(names)") }
+        #expect(r["post"]?.stringValue == id)
+        #expect(r["tags_read"]?.arrayValue?.compactMap(\.stringValue) == ["metallic: luster metallic", "streak-black: streak black", "hardness-6: hardness 6"])
+        #expect(r["tags_ignored"]?.arrayValue?.compactMap(\.stringValue) == ["hardness-2: a second hardness (6 was read first)"])
+        // A trait given in the request wins over the tag.
+        let soft = try t.call(1002, "identify", ["post": .string(String(id.prefix(6))), "hardness": 1])
+        #expect(soft["matches"]?.arrayValue?.first?["reasons"]?.arrayValue?.first?.stringValue?.contains("hardness 1") == true)
+        // Without `post` the answer is as before.
+        let plain = try t.call(1002, "identify", ["hardness": 6])
+        #expect(plain["tags_read"] == nil || plain["tags_read"] == .null)
+        #expect(plain["post"] == nil || plain["post"] == .null)
+    }
+
+    @Test func aPostWithoutTraitTagsOrAnUnknownPostIsAClearError() throws {
+        let t = try TestNode()
+        try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student"])
+        let id = try post(t, caption: "Nice rock", tags: ["quarry", "hardness-15"])
+        let e = t.error(1002, "identify", ["post": .string(id)])
+        #expect(e?.code == -32007)
+        #expect(e?.message.contains("the tags quarry, hardness-15: none names a trait") == true, "\(e?.message ?? "")")
+        #expect(e?.message.contains("not used: hardness-15: hardness \"15\" is not a Mohs hardness") == true)
+        // With a trait given, such a post is fine: the tags add nothing.
+        #expect(try t.call(1002, "identify", ["post": .string(id), "luster": "vitreous"])["tags_read"]?.arrayValue?.isEmpty == true)
+        #expect(t.error(1002, "identify", ["post": "ffffffffffff"])?.code == -32004)
+        #expect(t.error(1002, "identify", ["post": "xyz"])?.code == -32007)
+    }
+}

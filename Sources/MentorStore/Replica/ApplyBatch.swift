@@ -470,8 +470,11 @@ struct ApplyBatch {
         storedInOrder.removeAll { $0.id == recordID }
         cardRegisters.removeAll()
         newAuthors.removeAll()
-        // Read before the row goes: whose card the record wrote.
+        // Read before the row goes: whose card the record wrote, and the record itself.
         let accountID = try accountRowID(ofRecord: recordID, signer: authorID)
+        let removed = try db.queryOne("SELECT bytes FROM records WHERE author = ? AND seq = ? AND id = ?",
+                                      [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])?.blob(0)
+            .flatMap { try? VerifiedRecord(alreadyVerified: $0) }
         try db.execute("DELETE FROM records WHERE author = ? AND seq = ? AND id = ?",
                        [.integer(authorID), .integer(Int64(seq)), .blob(recordID)])
         recon.removed(recordID)
@@ -486,6 +489,10 @@ struct ApplyBatch {
         }
         try db.execute("DELETE FROM pair_entries WHERE record_id = ?", [.blob(recordID)])
         try db.execute("DELETE FROM unopened WHERE id = ?", [.blob(recordID)])
+        try db.execute("DELETE FROM follow_entries WHERE record_id = ?", [.blob(recordID)])
+        try db.execute("DELETE FROM quiz_results WHERE record_id = ?", [.blob(recordID)])
+        try dropMeetupRecord(recordID)
+        if let removed, RecordSchemas.schema(for: removed.record.type)?.publicMerge == .posts { try forgetPostRecord(removed) }
     }
 
     /// Merges a card record's fields into their registers; whether the record entered any of
@@ -950,6 +957,7 @@ struct ApplyBatch {
             try db.execute("DELETE FROM follow_entries WHERE record_id = ?", [.blob(id)])
             try db.execute("DELETE FROM quiz_results WHERE record_id = ?", [.blob(id)])
             try dropMeetupRecord(id)
+            if RecordSchemas.schema(for: stored.record.type)?.publicMerge == .posts { try forgetPostRecord(stored) }
             touched = true
         }
         if state.contiguous > lastSeq {

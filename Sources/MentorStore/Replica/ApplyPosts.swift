@@ -145,11 +145,13 @@ extension ApplyBatch {
             try purgePost(p, owner: account)
             return .drop
         }
+        // Its rowid is its place in time, which search walks newest first (PostSearch.swift).
+        let recency = try postRecency(created: v.record.timestamp)
         try statement("""
-            INSERT INTO posts(id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?3, ?1, ?6, ?3, ?1)
+            INSERT INTO posts(recency, id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id)
+            VALUES (?7, ?1, ?2, ?3, ?4, ?5, ?3, ?1, ?6, ?3, ?1)
             """).run([.blob(p), .blob(account), .integer(Int64(clamping: v.record.timestamp)), .integer(Int64(photos.count)),
-                      .text(caption), .text(tags.joined(separator: " "))])
+                      .text(caption), .text(tags.joined(separator: " ")), .integer(recency)])
         try setTags(p, tags)
         // The photos are named like a card's: fetched, kept and collected by the same tables.
         let photo = try statement("INSERT OR IGNORE INTO card_photos(author, record_id, slot, ref) VALUES (?, ?, ?, ?)")
@@ -157,6 +159,12 @@ extension ApplyBatch {
             try photo.run([.integer(accountRow), .blob(p), .integer(Int64(slot)), .blob(PhotoRef.encodeList([ref]))])
         }
         // The author's edits that arrived before the post.
+        try refoldEdits(of: p)
+        return .store
+    }
+
+    /// Folds every edit of the post held in `post_ops` into its registers.
+    mutating func refoldEdits(of p: [UInt8]) throws(StoreError) {
         for row in try statement("SELECT id FROM post_ops WHERE post = ? AND kind = 1").query([.blob(p)]) {
             guard let id = row.blob(0),
                   let bytes = try statement("SELECT bytes FROM records INDEXED BY records_by_id WHERE id = ?").queryOne([.blob(id)])?.blob(0),
@@ -164,7 +172,6 @@ extension ApplyBatch {
                   case .edit(_, let caption, let tags) = body.action else { continue }
             try foldEdit(post: p, id: id, at: edit.record.timestamp, caption: caption, tags: tags)
         }
-        return .store
     }
 
     /// An edit writes the caption and tags registers: the greatest (timestamp, record ID) wins.
@@ -185,7 +192,7 @@ extension ApplyBatch {
         }
     }
 
-    private mutating func setTags(_ post: [UInt8], _ tags: [String]) throws(StoreError) {
+    mutating func setTags(_ post: [UInt8], _ tags: [String]) throws(StoreError) {
         try statement("DELETE FROM post_tags WHERE post = ?").run([.blob(post)])
         let insert = try statement("INSERT OR IGNORE INTO post_tags(tag, post) VALUES (?, ?)")
         for t in tags { try insert.run([.text(t), .blob(post)]) }

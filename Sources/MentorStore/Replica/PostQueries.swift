@@ -157,20 +157,27 @@ extension Replica {
     }
 
     /// Posts matching `text` in their caption or tags (SQLite FTS5, every word must appear,
-    /// a word's prefix matching), best first by bm25.
-    public func searchPosts(_ text: String, limit: Int = 50, excluded: Set<[UInt8]> = []) throws(StoreError) -> [PostSummary] {
+    /// a word's prefix matching): of the newest `window` matches (by creation), the best first
+    /// by bm25, newer first between equals (PostSearch.swift).
+    public func searchPosts(_ text: String, limit: Int = 50, excluded: Set<[UInt8]> = [],
+                            window: Int = PostSearch.window) throws(StoreError) -> [PostSummary] {
         let words = text.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).prefix(16)
         guard !words.isEmpty else { return [] }
-        // Words hold letters and digits only, so each is a safe FTS5 string. The best IDs are
-        // ranked first, alone; counts are read for the rows returned only.
+        // Words hold letters and digits only, so each is a safe FTS5 string. FTS5 gives the
+        // matches in rowid order, newest first (the rowid is `recency`), and stops after the
+        // window; those are ranked alone, and counts are read for the rows returned only.
         let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
+        let wanted = max(limit, 0) + excluded.count
         return try read { db throws(StoreError) in
             var out: [PostSummary] = []
             let rows = try db.cachedStatement("""
                 SELECT \(Self.postColumns) FROM (
-                    SELECT rowid, bm25(post_search) AS rank FROM post_search WHERE post_search MATCH ? ORDER BY rank LIMIT ?
-                ) s CROSS JOIN posts p ON p.rowid = s.rowid ORDER BY s.rank
-                """).query([.text(match), .integer(Int64(max(limit, 0) + excluded.count))])
+                    SELECT rowid, rank FROM (
+                        SELECT rowid, bm25(post_search) AS rank FROM post_search WHERE post_search MATCH ?1
+                        ORDER BY rowid DESC LIMIT ?2
+                    ) ORDER BY rank, rowid DESC LIMIT ?3
+                ) s CROSS JOIN posts p ON p.rowid = s.rowid ORDER BY s.rank, s.rowid DESC
+                """).query([.text(match), .integer(Int64(max(window, wanted))), .integer(Int64(wanted))])
             for row in rows where out.count < limit {
                 guard let s = try Self.summary(row, db), !excluded.contains(s.id) else { continue }
                 out.append(s)

@@ -521,7 +521,48 @@ enum ReplicaSchema {
             CREATE INDEX quiz_results_by_day ON quiz_results(day, account);
             CREATE INDEX quiz_results_by_record ON quiz_results(record_id);
             """)
-        m.register(20, "reserved", "")
+        // Posts get their place in time as their rowid (`recency`, an alias of the rowid, which
+        // VACUUM keeps): the creating record's timestamp shifted left 16 bits, plus a slot among
+        // the posts of that millisecond. FTS5 walks a term's rowids newest first and stops, so
+        // `posts --search` ranks the newest 1,000 matches without reading the others
+        // (`PostSearch.swift`). The table is rebuilt in that order and the index with it. And
+        // `card_photos` gets an index by record ID, which a post's photos are read by.
+        m.register(20, "posts keyed by recency, their search index rebuilt", """
+            CREATE TABLE posts_by_recency (
+                recency     INTEGER PRIMARY KEY,          -- created << 16 | slot (PostSearch.recency)
+                id          BLOB NOT NULL UNIQUE,         -- the creating record's ID
+                account     BLOB NOT NULL,
+                created     INTEGER NOT NULL,
+                photos      INTEGER NOT NULL,
+                caption     TEXT NOT NULL,
+                caption_at  INTEGER NOT NULL,
+                caption_id  BLOB NOT NULL,
+                tags        TEXT NOT NULL,
+                tags_at     INTEGER NOT NULL,
+                tags_id     BLOB NOT NULL
+            );
+            INSERT INTO posts_by_recency(recency, id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id)
+                SELECT CASE WHEN slot < 65536 THEN (ms << 16) + slot ELSE -1 - row_number() OVER (ORDER BY created, id) END,
+                       id, account, created, photos, caption, caption_at, caption_id, tags, tags_at, tags_id
+                FROM (SELECT *, min(max(created, 0), 70368744177664) AS ms,
+                             row_number() OVER (PARTITION BY min(max(created, 0), 70368744177664) ORDER BY id) - 1 AS slot
+                      FROM posts);
+            DROP TABLE posts;
+            ALTER TABLE posts_by_recency RENAME TO posts;
+            CREATE INDEX posts_by_created ON posts(created, id);
+            CREATE INDEX posts_by_account ON posts(account, created);
+            CREATE TRIGGER post_search_in AFTER INSERT ON posts BEGIN
+                INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
+            CREATE TRIGGER post_search_out AFTER DELETE ON posts BEGIN
+                INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags); END;
+            CREATE TRIGGER post_search_change AFTER UPDATE OF caption, tags ON posts BEGIN
+                INSERT INTO post_search(post_search, rowid, caption, tags) VALUES ('delete', OLD.rowid, OLD.caption, OLD.tags);
+                INSERT INTO post_search(rowid, caption, tags) VALUES (NEW.rowid, NEW.caption, NEW.tags); END;
+            INSERT INTO post_search(post_search) VALUES ('rebuild');
+            -- A post's photos by its ID (every listed post reads them; a deletion removes them):
+            -- without this each was a scan of every card's and post's photo rows.
+            CREATE INDEX card_photos_by_record ON card_photos(record_id, slot);
+            """)
         // Meetups (record types 14-16, PROTOCOL.md §6.7): each meetup's current state (its
         // create record with the host's edits folded in, and the seats its roster fills), kept
         // so that listing the open ones is one indexed query; every edit, join and roster entry.
