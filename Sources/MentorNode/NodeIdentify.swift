@@ -66,7 +66,7 @@ extension Node {
     func taggedPosts(_ name: String, _ caller: Requester?) -> [IdentifyResult.TaggedPost] {
         guard let tag = PostTags.normalize(name) else { return [] }
         var filter = PostFilter(tag: tag, limit: 3)
-        if let caller, let me = (try? replica.nodeAccount(uid: caller.uid))?.flatMap({ $0 })?.account {
+        if let me = account(ifAny: caller) {
             filter.excludedAuthors = (try? replica.blockedAccounts(of: me)).map { Set($0) } ?? []
             filter.excluded = (try? replica.hiddenPosts(of: me)) ?? []
         }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import MentorAPI
 import MentorCore
 import MentorStore
@@ -12,9 +13,9 @@ extension Node {
     func meetupCreate(_ request: MeetupCreateRequest, _ caller: Requester) throws -> MeetupInfo {
         let me = try me(caller)
         let now = config.now()
-        var fields = Meetup.Fields(title: request.title.trimmingSpacesAndNewlines, topic: try topic(game: request.game, course: request.course),
+        var fields = Meetup.Fields(title: request.title.trimmingCharacters(in: .whitespacesAndNewlines), topic: try topic(game: request.game, course: request.course),
                                    start: UInt64(clamping: request.start), duration: Int(request.duration ?? 120),
-                                   place: request.place.trimmingSpacesAndNewlines, seats: Int(clamping: request.seats),
+                                   place: request.place.trimmingCharacters(in: .whitespacesAndNewlines), seats: Int(clamping: request.seats),
                                    about: request.about ?? "")
         fields.ages = try ages(min: request.minAge, max: request.maxAge, edit: false)
         guard request.start >= 0, UInt64(request.start) + UInt64(max(request.duration ?? 120, 0)) * 60_000 > now else {
@@ -28,8 +29,8 @@ extension Node {
     func meetupEdit(_ request: MeetupEditRequest, _ caller: Requester) throws -> MeetupInfo {
         let me = try me(caller)
         let m = try hostedMeetup(request.id, me, "edit")
-        var fields = Meetup.Fields(title: request.title?.trimmingSpacesAndNewlines, start: request.start.map { UInt64(clamping: $0) },
-                                   duration: request.duration.map { Int(clamping: $0) }, place: request.place?.trimmingSpacesAndNewlines,
+        var fields = Meetup.Fields(title: request.title?.trimmingCharacters(in: .whitespacesAndNewlines), start: request.start.map { UInt64(clamping: $0) },
+                                   duration: request.duration.map { Int(clamping: $0) }, place: request.place?.trimmingCharacters(in: .whitespacesAndNewlines),
                                    seats: request.seats.map { Int(clamping: $0) }, about: request.about)
         if request.game != nil || request.course != nil { fields.topic = try topic(game: request.game, course: request.course) }
         if request.noAgeLimit == true {
@@ -94,7 +95,7 @@ extension Node {
         filter.limit = limit
         filter.all = request.all == true
         if request.mine == true { filter.involving = me }
-        if let s = request.search?.trimmingSpacesAndNewlines {
+        if let s = request.search?.trimmingCharacters(in: .whitespacesAndNewlines) {
             guard !s.isEmpty else { throw RPCError(.invalidValue, "search is empty") }
             filter.search = s
         }
@@ -224,7 +225,7 @@ extension Node {
         var filter = MeetupFilter(now: config.now())
         filter.topic = Meetup.Topic(kind: .game, name: game)
         filter.limit = 20
-        let viewer = caller.flatMap { (try? replica.nodeAccount(uid: $0.uid))?.flatMap { $0 }?.account }
+        let viewer = account(ifAny: caller)
         if let viewer { filter.excludedHosts = (try? replica.blockedAccounts(of: viewer)) ?? [] }
         return ((try? replica.meetups(filter)) ?? []).compactMap { try? meetupInfo($0, viewer: viewer, attendees: false) }
     }
@@ -232,7 +233,7 @@ extension Node {
     /// A game named as in the catalogue takes the catalogue's spelling (so `catan` is Catan, and
     /// `game show` finds it); any other name is kept as given.
     private func topic(game: String?, course: String?) throws -> Meetup.Topic {
-        switch (game?.trimmingSpacesAndNewlines, course?.trimmingSpacesAndNewlines) {
+        switch (game?.trimmingCharacters(in: .whitespacesAndNewlines), course?.trimmingCharacters(in: .whitespacesAndNewlines)) {
         case (let g?, nil):
             guard !g.isEmpty, g.utf8.count <= Meetup.maxTopicBytes else { throw RPCError(.invalidValue, "a game's name is 1 to 64 bytes") }
             if let known = GameCatalogue.standard.game(key: GameCatalogue.fold(g)), known.name.utf8.count <= Meetup.maxTopicBytes {
@@ -290,7 +291,7 @@ extension Node {
         }
         let status = m.cancelled ? "cancelled" : m.ends <= now ? "ended" : m.start <= now ? "under way" : m.taken >= m.seats ? "full" : "open"
         let you = m.host == viewer ? "host" : people.first { $0.account == viewer }.map { place($0.place) }
-        let blocked = viewer.flatMap { try? replica.blockedAccounts(of: $0) } ?? []
+        let blocked = attendees ? viewer.flatMap { try? replica.blockedAccounts(of: $0) } ?? [] : []
         return MeetupInfo(
             id: Self.shortMeetupID(m.id), host: m.host.id, hostName: names[m.host], title: m.title,
             kind: m.topic.kind == .game ? "game" : "course", topic: m.topic.name, start: Int64(clamping: m.start), ends: Int64(clamping: m.ends),
@@ -299,14 +300,5 @@ extension Node {
             attendees: attendees ? people.filter { !blocked.contains($0.account) }.map {
                 MeetupAttendeeInfo(id: $0.account.id, name: names[$0.account], place: place($0.place), joined: Int64(clamping: $0.joined))
             } : nil)
-    }
-}
-
-extension String {
-    var trimmingSpacesAndNewlines: String {
-        var s = Substring(self)
-        while let f = s.first, f == " " || f == "\n" || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\n" || l == "\t" { s.removeLast() }
-        return String(s)
     }
 }

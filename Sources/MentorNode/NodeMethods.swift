@@ -251,6 +251,13 @@ extension Node {
     }
 
     /// The caller's account key (whether or not it is unlocked).
+    /// The caller's account when it has one (nil without, or when it cannot be read): for
+    /// methods that need no account but leave out what the account blocked or hid.
+    func account(ifAny caller: Requester?) -> PublicKey? {
+        guard let caller else { return nil }
+        return (try? replica.nodeAccount(uid: caller.uid))??.account
+    }
+
     func me(_ caller: Requester) throws -> PublicKey {
         guard let a = try replica.nodeAccount(uid: caller.uid) else { throw noAccount() }
         return a.account

@@ -16,7 +16,7 @@ extension Node {
     func quizQuestions(_ caller: Requester) throws -> QuizQuestions {
         let day = quizDay
         let questions = try dayQuestions(day)
-        let played = try (try? replica.nodeAccount(uid: caller.uid)).flatMap { $0 }.flatMap { try outcome(of: $0.account, day: day, questions) }
+        let played = try account(ifAny: caller).flatMap { try outcome(of: $0, day: day, questions) }
         return QuizQuestions(day: day, questions: questions.enumerated().map { i, q in
             let e = q.entry
             return QuizQuestionInfo(number: Int64(i + 1), colors: e.colours, luster: e.lusters.map(\.rawValue), streak: e.streak,
@@ -70,7 +70,7 @@ extension Node {
     func leaderboard(_ request: LeaderboardRequest, _ caller: Requester) throws -> Leaderboard {
         let limit = request.limit ?? 20
         guard (1...100).contains(limit) else { throw RPCError(.invalidParams, "leaderboard: limit must be from 1 to 100") }
-        let me = (try? replica.nodeAccount(uid: caller.uid))?.flatMap { $0 }?.account
+        let me = account(ifAny: caller)
         let blocked: Set<PublicKey> = me.flatMap { try? replica.blockedAccounts(of: $0) }.map { Set($0) } ?? []
         var rows: [Leaderboard.Entry] = []
         let allTime = request.allTime == true

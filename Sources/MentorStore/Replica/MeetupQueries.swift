@@ -233,14 +233,6 @@ extension Replica {
 
     /// The IDs of meetups whose hex spelling starts with `prefix` (lower-case hex), at most `limit`.
     public func meetupIDs(prefix: String, limit: Int = 2) throws(StoreError) -> [[UInt8]] {
-        guard !prefix.isEmpty, prefix.count <= 64, prefix.allSatisfy(\.isHexDigit) else { return [] }
-        let evenPrefix = prefix.count % 2 == 0 ? prefix : prefix + "0"
-        guard let low = Hex.decode(evenPrefix) else { return [] }
-        return try read { db throws(StoreError) in
-            try db.query("SELECT id FROM meetups WHERE id >= ? ORDER BY id LIMIT 64", [.blob(low)])
-                .compactMap { $0.blob(0) }
-                .filter { Hex.encode($0).hasPrefix(prefix.lowercased()) }
-                .prefix(limit).map { $0 }
-        }
+        try ids(in: "meetups", prefix: prefix, limit: limit)
     }
 }

@@ -112,11 +112,15 @@ extension Replica {
     /// The IDs of posts (`comments` false) or comments whose hex spelling starts with `prefix`
     /// (lower-case hex), at most `limit`: how a typed short ID is resolved.
     public func postIDs(prefix: String, comments: Bool = false, limit: Int = 2) throws(StoreError) -> [[UInt8]] {
+        try ids(in: comments ? "comments" : "posts", prefix: prefix, limit: limit)
+    }
+
+    /// The IDs (the `id` primary key of `table`) whose hex spelling starts with `prefix`: a range
+    /// scan on the key from the prefix's low end. Posts, comments and meetups resolve short IDs so.
+    func ids(in table: StaticString, prefix: String, limit: Int) throws(StoreError) -> [[UInt8]] {
         guard !prefix.isEmpty, prefix.count <= 64, prefix.allSatisfy(\.isHexDigit) else { return [] }
-        // Range scan on the primary key: IDs from the prefix's low to its high end.
         let evenPrefix = prefix.count % 2 == 0 ? prefix : prefix + "0"
         guard let low = Hex.decode(evenPrefix) else { return [] }
-        let table = comments ? "comments" : "posts"
         return try read { db throws(StoreError) in
             try db.query("SELECT id FROM \(table) WHERE id >= ? ORDER BY id LIMIT 64", [.blob(low)])
                 .compactMap { $0.blob(0) }
