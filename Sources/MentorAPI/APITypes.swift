@@ -380,6 +380,7 @@ public struct Card: APIObject, Equatable {
         case slots, gender, languages, area, age, sign, preferences, paused
         case score, compatibility, matches, pendingLikes
         case followers, following, posts
+        case hosted, attended
         case photos
         case contact
     }
@@ -420,6 +421,10 @@ public struct Card: APIObject, Equatable {
     public var following: Int64?
     /// How many posts the account has (live ones this node holds).
     public var posts: Int64?
+    /// `profile.show`: the meetups the account hosts and those where it holds a seat, latest
+    /// first (a node keeps meetups until a week after they end); null elsewhere.
+    public var hosted: [MeetupInfo]?
+    public var attended: [MeetupInfo]?
     /// Your own contact, or a current match's (sealed to you); null otherwise.
     public var contact: String?
 

@@ -181,6 +181,14 @@ public enum ClientFormat {
             pairs.append(("follows", "\(followers) follower\(followers == 1 ? "" : "s"), following \(following)"))
         }
         if let posts = card[.posts]?.intValue, posts > 0 { pairs.append(("posts", "\(posts)")) }
+        for (label, key) in [("hosts", Card.CodingKeys.hosted), ("attends", .attended)] {
+            let list = card.objects(key, as: MeetupInfo.self)
+            guard !list.isEmpty else { continue }
+            pairs.append((label, list.map { m in
+                "\(sanitize(m[.id]?.stringValue ?? "?"))  \(m[.start]?.intValue.map { time($0, in: zone) } ?? "?")  "
+                    + cell(m[.title]?.stringValue ?? "", width: 40) + "  (\(sanitize(m[.status]?.stringValue ?? "")))"
+            }.joined(separator: "\n")))
+        }
         pairs += compatibility(card)
         if let conflicts = card[.conflicts]?.objectValue, !conflicts.isEmpty {
             var lines: [String] = []
