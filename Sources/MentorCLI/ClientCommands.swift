@@ -714,7 +714,7 @@ public enum MentormateCLI {
         public func run(_ context: CommandContext) throws(ClientError) {
             let result = try context.call(API.status)
             if context.json { return context.printJSON(result.json) }
-            context.print(ClientFormat.status(result.json))
+            context.print(ClientFormat.status(result.json, in: context.host.timeZone))
         }
     }
 

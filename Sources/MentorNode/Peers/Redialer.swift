@@ -180,6 +180,21 @@ struct Redialer: Sendable {
 
     /// `dialAt` has come: whether to dial now. A target whose node is linked already (`isLinked`)
     /// is parked instead, and redialled when that link closes.
+    /// The machine's network changed: each static peer waiting for a redial (no link, not
+    /// parked) is due now and its backoff starts over — failures on the old network say nothing
+    /// about the new one. mDNS instances are left to discovery (it browses again). Returns how
+    /// many were made due.
+    mutating func networkChanged(now: ContinuousClock.Instant) -> Int {
+        var count = 0
+        for index in targets.indices where targets[index].via == .config && targets[index].active
+            && targets[index].link == nil && !targets[index].parked {
+            targets[index].attempt = 0
+            targets[index].dialAt = now
+            count += 1
+        }
+        return count
+    }
+
     mutating func due(_ index: Int, isLinked: (SigningPublicKey) -> Bool) -> Bool {
         targets[index].dialAt = nil
         if let key = targets[index].lastKey, isLinked(key) {
