@@ -180,14 +180,14 @@ struct Redialer: Sendable {
 
     /// `dialAt` has come: whether to dial now. A target whose node is linked already (`isLinked`)
     /// is parked instead, and redialled when that link closes.
-    /// The machine's network changed: each static peer waiting for a redial (no link, not
-    /// parked) is due now and its backoff starts over — failures on the old network say nothing
-    /// about the new one. mDNS instances are left to discovery (it browses again). Returns how
-    /// many were made due.
+    /// The machine's network changed: each static peer waiting for its backoff to pass (a
+    /// `dialAt` set: not linked, not being dialled, not parked) is due now and its backoff starts
+    /// over — failures on the old network say nothing about the new one. mDNS instances are left
+    /// to discovery (it browses again). Returns how many were made due.
     mutating func networkChanged(now: ContinuousClock.Instant) -> Int {
         var count = 0
         for index in targets.indices where targets[index].via == .config && targets[index].active
-            && targets[index].link == nil && !targets[index].parked {
+            && targets[index].dialAt != nil && targets[index].link == nil && !targets[index].parked {
             targets[index].attempt = 0
             targets[index].dialAt = now
             count += 1
