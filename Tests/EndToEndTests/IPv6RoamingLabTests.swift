@@ -60,7 +60,7 @@ import Glibc
     @Test func ipv6OnlySegmentLinksOverScopedLinkLocalAndULAAndCarriesACard() throws {
         let e2e = try E2E()
         defer { e2e.cleanup() }
-        let lab = try LabHosts(e2e: e2e, tag: "v6")
+        let lab = try LabHosts(e2e: e2e, tag: "six")
         defer { #expect(throws: Never.self) { try lab.down() } }
         try lab.up(3, options: ["--ipv6-only", "--link-local-only", "1,2"])
 
@@ -133,7 +133,7 @@ import Glibc
                                        environment: ChildProcess.baseEnvironment, stdout: .file(e2e.path("out")), stderr: .file(e2e.path("err")))
         let status = process.wait(timeout: .seconds(20))
         let err = e2e.read(e2e.path("err"))
-        #expect(status?.exitCode == 1, "\(String(describing: status)): \(err)")
+        #expect(status?.exitCode == 2, "a usage error: \(String(describing: status)): \(err)")
         #expect(err.contains("[fd00:77::1]:7000") && err.contains("brackets"), "\(err)")
     }
 
