@@ -6,8 +6,9 @@ import MentorSystem
 /// Roaming (OPERATIONS.md "Roaming between networks"): watches this machine's addresses
 /// (`NetworkMonitor`: netlink notifications, then one `getifaddrs` reading) and, when they
 /// change, tells the peer manager — links whose local address is gone close at once, static
-/// peers are redialled now — and discovery, which browses afresh so the new segment's nodes are
-/// found without waiting for the old browse's next query. Keeps what `status.network` shows:
+/// peers are redialled now — and, when the machine may be on another segment (an address went,
+/// an interface came), discovery, which browses afresh so the new segment's nodes are found
+/// without waiting for the old browse's next query. Keeps what `status.network` shows:
 /// the interfaces and addresses now, when they last changed, and how often.
 ///
 /// `@unchecked Sendable`: the monitor is confined to `queue`; `status` reads a locked copy.
@@ -35,7 +36,9 @@ public final class NetworkWatch: @unchecked Sendable {
                                                    "vanished": change.vanished.sorted().joined(separator: ","),
                                                    "appeared": change.appeared.sorted().joined(separator: ",")])
             peers?.networkChanged(change)
-            discovery?.networkChanged()
+            // A fresh browse only when the machine may be on another segment (it reports every
+            // instance lost and found again, which costs a redial of each).
+            if change.mayHaveMoved { discovery?.networkChanged() }
         }
         if let read {
             monitor = NetworkMonitor(queue: queue, settings: settings, logger: logger, read: read, handler: handler)

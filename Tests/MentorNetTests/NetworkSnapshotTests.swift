@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 import MentorNet
 import MentorSystem
 import Testing
@@ -33,6 +34,31 @@ import Testing
         // Carrier lost: every address of the interface vanishes.
         let offline = NetworkSnapshot.Change(old: old, new: NetworkSnapshot(interfaces: ["eth0": []]))
         #expect(offline.vanished == ["169.254.77.3", "fe80::1%eth0"] && offline.new.interfaces.isEmpty)
+    }
+
+    @Test func anAddressAddedIsAChangeButNotAMoveWhileAVanishedOneOrANewInterfaceIs() {
+        let old = NetworkSnapshot(interfaces: ["eth0": ["fe80::1%eth0"]])
+        #expect(!NetworkSnapshot.Change(old: old, new: NetworkSnapshot(interfaces: ["eth0": ["fd00::1", "fe80::1%eth0"]])).mayHaveMoved)
+        #expect(NetworkSnapshot.Change(old: old, new: NetworkSnapshot(interfaces: ["eth0": ["fd00::1"]])).mayHaveMoved)
+        #expect(NetworkSnapshot.Change(old: old, new: NetworkSnapshot(interfaces: ["eth0": ["fe80::1%eth0"], "wlan0": ["10.0.0.2"]])).mayHaveMoved)
+    }
+
+    @Test func theMonitorReportsEachDifferentReadingOnce() {
+        let queue = DispatchQueue(label: "test.NetworkMonitor.changes")
+        let readings = Mutex(Self.reading)
+        nonisolated(unsafe) var changes: [NetworkSnapshot.Change] = []
+        let read: @Sendable () throws(SystemError) -> [InterfaceAddress] = { readings.withLock { $0 } }
+        let monitor = NetworkMonitor(queue: queue, read: read) { changes.append($0) }
+        queue.sync {
+            monitor.start()
+            monitor.checkNow()
+            readings.withLock { $0 = [InterfaceAddress(interface: "eth0", address: "169.254.78.3", running: true, loopback: false)] }
+            monitor.checkNow()
+            monitor.checkNow()
+            monitor.stop()
+        }
+        #expect(changes.count == 1, "the same reading twice is one change")
+        #expect(changes.first?.vanished == ["169.254.77.3", "fe80::1%eth0"] && changes.first?.appeared == ["169.254.78.3"])
     }
 
     @Test func theMonitorsFirstReadingIsItsStartingPointNotAChange() {

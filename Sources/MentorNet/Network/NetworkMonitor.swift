@@ -96,6 +96,14 @@ public final class NetworkMonitor: @unchecked Sendable {
         return current
     }
 
+    /// Reads the addresses now and reports a change if they differ from the last reading (what a
+    /// netlink notification leads to after `settle`; for tests, and for a caller that knows the
+    /// network changed). Call on `queue`.
+    public func checkNow() {
+        dispatchPrecondition(condition: .onQueue(queue))
+        check()
+    }
+
     private func readable() {
         guard running, let socket else { return }
         do throws(SystemError) {

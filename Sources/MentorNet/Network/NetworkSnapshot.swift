@@ -44,6 +44,13 @@ public struct NetworkSnapshot: Sendable, Equatable, CustomStringConvertible {
         /// Addresses usable now that were not.
         public var appeared: Set<String> { new.addresses.subtracting(old.addresses) }
 
+        /// The machine may be on another segment now: an address went, or an interface came
+        /// (or came back with its carrier). An address merely added to an interface that stays
+        /// is not that: the same neighbours are there.
+        public var mayHaveMoved: Bool {
+            !vanished.isEmpty || !Set(new.interfaces.keys).subtracting(old.interfaces.keys).isEmpty
+        }
+
         public init(old: NetworkSnapshot, new: NetworkSnapshot) { (self.old, self.new) = (old, new) }
     }
 }
