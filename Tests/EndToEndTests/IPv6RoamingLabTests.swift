@@ -204,4 +204,47 @@ import Glibc
         let (_, _, anaOn2) = labPoll(timeout: .seconds(30), { hasCard(e2e, lab.socket(2), ana, courses: ["CS 490"]) }, until: { $0 })
         #expect(anaOn2, "Ana's card should reach host 2 through host 3\(logs(daemons))")
     }
+
+    /// Roaming on an IPv6-only network where the laptop has only its fe80:: address, which it
+    /// keeps across the move: its link to host 1 cannot be told apart by address, but the carrier
+    /// loss takes eth0's addresses away in the first reading, so the link is closed then (not
+    /// 15–20 s later by keep-alives), and host 2 is found at `[fe80::…%eth0]` on segment b.
+    @Test func laptopWithOnlyALinkLocalAddressMovedDropsTheOldLinkOnTheCarrierLoss() throws {
+        let e2e = try E2E()
+        defer { e2e.cleanup() }
+        let lab = try LabHosts(e2e: e2e, tag: "rol")
+        defer { #expect(throws: Never.self) { try lab.down() } }
+        try lab.up(3, options: ["--ipv6-only", "--link-local-only", "1,2,3", "--segment-b", "2"])
+
+        var daemons: [Int: Daemon] = [:]
+        for host in 1...3 { daemons[host] = try lab.spawnDaemon(on: host, listen: "[::]:7000") }
+        for host in 1...3 { try daemons[host]!.waitUntilServing(timeout: .seconds(60)) }
+        var nodes: [Int: String] = [:]
+        for host in 1...3 { nodes[host] = try #require(try mmJSON(e2e, ["status"], lab.socket(host))["node"]?.stringValue) }
+        let (before, _, linked) = try labPoll(timeout: .seconds(60), { try peers(e2e, lab.socket(3)) }, until: { list in
+            list.count == 1 && list.first?["node"]?.stringValue == nodes[1]
+        })
+        #expect(linked, "host 3 should be linked to host 1 (segment a): \(described(before))\(logs(daemons))")
+        let ben = try signup(e2e, lab.socket(2), name: "Ben", role: "tutor", courses: "CS 490")
+        let fe80of3 = try linkLocal(lab, 3)
+
+        try lab.lab(["move", "3", "b"])
+        let moved = ContinuousClock.now
+        let (_, _, benOn3) = labPoll(timeout: .seconds(30), interval: .milliseconds(100),
+                                     { hasCard(e2e, lab.socket(3), ben, courses: ["CS 490"]) }, until: { $0 })
+        let caughtUp = ContinuousClock.now - moved
+        #expect(benOn3 && caughtUp < .seconds(10), "Ben's card should reach host 3 within a few seconds of the move (\(caughtUp))\(logs(daemons))")
+        print("roaming lab (fe80:: only): host 3 moved to segment b -> Ben's card readable on host 3 after \(caughtUp)")
+
+        let (after, _, swapped) = try labPoll(timeout: .seconds(5), { try peers(e2e, lab.socket(3)) }, until: { list in
+            list.count == 1 && list.first?["node"]?.stringValue == nodes[2]
+        })
+        #expect(swapped && (after.first?["address"]?.stringValue ?? "").hasPrefix("[fe80:") && (after.first?["address"]?.stringValue ?? "").contains("%eth0]:"),
+                "host 3 should list host 2 only, at its scoped fe80:: address, well before keep-alives would end the old link: \(described(after))\(logs([3: daemons[3]!]))")
+        #expect(!logLines(daemons[3]!, level: "info", containing: ["sync with a peer ended", "the network changed", fe80of3]).isEmpty,
+                "the old link should be closed for the network change\(logs([3: daemons[3]!]))")
+        let status = try mmJSON(e2e, ["status"], lab.socket(3))
+        let addresses = (status["network"]?["interfaces"]?.arrayValue ?? []).flatMap { $0["addresses"]?.strings ?? [] }
+        #expect(addresses == ["\(fe80of3)%eth0"] && (status["network"]?["changes"]?.intValue ?? 0) >= 1, "\(status)")
+    }
 }

@@ -7,10 +7,12 @@ import MentorSystem
 ///
 /// How: the kernel's netlink route notifications (RTM_NEWADDR/DELADDR for IPv4 and IPv6,
 /// RTM_NEWLINK/DELLINK) on a Dispatch read source, so nothing runs while nothing changes; when
-/// one arrives the notifications are only drained (none is parsed) and, `settle` later, the
-/// addresses are read again with `getifaddrs` and compared with the last reading. A burst of
-/// notifications (a move brings carrier down, addresses flushed and added, carrier up) thus
-/// gives one reading, and the reading, not the messages, is the truth. Where no netlink socket
+/// one arrives the notifications are only drained (none is parsed) and the addresses are read
+/// with `getifaddrs` at once and again `settle` later, each reading compared with the last. A
+/// burst of notifications (a move brings carrier down, addresses flushed and added, carrier up)
+/// thus gives at most two readings — the first usually sees the carrier gone, so links over that
+/// interface end even when it comes back with the same addresses (an IPv6 link-local address
+/// stays across a move) — and the readings, not the messages, are the truth. Where no netlink socket
 /// can be opened (a sandbox without AF_NETLINK), the addresses are read every `pollInterval`
 /// instead, and that is logged once.
 ///
@@ -112,6 +114,10 @@ public final class NetworkMonitor: @unchecked Sendable {
             logger.debug("reading netlink failed", ["error": "\(error)"])
         }
         guard pending == nil else { return }
+        // Read at once (the first notification of a burst is often the carrier going: links
+        // over that interface must go even if it is back, with the same addresses, by the
+        // time the burst settles), and again once it has settled.
+        check()
         let work = DispatchWorkItem { [weak self] in
             self?.pending = nil
             self?.check()
