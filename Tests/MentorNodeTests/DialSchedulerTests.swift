@@ -190,6 +190,13 @@ import Testing
         #expect(h.shell.slotsDialled.count == dialled + 1 && h.shell.slotsDialled.last == 0)
         h.dials.dialFailed(0, peer: Self.first, error: Unreachable())
         #expect(h.dials.pendingTimers[0].map { $0 - h.clock.now } == .milliseconds(125), "the backoff started over")
+
+        // A refusal of the address still holds: due when it ends, not before.
+        h.fireTheTimer()
+        h.shell.refusals["10.0.0.2"] = h.clock.now + .seconds(40)
+        h.dials.dialFailed(0, peer: Self.first, error: Unreachable())
+        #expect(h.dials.pendingTimers[0] == h.shell.refusals["10.0.0.2"])
+        #expect(h.dials.networkChanged() == 0 && h.dials.pendingTimers[0] == h.shell.refusals["10.0.0.2"], "not before the refusal ends")
     }
 
     @Test func theFirstIPv4AddressIsDialled() {

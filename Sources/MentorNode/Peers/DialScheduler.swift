@@ -109,7 +109,7 @@ final class DialScheduler: @unchecked Sendable {
     /// The machine's network changed: static peers waiting for a redial are dialled now
     /// (`Redialer.networkChanged`). Returns how many.
     func networkChanged() -> Int {
-        let count = redialer.networkChanged(now: clock())
+        let count = redialer.networkChanged(now: clock(), refusedUntil: refusedUntil)
         syncTimers()
         return count
     }
