@@ -132,6 +132,7 @@ import Glibc
                                         "--listen", "127.0.0.1:0", "--no-mdns", "--peer", "fd00:77::1:7000"],
                                        environment: ChildProcess.baseEnvironment, stdout: .file(e2e.path("out")), stderr: .file(e2e.path("err")))
         let status = process.wait(timeout: .seconds(20))
+        if status == nil { process.kill() }   // it should have refused at once; never leave it running
         let err = e2e.read(e2e.path("err"))
         #expect(status?.exitCode == 2, "a usage error: \(String(describing: status)): \(err)")
         #expect(err.contains("[fd00:77::1]:7000") && err.contains("brackets"), "\(err)")
