@@ -260,8 +260,8 @@ public final class PeerManager: @unchecked Sendable {
             // an address merely added (or an interface of a container host coming up) says
             // nothing about whether they are reachable now.
             let redialled = change.mayHaveMoved ? dials.networkChanged() : 0
-            logger.info("links checked after a network change", ["links.closed": "\(closed)",
-                                            "peers.redialled": "\(redialled)"])
+            logger.log(closed + redialled > 0 ? .info : .debug, "links checked after a network change",
+                       ["links.closed": "\(closed)", "peers.redialled": "\(redialled)"])
         }
     }
 

@@ -50,6 +50,13 @@ public final class NetworkMonitor: @unchecked Sendable {
         self.handler = handler
     }
 
+    deinit {
+        // Cancelling is safe from any thread; the read source's cancel handler closes the socket.
+        pending?.cancel()
+        source?.cancel()
+        poller?.cancel()
+    }
+
     /// Reads the addresses (the first snapshot, not reported as a change) and starts watching.
     /// Returns the first snapshot. Call on `queue`.
     @discardableResult
