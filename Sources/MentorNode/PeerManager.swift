@@ -244,15 +244,16 @@ public final class PeerManager: @unchecked Sendable {
     /// — is closed at once, nobody's fault, instead of waiting for its silence timeout; when the
     /// machine may be on another network (`Change.mayHaveMoved`) the static peers waiting for a
     /// redial are dialled now (their backoff forgotten: the old network's failures say nothing
-    /// about the new one; a refusal of their address still holds). Links over addresses that remain are left alone: if their
-    /// path went with the move, keep-alives end them (`PeerLink.Settings.silenceTimeout`).
+    /// about the new one; a refusal of their address still holds). Links over addresses that
+    /// remain are left alone: if their path went with the move, keep-alives end them
+    /// (`PeerLink.Settings.silenceTimeout`).
     /// Returns at once; the closing happens on the manager's queue.
     public func networkChanged(_ change: NetworkSnapshot.Change) {
         queue.async { [self] in
             guard !stopped else { return }
             var closed = 0
             for connection in connections.values.sorted(by: { $0.serial < $1.serial })
-            where !connection.closing && !change.new.holds(connection.link.local.host) {
+            where !connection.closing && connection.link.local.host != "?" && !change.new.holds(connection.link.local.host) {
                 closed += 1
                 end(connection, "the network changed: this machine no longer has the link's address \(connection.link.local.host)")
             }

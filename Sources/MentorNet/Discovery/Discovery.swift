@@ -20,9 +20,10 @@ import MentorSystem
 /// - `.found` comes once per instance name, once its host name, port, TXT record and at least
 ///   one address are known (A and AAAA records are both asked for on the interface the instance
 ///   was resolved on; what arrives within `addressSettle` of the first goes into one `.found`;
-///   a link-local IPv6 address carries that interface as its scope, `fe80::1%eth0`); `.lost` comes when it has gone from every interface. Our own
-///   instance (the name we registered, after any rename) is never reported; when a rename shows
-///   that an instance already reported was ours, a `.lost` for it follows.
+///   a link-local IPv6 address carries that interface as its scope, `fe80::1%eth0`); `.lost`
+///   comes when it has gone from every interface. Our own instance (the name we registered,
+///   after any rename) is never reported; when a rename shows that an instance already
+///   reported was ours, a `.lost` for it follows.
 /// - An instance that cannot be resolved within `resolveTimeout` is logged and left alone until
 ///   it goes away and comes back.
 /// - `.failed` (Avahi or D-Bus unreachable, avahi-daemon stopped or restarted, ...) stops
