@@ -595,11 +595,18 @@ extension Node {
             health: problems.isEmpty ? "ok" : "degraded", problems: problems,
             storage: info.storage.map(Self.storageStatus),
             networkWorkBits: Int64(replica.settings.accountWork.bits),
-            signupWorkMillis: Int64((signupWorkSeconds() * 1000).rounded()))
+            signupWorkMillis: Int64((signupWorkSeconds() * 1000).rounded()),
+            network: info.network.map(Self.networkStatus))
     }
 }
 
 extension Node {
+    /// `status.network` (docs/API.md): interfaces in name order.
+    static func networkStatus(_ n: NetworkStatus) -> Status.Network {
+        Status.Network(interfaces: n.interfaces.keys.sorted().map { Status.NetworkInterface(name: $0, addresses: n.interfaces[$0] ?? []) },
+                       changedAt: n.changedAt.map { Int64(clamping: $0) }, changes: Int64(n.changes))
+    }
+
     /// `status.storage` (docs/API.md).
     static func storageStatus(_ s: StorageStatus) -> Status.Storage {
         Status.Storage(accounts: Int64(s.accounts), bytes: s.bytes, maxAccounts: Int64(s.maxAccounts), maxBytes: s.maxBytes,

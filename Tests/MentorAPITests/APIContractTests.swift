@@ -209,7 +209,9 @@ import MentorAPI
                         authors: 2, pending: 3, heldUntilDue: 4, evidence: 5, accounts: 6, peers: 7, recordsReceived: 8,
                         sync: Status.Sync(bodiesReceived: 8, duplicateBodies: 1, idsAnnounced: 9), discovery: "on",
                         mdnsName: name, uptime: 10, health: "degraded", problems: ["x"], storage: storage,
-                        networkWorkBits: 20, signupWorkMillis: 1500))
+                        networkWorkBits: 20, signupWorkMillis: 1500,
+                        network: name == nil ? nil : Status.Network(interfaces: [Status.NetworkInterface(name: "eth0", addresses: [
+                            "169.254.78.3", "fe80::1%eth0"])], changedAt: 1_764_400_000_000, changes: 2)))
                 }
             case .doctor:
                 try roundTrip(API.doctor, NoParams(), DoctorResult(checks: [
