@@ -110,10 +110,6 @@ public final class Node: @unchecked Sendable {
     var ageCheckedDay: [UInt32: UInt64] = [:]
     /// When meetups ended a week ago were last collected (this node's clock, ms; §6.7).
     var meetupsCollectedAt: UInt64 = 0
-    /// What each local account was last told about the meetups it joined: its place (`seat`,
-    /// `cancelled`, `reminder` sent) per meetup, so an event is sent once (memory only: after a
-    /// restart a standing seat may be announced once more).
-    var meetupNotes: [UInt32: [[UInt8]: Set<String>]] = [:]
     /// The timer that wakes the node for the next meetup reminder.
     var meetupReminderTimer: DispatchWorkItem?
     /// Hashes per second of the proof-of-work search here, once measured (`signupWorkSeconds`).

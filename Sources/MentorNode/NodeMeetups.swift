@@ -128,8 +128,8 @@ extension Node {
     static let meetupReminderLead: UInt64 = 30 * 60_000
 
     /// Tells each local account (unlocked, subscribed to `meetup`) what changed in the meetups it
-    /// joined: a cancellation, a seat it now holds, a start within 30 minutes — each once — and
-    /// sets the timer for the next reminder.
+    /// joined: a cancellation, a seat it now holds, a start within 30 minutes — each once, also
+    /// across restarts (the replica's `meetup_told`) — and sets the timer for the next reminder.
     func meetupEvents() {
         let now = config.now()
         var nextReminder: UInt64?
@@ -139,8 +139,7 @@ extension Node {
             filter.all = true
             filter.involving = me
             filter.limit = 200
-            guard let mine = try? replica.meetups(filter) else { continue }
-            var notes = meetupNotes[uid] ?? [:]
+            guard let mine = try? replica.meetups(filter), let notes = try? replica.meetupTold(me) else { continue }
             for m in mine where m.host != me && m.ends > now {
                 guard let place = (try? replica.meetupAttendees(m))?.first(where: { $0.account == me })?.place else { continue }
                 var told = notes[m.id] ?? []
@@ -162,9 +161,12 @@ extension Node {
                 } else {
                     told.remove("seat")
                 }
-                notes[m.id] = told
+                if told != notes[m.id] ?? [] {
+                    do { try replica.setMeetupTold(me, meetup: m.id, told) } catch {
+                        logger.info("remembering a meetup event failed", ["uid": "\(uid)", "error": "\(error)"])
+                    }
+                }
             }
-            meetupNotes[uid] = notes
         }
         meetupReminderTimer?.cancel()
         meetupReminderTimer = nil

@@ -95,6 +95,33 @@ import MentorCore
         #expect(heard(1).isEmpty && heard(2) == ["Go seat", "Go reminder"], "the host and Ana hear nothing more")
     }
 
+    /// What a node told an account of its meetups is remembered across a restart: a standing
+    /// seat is not announced again when the account unlocks on the restarted node, and a change
+    /// after the restart (the host's cancellation) is.
+    @Test func aRestartedNodeDoesNotTellASeatAgain() throws {
+        let t = try TestNode()
+        try signup(t, host, "Host")
+        try t.call(ana, "account.signup", ["email": "ana@uni.edu", "name": "Ana", "role": "student", "passphrase": "correct horse"])
+        let id = try #require(try t.call(host, "meetup.create", ["title": "Go", "game": "Go", "start": .int(Int64(t.wall.tick()) + 86_400_000),
+                                                                  "place": "Hall", "seats": 2])["id"]?.stringValue)
+        try t.call(ana, "subscribe", ["events": ["meetup"]], connection: 2)
+        try t.call(ana, "meetup.join", ["id": .string(id)])
+        t.node.queue.sync {}
+        #expect(t.events.all.filter { $0.1.method == "event.meetup" }.compactMap { $0.1.params["what"]?.stringValue } == ["seat"])
+
+        let restarted = try TestNode(reopening: t)
+        func heard() -> [String] {
+            restarted.node.queue.sync {}
+            return restarted.events.all.filter { $0.1.method == "event.meetup" }.compactMap { $0.1.params["what"]?.stringValue }
+        }
+        #expect(restarted.error(ana, "meetup.comment", ["id": .string(id), "text": "hi"])?.code == -32002, "Ana's key is locked after the restart")
+        try restarted.call(ana, "subscribe", ["events": ["meetup"]], connection: 2)
+        try restarted.call(ana, "account.login", ["passphrase": "correct horse"], connection: 2)
+        #expect(heard().isEmpty, "her seat was told before the restart")
+        try restarted.call(host, "meetup.cancel", ["id": .string(id)])
+        #expect(heard() == ["cancelled"])
+    }
+
     @Test func ageLimitsAreEnforcedFromTheCardsAge() throws {
         let t = try TestNode()
         try signup(t, host, "Host", birthdate: "1990-01-01")

@@ -35,7 +35,25 @@ final class TestNode {
         try node.start()
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: dir) }
+    /// A second node over `other`'s state directory and replica file: the daemon restarted
+    /// (the directory stays for `other` to remove).
+    init(reopening other: TestNode) throws {
+        dir = other.dir
+        keepDirectory = true
+        let clock = wall
+        var settings = Replica.Settings()
+        settings.now = { clock.tick() }
+        let replica = try Replica(path: dir + "/replica.db", settings: settings)
+        wall.set(other.wall.tick())
+        var config = NodeConfig(stateDirectory: dir, passphraseCost: .testing, now: { clock.tick() })
+        config.clock = { [monotonic = self.clock] in monotonic.now }
+        node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(), notifications: events, runtime: runtime)
+        try node.start()
+    }
+
+    private var keepDirectory = false
+
+    deinit { if !keepDirectory { try? FileManager.default.removeItem(atPath: dir) } }
 
     @discardableResult
     func call(_ uid: UInt32, _ method: String, _ params: [String: JSON] = [:], connection: UInt64 = 1) throws(RPCError) -> JSON {
@@ -53,6 +71,8 @@ final class TestClock: @unchecked Sendable {
     private var t: UInt64 = 1_800_000_000_000
     func tick() -> UInt64 { lock.lock(); defer { lock.unlock() }; t += 1000; return t }
     func advance(days: UInt64) { lock.lock(); t += days * 86_400_000; lock.unlock() }
+    /// Moves the clock to `time` (a restarted node goes on from where the other one was).
+    func set(_ time: UInt64) { lock.lock(); t = time; lock.unlock() }
 }
 
 /// Results and counters shared with threads and tasks of a test (all under one lock).

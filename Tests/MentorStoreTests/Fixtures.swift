@@ -28,7 +28,12 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 }
 
 /// SQL that takes a replica back from migration 21 (meetups) and the reserved 20.
-let undoMigration22 = """
+let undoMigration23 = """
+    DROP TABLE meetup_told;
+    """
+
+/// SQL that takes a replica back from migration 22 (the search index's words), and the later ones.
+let undoMigration22 = undoMigration23 + """
     DROP TABLE post_words;
     """
 

@@ -81,6 +81,7 @@ extension ApplyBatch {
                 try db.execute("DELETE FROM \(table) WHERE meetup = ?", [.blob(id)])
             }
             try purgeComments(of: id)
+            try db.execute("DELETE FROM meetup_told WHERE meetup = ?", [.blob(id)])
             try dropRecord(id)
             try db.execute("DELETE FROM meetups WHERE id = ?", [.blob(id)])
             try db.execute("INSERT OR IGNORE INTO meetups_gone(id, ends) VALUES (?, ?)", [.blob(id), .integer(ends)])

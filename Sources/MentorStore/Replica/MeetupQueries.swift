@@ -252,6 +252,28 @@ extension Replica {
         }
     }
 
+    /// What this node told `account` of each meetup it joined (`event.meetup`: seat, reminder,
+    /// cancelled), kept across restarts so that nothing is told twice.
+    public func meetupTold(_ account: PublicKey) throws(StoreError) -> [[UInt8]: Set<String>] {
+        try read { db throws(StoreError) in
+            var out: [[UInt8]: Set<String>] = [:]
+            for row in try db.cachedStatement("SELECT meetup, what FROM meetup_told WHERE account = ?").query([.blob(account.bytes)]) {
+                if let m = row.blob(0), let what = row.text(1) { out[m, default: []].insert(what) }
+            }
+            return out
+        }
+    }
+
+    /// Replaces what this node told `account` of `meetup`.
+    public func setMeetupTold(_ account: PublicKey, meetup: [UInt8], _ told: Set<String>) throws(StoreError) {
+        try write { db throws(StoreError) in
+            try db.execute("DELETE FROM meetup_told WHERE account = ? AND meetup = ?", [.blob(account.bytes), .blob(meetup)])
+            for what in told.sorted() {
+                try db.execute("INSERT INTO meetup_told(account, meetup, what) VALUES (?, ?, ?)", [.blob(account.bytes), .blob(meetup), .text(what)])
+            }
+        }
+    }
+
     /// The IDs of meetups whose hex spelling starts with `prefix` (lower-case hex), at most `limit`.
     public func meetupIDs(prefix: String, limit: Int = 2) throws(StoreError) -> [[UInt8]] {
         try ids(in: "meetups", prefix: prefix, limit: limit)

@@ -631,6 +631,18 @@ enum ReplicaSchema {
         m.register(22, "the post search index's words", """
             CREATE VIRTUAL TABLE post_words USING fts5vocab(post_search, row);
             """)
+        // What this node told its accounts of the meetups they joined (`event.meetup`: seat,
+        // reminder, cancelled), so that a restart or a later unlock does not tell it again.
+        // Node-local, never synced; a meetup's rows go when it is collected.
+        m.register(23, "meetup events told", """
+            CREATE TABLE meetup_told (
+                account     BLOB NOT NULL,
+                meetup      BLOB NOT NULL,
+                what        TEXT NOT NULL,                -- seat, reminder or cancelled
+                PRIMARY KEY (account, meetup, what)
+            ) WITHOUT ROWID;
+            CREATE INDEX meetup_told_by_meetup ON meetup_told(meetup);
+            """)
         return m
     }
 
