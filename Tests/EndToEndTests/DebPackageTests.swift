@@ -200,7 +200,7 @@ import Glibc
         let tmpfiles = at("systemd-tmpfiles ${DPKG_ROOT:+--root=\"$DPKG_ROOT\"} --create mentormate.conf", in: postinst)
         let enableService = at("deb-systemd-helper enable 'mentormated.service'", in: postinst)
         let enableSocket = at("deb-systemd-helper enable 'mentormated.socket'", in: postinst)
-        let start = at("deb-systemd-invoke $_dh_action 'mentormated.socket' 'mentormated.service'", in: postinst)
+        let start = at("deb-systemd-invoke $_dh_action 'mentormated.service' 'mentormated.socket'", in: postinst)
         #expect(sysusers != nil && tmpfiles != nil && enableService != nil && enableSocket != nil && start != nil,
                 "postinst lacks a debhelper snippet:\n\(postinst)")
         if let sysusers, let tmpfiles, let enableService, let enableSocket, let start {
@@ -217,11 +217,12 @@ import Glibc
         #expect(!postinst.contains("deb-systemd-invoke --user"), "\(postinst)")
 
         #expect(prerm.contains("[ \"$1\" = remove ] && [ -d /run/systemd/system ]")
-                && prerm.contains("deb-systemd-invoke stop 'mentormated.socket' 'mentormated.service'"), "prerm stops at remove:\n\(prerm)")
+                && prerm.contains("deb-systemd-invoke stop 'mentormated.service' 'mentormated.socket'"), "prerm stops at remove:\n\(prerm)")
 
-        let forget = at("deb-systemd-helper purge 'mentormated.socket' 'mentormated.service'", in: postrm)
+        let forget = at("deb-systemd-helper purge 'mentormated.service' 'mentormated.socket'", in: postrm)
         let removeState = at("rm -rf \"${DPKG_ROOT:-}/var/lib/mentormate\"", in: postrm)
-        let removeUser = at("userdel ${DPKG_ROOT:+--root \"$DPKG_ROOT\"} mentormate", in: postrm)
+        let removeUser = at("for step in userdel groupdel; do", in: postrm)
+        #expect(postrm.contains("said=$($step ${DPKG_ROOT:+--root \"$DPKG_ROOT\"} mentormate 2>&1) || status=$?"), "\(postrm)")
         #expect(forget != nil && removeState != nil && removeUser != nil, "postrm:\n\(postrm)")
         if let forget, let removeState { #expect(forget < removeState, "the units are forgotten before the state goes") }
         // The state and the user go only at purge.
