@@ -57,11 +57,7 @@ import Glibc
     /// Runs a program to its end and returns its stdout and stderr together; throws unless it
     /// exits with status 0.
     static func capture(_ argv: [String], environment: [String: String] = [:], timeout: Duration = .seconds(300)) throws -> String {
-        var template = Array("/tmp/mm-deb-out-XXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw E2EError("mkstemp: \(String(cString: strerror(errno)))") }
-        close(fd)
-        let out = String(cString: template)
+        let out = "/tmp/mm-deb-\(UUID().uuidString).out"
         defer { unlink(out) }
         var env = ChildProcess.baseEnvironment
         for (k, v) in environment { env[k] = v }
@@ -143,6 +139,19 @@ import Glibc
             let version = try Self.capture(["/usr/bin/env", "-i", path, "--version"])
             #expect(version.hasPrefix("\(program) \(built.version)"), "\(program) --version: \(version)")
         }
+        // The packaged daemon serves, the packaged client talks to it, and it stops cleanly.
+        let socket = e2e.path("packaged.sock"), log = e2e.path("packaged.log")
+        let clean = ["/usr/bin/env", "-i", "PATH=/usr/bin:/bin"]
+        let process = try ChildProcess(clean + [tree + "/usr/bin/mentormated", "--state-dir", e2e.path("packaged-state"), "--socket", socket,
+                                                "--listen", "127.0.0.1:0", "--no-mdns"] + E2E.networkFlags,
+                                       stdout: .file(log), stderr: .file(log))
+        let daemon = Daemon(process: process, stateDir: e2e.path("packaged-state"), socket: socket, logPath: log)
+        defer { daemon.kill() }
+        try daemon.waitUntilServing()
+        let status = try Self.capture(clean + [tree + "/usr/bin/mentormate", "--socket", socket, "status"])
+        #expect(status.contains("mm1") && status.contains(socket), "mentormate status (packaged):\n\(status)")
+        let end = daemon.terminate(timeout: .seconds(15))
+        #expect(end?.exitCode == 0, "the packaged daemon at SIGTERM: \(end.map(\.description) ?? "still running"); log:\n\(daemon.log)")
         // The manual pages name the same version (they are written by hand).
         for page in ["man/man1/mentormate.1", "man/man8/mentormated.8"] {
             let text = e2e.read(EndToEndTests.packageRoot + "/" + page)
@@ -236,15 +245,19 @@ import Glibc
 
     // MARK: Install, upgrade, remove, purge
 
-    /// An empty root for dpkg: its database and an /etc, nothing else.
+    /// An empty root for dpkg: its database, an /etc, and Debian's policy-rc.d that forbids
+    /// starting services — deb-systemd-invoke asks it (under DPKG_ROOT) before it would start or
+    /// restart a unit, so nothing is started on this machine even where systemd runs here.
     static func makeRoot(_ root: String) throws {
         let fm = FileManager.default
-        for dir in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers", "etc", "run"] {
+        for dir in ["var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers", "etc", "run", "usr/sbin"] {
             try fm.createDirectory(atPath: root + "/" + dir, withIntermediateDirectories: true)
         }
         for file in ["var/lib/dpkg/status", "var/lib/dpkg/available"] {
             guard fm.createFile(atPath: root + "/" + file, contents: Data()) else { throw E2EError("cannot create \(root)/\(file)") }
         }
+        guard fm.createFile(atPath: root + "/usr/sbin/policy-rc.d", contents: Data("#!/bin/sh\nexit 101\n".utf8),
+                            attributes: [.posixPermissions: 0o755]) else { throw E2EError("cannot create \(root)/usr/sbin/policy-rc.d") }
     }
 
     /// dpkg on the throwaway root: scripts run here with DPKG_ROOT=root; the libraries the package
@@ -259,6 +272,21 @@ import Glibc
         return result.output
     }
 
+    /// The package with another version in its control file, rebuilt uncompressed.
+    static func repack(_ e2e: E2E, _ deb: String, version: String) throws -> String {
+        let dpkgDeb = try EndToEndTests.program("dpkg-deb", package: "dpkg")
+        let tree = e2e.path("repack-" + version)
+        _ = try capture([dpkgDeb, "--raw-extract", deb, tree])
+        let controlFile = tree + "/DEBIAN/control"
+        let control = try String(contentsOfFile: controlFile, encoding: .utf8)
+        let lines = control.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix("Version: ") ? "Version: \(version)" : String($0) }
+        try lines.joined(separator: "\n").write(toFile: controlFile, atomically: true, encoding: .utf8)
+        let out = e2e.path("mentormate_\(version).deb")
+        _ = try capture([dpkgDeb, "--root-owner-group", "-Znone", "--build", tree, out])
+        return out
+    }
+
     /// `name`'s line in the root's /etc/passwd or /etc/group, if any.
     static func entry(_ name: String, in file: String) -> [Substring]? {
         let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
@@ -266,8 +294,8 @@ import Glibc
     }
 
     /// Installed into a throwaway root: every file with its mode and owner, the system user and its
-    /// state directory, the units enabled (deb-systemd-helper's links); reinstalled over itself
-    /// (the upgrade path) keeping an edited config, the state and the enablement; removed: the
+    /// state directory, the units enabled (deb-systemd-helper's links); upgraded to a higher
+    /// version keeping an edited config, the state, the user's ID and the enablement; removed: the
     /// programs and units go, the config, the state and the user stay; purged: all of it goes.
     @Test func installUpgradeRemoveAndPurgeInAThrowawayRoot() throws {
         let built = try package()
@@ -339,8 +367,13 @@ import Glibc
         let edited = e2e.read(root + "/etc/mentormate/mentormated.conf") + "listen = 0.0.0.0:4711\n"
         try edited.write(toFile: root + "/etc/mentormate/mentormated.conf", atomically: true, encoding: .utf8)
 
-        // The upgrade path (the same version over itself: postinst configure with $2 set).
-        _ = try Self.dpkg(e2e, root: root, ["--install", built.deb])
+        // An upgrade: the package repacked as a higher version (uncompressed, for speed), so
+        // dpkg runs the old prerm with `upgrade` and the new postinst with `configure OLD`.
+        let upgrade = try Self.repack(e2e, built.deb, version: built.version + "+upgrade1")
+        _ = try Self.dpkg(e2e, root: root, ["--install", upgrade])
+        let upgraded = try Self.capture([try EndToEndTests.program("dpkg-query", package: "dpkg"), "--admindir=\(root)/var/lib/dpkg",
+                                         "--show", "--showformat=${Version} ${Status}", "mentormate"])
+        #expect(upgraded == built.version + "+upgrade1 install ok installed", "\(upgraded)")
         #expect(e2e.read(root + "/etc/mentormate/mentormated.conf") == edited, "an upgrade keeps the edited config")
         #expect(FileManager.default.fileExists(atPath: nodeKey), "an upgrade keeps the state")
         #expect(Self.entry("mentormate", in: root + "/etc/passwd")?[2] == user[2], "an upgrade keeps the user's ID")
