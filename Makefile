@@ -130,7 +130,7 @@ uninstall:
 # in DEB_OUT (default: here). VERSION is MentorMateVersion.string (Sources/MentorAPI/Version.swift),
 # the one the programs print with --version. DEB_SCRATCH is the release build's own scratch path
 # (kept between runs, so a second `make deb` only relinks what changed); DEB_STAGE is scratch
-# for dpkg-buildpackage. SKIP_BUILD=1 and BUILD_DIR=DIR package programs already built in DIR.
+# for dpkg-buildpackage (it writes the .deb, .buildinfo and .changes next to the staged tree). SKIP_BUILD=1 and BUILD_DIR=DIR package programs already built in DIR.
 VERSION     := $(shell sed -n 's/^ *public static let string = "\(.*\)"$$/\1/p' Sources/MentorAPI/Version.swift)
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
 DEB_SCRATCH ?= .build/deb
@@ -153,16 +153,17 @@ ifeq ($(SKIP_BUILD),)
 	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormate
 endif
 	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build $(DEB_SWIFTFLAGS) --show-bin-path)"; \
+	[ -d "$$bin" ] || { echo "make deb: $$bin does not exist; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \
 	bin="$$(cd "$$bin" && pwd)"; \
 	for p in $(PROGRAMS); do \
-	  [ -x "$$bin/$$p" ] || { echo "make deb: $$bin/$$p is missing" >&2; exit 1; }; \
+	  [ -x "$$bin/$$p" ] || { echo "make deb: $$bin/$$p is missing; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \
 	  if ldd "$$bin/$$p" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|not found'; then \
 	    echo "make deb: $$bin/$$p needs the libraries above, which no Debian package provides; build it with --static-swift-stdlib (DEB_SWIFTFLAGS)" >&2; exit 1; \
 	  fi; \
 	done; \
 	set -e; \
 	src="$(CURDIR)"; stage="$(DEB_STAGE)/mentormate-$(VERSION)"; \
-	rm -rf "$(DEB_STAGE)"; mkdir -p "$$stage"; \
+	rm -rf "$$stage" "$(DEB_STAGE)/build.log" "$(DEB_STAGE)"/mentormate_$(VERSION)_*; mkdir -p "$$stage"; \
 	cp -R packaging/deb "$$stage/debian"; \
 	{ echo "mentormate ($(VERSION)) unstable; urgency=medium"; echo; \
 	  echo "  * MentorMate $(VERSION), packaged by make deb from the source tree"; \
