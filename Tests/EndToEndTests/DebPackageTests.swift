@@ -124,6 +124,9 @@ import Glibc
         for library in ["libc6", "libsodium23", "libsqlite3-0", "libavahi-compat-libdnssd1", "libstdc++6", "libgcc-s1"] {
             #expect(names.contains(library), "Depends lacks \(library): \(depends)")
         }
+        // What the maintainer scripts and the unit run: systemd-sysusers, deb-systemd-helper, /bin/kill.
+        #expect(depends.contains("systemd | systemd-standalone-sysusers") && names.contains("init-system-helpers")
+                && names.contains("procps"), "\(depends)")
         #expect(depends.contains("libc6 (>="), "versions come from dpkg-shlibdeps: \(depends)")
         #expect(control.field("Recommends")?.contains("avahi-daemon") == true, "\(control.fields)")
         #expect(!names.contains { $0.hasPrefix("swift") }, "\(depends)")
