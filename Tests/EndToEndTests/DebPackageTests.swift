@@ -227,7 +227,10 @@ import Glibc
         #expect(postinst.contains("if [ -d /run/systemd/system ]; then\n\t\tsystemctl --system daemon-reload"), "\(postinst)")
         #expect(postinst.contains("deb-systemd-helper --quiet was-enabled 'mentormated.service'"), "an admin's disable survives upgrades")
         // The user units are shipped, never enabled or started for everyone.
-        #expect(!postinst.contains("--user enable 'mentormate") || postinst.contains("--user debian-installed"), "\(postinst)")
+        // (`--no-enable`: each `--user enable` only re-creates links of a unit a user enabled before.)
+        let userEnables = postinst.components(separatedBy: "deb-systemd-helper --user enable ").count - 1
+        let userGuards = postinst.components(separatedBy: "deb-systemd-helper --user debian-installed ").count - 1
+        #expect(userEnables == userGuards, "a user unit is enabled for everyone (\(userEnables) enables, \(userGuards) guards):\n\(postinst)")
         #expect(!postinst.contains("deb-systemd-invoke --user"), "\(postinst)")
 
         #expect(prerm.contains("[ \"$1\" = remove ] && [ -d /run/systemd/system ]")
@@ -239,12 +242,11 @@ import Glibc
         #expect(postrm.contains("said=$($step ${DPKG_ROOT:+--root \"$DPKG_ROOT\"} mentormate 2>&1) || status=$?"), "\(postrm)")
         #expect(forget != nil && removeState != nil && removeUser != nil, "postrm:\n\(postrm)")
         if let forget, let removeState { #expect(forget < removeState, "the units are forgotten before the state goes") }
-        // The state and the user go only at purge.
-        if let removeState {
-            let before = postrm[..<removeState]
-            #expect(before.range(of: "if [ \"$1\" = \"purge\" ]; then", options: .backwards) != nil
-                    && !before[(before.range(of: "if [ \"$1\" = \"purge\" ]; then", options: .backwards)?.upperBound ?? before.endIndex)...].contains("\nfi\n"),
-                    "rm -rf of the state must be inside the purge branch:\n\(postrm)")
+        // The state and the user go only at purge: no `fi` closes the purge branch before them.
+        if let removeState, let removeUser {
+            let branch = try #require(postrm[..<removeState].range(of: "if [ \"$1\" = \"purge\" ]; then", options: .backwards),
+                                      "rm -rf of the state must be inside a purge branch:\n\(postrm)")
+            #expect(!postrm[branch.upperBound..<removeUser].contains("\nfi\n"), "the state and the user go only at purge:\n\(postrm)")
         }
     }
 
