@@ -13,6 +13,7 @@ final class DaemonFacts: RuntimeFacts {
         var socketPath: String
         var peerManager: PeerManager?
         var discovery: DiscoveryController?
+        var network: NetworkWatch?
     }
 
     private let later: Mutex<Later>
@@ -32,6 +33,11 @@ final class DaemonFacts: RuntimeFacts {
         later.withLock { $0.peerManager = peerManager; $0.discovery = discovery }
     }
 
+    /// The network watch (roaming), once started.
+    func attach(network: NetworkWatch) {
+        later.withLock { $0.network = network }
+    }
+
     /// The API socket's path once bound.
     func serving(at socketPath: String) {
         later.withLock { $0.socketPath = socketPath }
@@ -46,7 +52,7 @@ final class DaemonFacts: RuntimeFacts {
     }
 
     func runtimeInfo() -> RuntimeInfo {
-        let (socketPath, peerManager, discovery) = later.withLock { ($0.socketPath, $0.peerManager, $0.discovery) }
+        let (socketPath, peerManager, discovery, network) = later.withLock { ($0.socketPath, $0.peerManager, $0.discovery, $0.network) }
         let listen = peerManager.map { (host: $0.listenAddress.host, port: $0.listenAddress.port) }
         var info = RuntimeInfo(socketPath: socketPath, listen: listen, discovery: discovery?.status ?? .off,
                                peers: peerManager?.peers ?? [], startedAt: started,
@@ -54,6 +60,7 @@ final class DaemonFacts: RuntimeFacts {
                                networkKeyFile: networkKeyFile, systemMode: systemMode)
         info.recordsReceived = peerManager?.recordsReceived ?? 0
         info.storage = peerManager?.storage
+        info.network = network?.status
         if let push = peerManager?.pushCounters {
             info.duplicateBodies = push.duplicates
             info.idsAnnounced = push.announced

@@ -118,8 +118,9 @@ struct Mentormated {
             fail("cannot open the replica: \(error)", hint: "run `mentormate doctor`, or restore the state directory from a backup")
         }
 
-        guard let listenAt = PeerManager.StaticPeer(parsing: settings.listen) else {
-            fail("--listen \(settings.listen) is not HOST:PORT", hint: "e.g. --listen 0.0.0.0:4711 (port 0 picks a free one)")
+        let listenAt: PeerManager.StaticPeer
+        do { listenAt = try PeerManager.StaticPeer(host: HostPort.parse(settings.listen)) } catch {
+            fail("--listen: \(error)", hint: "e.g. --listen [::]:4711 (every address, IPv4 and IPv6; port 0 picks a free one)")
         }
         let tcpListener: TCPListener
         do { tcpListener = try TCPListener(host: listenAt.host, port: listenAt.port) } catch {
@@ -128,8 +129,9 @@ struct Mentormated {
         }
         var staticPeers: [PeerManager.StaticPeer] = []
         for text in settings.peers {
-            guard let peer = PeerManager.StaticPeer(parsing: text) else { fail("--peer \(text) is not HOST:PORT") }
-            staticPeers.append(peer)
+            do { staticPeers.append(try PeerManager.StaticPeer(host: HostPort.parse(text))) } catch {
+                fail("--peer: \(error)", hint: "e.g. --peer 10.0.0.2:4711, --peer [fd00::2]:4711, --peer [fe80::2%eth0]:4711")
+            }
         }
 
         let started = wallMillis()
@@ -166,6 +168,11 @@ struct Mentormated {
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
         peerManager.start()
         discovery?.start()
+        // Roaming: address changes close the links that depended on a vanished address and
+        // make discovery browse afresh.
+        let networkWatch = NetworkWatch(peers: peerManager, discovery: discovery, now: wallMillis, logger: logger)
+        networkWatch.start()
+        facts.attach(network: networkWatch)
 
         // The API socket: inherited from systemd (socket activation) or created here.
         let listener: UnixListener
@@ -243,11 +250,12 @@ struct Mentormated {
         } catch {
             fail("API server: \(error)")
         }
+        networkWatch.stop()
         discovery?.stop()    // withdraws our service: goodbye packets go out
         peerManager.stop()   // no sync touches the replica after this
         do { try replica.close() } catch { logger.error("closing the replica failed", ["error": "\(error)"]) }
         logger.notice("mentormated stopped", [:])
-        withExtendedLifetime((stateLock, peerManager, discovery, signalSources, serviceWatch, faults)) {}
+        withExtendedLifetime((stateLock, peerManager, discovery, networkWatch, signalSources, serviceWatch, faults)) {}
         exit(0)
     }
 

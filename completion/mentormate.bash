@@ -94,7 +94,7 @@ _mentormate() {
                 fi
             fi ;;
         meetup)
-            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create edit cancel show join leave" -- "$cur")); return; fi
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create edit cancel show join leave comment" -- "$cur")); return; fi
             case "$sub" in
                 create) opts="--title --game --course --at --duration --place --seats --age --adults-only --about" ;;
                 edit) opts="--title --game --course --at --duration --place --seats --age --adults-only --no-age-limit --about" ;;

@@ -62,6 +62,7 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case meetupShow = "meetup.show"
     case meetupJoin = "meetup.join"
     case meetupLeave = "meetup.leave"
+    case meetupComment = "meetup.comment"
     case meetups
     case games
     case gameShow = "game.show"
@@ -184,6 +185,7 @@ public enum API {
     public static let meetupShow = APICall<MeetupRequest, MeetupInfo>(.meetupShow)
     public static let meetupJoin = APICall<MeetupRequest, MeetupInfo>(.meetupJoin)
     public static let meetupLeave = APICall<MeetupRequest, MeetupInfo>(.meetupLeave)
+    public static let meetupComment = APICall<MeetupCommentRequest, CommentInfo>(.meetupComment)
     public static let meetups = APICall<MeetupsRequest, MeetupsResult>(.meetups)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)

@@ -380,6 +380,7 @@ public struct Card: APIObject, Equatable {
         case slots, gender, languages, area, age, sign, preferences, paused
         case score, compatibility, matches, pendingLikes
         case followers, following, posts
+        case hosted, attended
         case photos
         case contact
     }
@@ -420,6 +421,10 @@ public struct Card: APIObject, Equatable {
     public var following: Int64?
     /// How many posts the account has (live ones this node holds).
     public var posts: Int64?
+    /// `profile.show`: the meetups the account hosts and those where it holds a seat, latest
+    /// first (a node keeps meetups until a week after they end); null elsewhere.
+    public var hosted: [MeetupInfo]?
+    public var attended: [MeetupInfo]?
     /// Your own contact, or a current match's (sealed to you); null otherwise.
     public var contact: String?
 
@@ -622,7 +627,7 @@ public struct PeersResult: APIObject, Equatable {
 }
 
 public struct Status: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case node, version, listen, socket, stateDir, records, authors, pending, heldUntilDue, evidence, accounts, peers, recordsReceived, sync, discovery, mdnsName, uptime, health, problems, storage, networkWorkBits, signupWorkMillis }
+    public enum CodingKeys: String, CodingKey { case node, version, listen, socket, stateDir, records, authors, pending, heldUntilDue, evidence, accounts, peers, recordsReceived, sync, discovery, mdnsName, uptime, health, problems, storage, networkWorkBits, signupWorkMillis, network }
     public struct Listen: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey { case host, port }
         public var host: String
@@ -639,6 +644,28 @@ public struct Status: APIObject, Equatable {
         public init(bodiesReceived: Int64, duplicateBodies: Int64, idsAnnounced: Int64) {
             (self.bodiesReceived, self.duplicateBodies, self.idsAnnounced) = (bodiesReceived, duplicateBodies, idsAnnounced)
         }
+    }
+
+    /// This machine's network as the daemon sees it (roaming, OPERATIONS.md): the usable
+    /// interfaces (up, with carrier, not loopback) and their addresses, and when they last changed.
+    public struct Network: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case interfaces, changedAt, changes }
+        public var interfaces: [NetworkInterface]
+        /// Milliseconds since the epoch of the last change seen; absent: none since the daemon started.
+        public var changedAt: Int64?
+        /// Changes seen since the daemon started.
+        public var changes: Int64
+        public init(interfaces: [NetworkInterface], changedAt: Int64?, changes: Int64) {
+            (self.interfaces, self.changedAt, self.changes) = (interfaces, changedAt, changes)
+        }
+    }
+
+    public struct NetworkInterface: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case name, addresses }
+        public var name: String
+        /// Numeric; IPv6 link-local ones with `%interface` (`fe80::1%eth0`).
+        public var addresses: [String]
+        public init(name: String, addresses: [String]) { (self.name, self.addresses) = (name, addresses) }
     }
 
     /// The node-wide storage budget (OPERATIONS.md).
@@ -683,11 +710,13 @@ public struct Status: APIObject, Equatable {
     public var storage: Storage?
     public var networkWorkBits: Int64
     public var signupWorkMillis: Int64
+    public var network: Network?
 
     public init(node: String, version: String, listen: Listen?, socket: String, stateDir: String, records: Int64,
                 authors: Int64, pending: Int64, heldUntilDue: Int64, evidence: Int64, accounts: Int64, peers: Int64,
                 recordsReceived: Int64, sync: Sync, discovery: String, mdnsName: String?, uptime: Int64, health: String,
-                problems: [String], storage: Storage?, networkWorkBits: Int64, signupWorkMillis: Int64) {
+                problems: [String], storage: Storage?, networkWorkBits: Int64, signupWorkMillis: Int64, network: Network? = nil) {
+        self.network = network
         (self.node, self.version, self.listen, self.socket, self.stateDir) = (node, version, listen, socket, stateDir)
         (self.records, self.authors, self.pending, self.heldUntilDue) = (records, authors, pending, heldUntilDue)
         (self.evidence, self.accounts, self.peers, self.recordsReceived) = (evidence, accounts, peers, recordsReceived)

@@ -55,6 +55,15 @@ public struct MeetupRequest: APIRequest, Equatable {
     public init(id: String) { self.id = id }
 }
 
+/// `meetup.comment`: a comment on a meetup (deleted and hidden with `comment.delete` and
+/// `comment.hide`, like a post's).
+public struct MeetupCommentRequest: APIRequest, Equatable {
+    public enum CodingKeys: String, CodingKey, CaseIterable { case id, text }
+    public var id: String
+    public var text: String
+    public init(id: String, text: String) { (self.id, self.text) = (id, text) }
+}
+
 /// One who joined, and where: `seat N`, `waitlist N`, or `pending` (not on the host's roster yet).
 public struct MeetupAttendeeInfo: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey { case id, name, place, joined }
@@ -68,7 +77,7 @@ public struct MeetupAttendeeInfo: APIObject, Equatable {
 public struct MeetupInfo: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey {
         case id, host, hostName = "host_name", title, kind, topic, start, ends, place, seats, taken, left, minAge = "min_age",
-             maxAge = "max_age", about, status, you, attendees
+             maxAge = "max_age", about, status, you, attendees, comments
     }
     public var id: String
     public var host: String
@@ -92,13 +101,16 @@ public struct MeetupInfo: APIObject, Equatable {
     public var you: String?
     /// `meetup.show` only: who joined, seats first.
     public var attendees: [MeetupAttendeeInfo]?
+    /// `meetup.show` only: its comments, oldest first (hidden ones only for their writer).
+    public var comments: [CommentInfo]?
     public init(id: String, host: String, hostName: String?, title: String, kind: String, topic: String, start: Int64, ends: Int64,
                 place: String, seats: Int64, taken: Int64, left: Int64, minAge: Int64?, maxAge: Int64?, about: String, status: String,
-                you: String?, attendees: [MeetupAttendeeInfo]?) {
+                you: String?, attendees: [MeetupAttendeeInfo]?, comments: [CommentInfo]? = nil) {
         (self.id, self.host, self.hostName, self.title, self.kind, self.topic, self.start, self.ends) =
             (id, host, hostName, title, kind, topic, start, ends)
         (self.place, self.seats, self.taken, self.left, self.minAge, self.maxAge, self.about, self.status, self.you, self.attendees) =
             (place, seats, taken, left, minAge, maxAge, about, status, you, attendees)
+        self.comments = comments
     }
 }
 

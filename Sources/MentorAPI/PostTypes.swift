@@ -64,17 +64,20 @@ public struct ExploreRequest: APIRequest, Equatable {
 }
 
 public struct CommentInfo: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case id, post, author, name, created, text, hidden }
+    public enum CodingKeys: String, CodingKey { case id, post, meetup, author, name, created, text, hidden }
     public var id: String
-    public var post: String
+    /// What it comments on: a post or a meetup (exactly one of the two).
+    public var post: String?
+    public var meetup: String?
     public var author: String
     public var name: String?
     public var created: Int64
     public var text: String
-    /// Hidden by the post's author: only its writer sees it.
+    /// Hidden by the post's author (the meetup's host): only its writer sees it.
     public var hidden: Bool
-    public init(id: String, post: String, author: String, name: String?, created: Int64, text: String, hidden: Bool) {
-        (self.id, self.post, self.author, self.name, self.created, self.text, self.hidden) = (id, post, author, name, created, text, hidden)
+    public init(id: String, post: String?, meetup: String? = nil, author: String, name: String?, created: Int64, text: String, hidden: Bool) {
+        (self.id, self.post, self.meetup, self.author, self.name, self.created, self.text, self.hidden) =
+            (id, post, meetup, author, name, created, text, hidden)
     }
 }
 

@@ -691,7 +691,7 @@ public enum MentormateCLI {
     public struct Peers: ClientCommand {
         public static var configuration: CommandConfiguration {
             CommandConfiguration(program: program, path: ["peers"],
-                                 abstract: "List the nodes connected now and how they were found (mdns, config or incoming).")
+                                 abstract: "List the nodes connected now, at which address (IPv6 as [fe80::1%eth0]:PORT), and how they were found (mdns, config or incoming).")
         }
         public static var options: [CommandOption<Self>] { [] }
         public init() {}
@@ -706,7 +706,7 @@ public enum MentormateCLI {
     public struct Status: ClientCommand {
         public static var configuration: CommandConfiguration {
             CommandConfiguration(program: program, path: ["status"],
-                                 abstract: "Show this node: ID, version, listen address and port, counts, discovery and health.")
+                                 abstract: "Show this node: ID, version, listen address and port, counts, discovery, network (addresses, when they last changed) and health.")
         }
         public static var options: [CommandOption<Self>] { [] }
         public init() {}
@@ -714,7 +714,7 @@ public enum MentormateCLI {
         public func run(_ context: CommandContext) throws(ClientError) {
             let result = try context.call(API.status)
             if context.json { return context.printJSON(result.json) }
-            context.print(ClientFormat.status(result.json))
+            context.print(ClientFormat.status(result.json, in: context.host.timeZone))
         }
     }
 

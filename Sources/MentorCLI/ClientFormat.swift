@@ -181,6 +181,14 @@ public enum ClientFormat {
             pairs.append(("follows", "\(followers) follower\(followers == 1 ? "" : "s"), following \(following)"))
         }
         if let posts = card[.posts]?.intValue, posts > 0 { pairs.append(("posts", "\(posts)")) }
+        for (label, key) in [("hosts", Card.CodingKeys.hosted), ("attends", .attended)] {
+            let list = card.objects(key, as: MeetupInfo.self)
+            guard !list.isEmpty else { continue }
+            pairs.append((label, list.map { m in
+                "\(sanitize(m[.id]?.stringValue ?? "?"))  \(m[.start]?.intValue.map { time($0, in: zone) } ?? "?")  "
+                    + cell(m[.title]?.stringValue ?? "", width: 40) + "  (\(sanitize(m[.status]?.stringValue ?? "")))"
+            }.joined(separator: "\n")))
+        }
         pairs += compatibility(card)
         if let conflicts = card[.conflicts]?.objectValue, !conflicts.isEmpty {
             var lines: [String] = []
@@ -351,14 +359,15 @@ public enum ClientFormat {
             return "No peers right now. `mentormate doctor` checks discovery (Avahi, multicast, firewall)."
         }
         let rows: [[String]] = peers.map { p in
-            [shortID(p[.node]?.stringValue ?? "?"), cell(p[.address]?.stringValue ?? "", width: 48),
+            [shortID(p[.node]?.stringValue ?? "?"), cell(p[.address]?.stringValue ?? "", width: 64),
              cell(p[.via]?.stringValue ?? "", width: 10), p[.since]?.intValue.map { time($0, in: zone) } ?? ""]
         }
         return table(["NODE", "ADDRESS", "VIA", "SINCE"], rows)
     }
 
-    /// `status`.
-    public static func status(_ json: JSON) -> String {
+    /// `status`. `zone` and `now` (milliseconds since the epoch) date the network's last change.
+    public static func status(_ json: JSON, in zone: TimeZone = .current,
+                              now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) -> String {
         let s = Fields<MentorAPI.Status>(json)
         var pairs: [(String, String)] = [
             ("node", sanitize(s[.node]?.stringValue ?? "?")),
@@ -377,6 +386,17 @@ public enum ClientFormat {
         pairs.append(("accounts", text(s[.accounts]) ?? "?"))
         pairs.append(("peers", text(s[.peers]) ?? "?"))
         pairs.append(("discovery", sanitize(text(s[.discovery]) ?? "?")))
+        if let network = s.object(.network, as: MentorAPI.Status.Network.self) {
+            let interfaces = network.objects(.interfaces, as: MentorAPI.Status.NetworkInterface.self).map { i in
+                ([i[.name]?.stringValue ?? "?"] + (i[.addresses]?.arrayValue ?? []).compactMap(\.stringValue)).map { sanitize($0) }.joined(separator: " ")
+            }
+            pairs.append(("network", interfaces.isEmpty ? "no usable interface (offline)" : interfaces.joined(separator: "\n")))
+            if let at = network[.changedAt]?.intValue {
+                let changes = network[.changes]?.intValue ?? 0
+                pairs.append(("network changed", "at \(time(at, in: zone)) (\(duration((now - at) / 1000)) ago; "
+                              + "\(changes) change\(changes == 1 ? "" : "s") since start)"))
+            }
+        }
         pairs.append(("uptime", s[.uptime]?.intValue.map(duration) ?? "?"))
         pairs.append(("health", sanitize(text(s[.health]) ?? "?")))
         var out = block(pairs, indent: 0)

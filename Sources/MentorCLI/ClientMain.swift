@@ -26,7 +26,7 @@ extension MentormateCLI {
          ("GAMES", [Games.self, Game.Show.self]),
          ("POSTS", [Post.Create.self, Post.Show.self, Post.Edit.self, Post.Delete.self, Post.Like.self, Post.Unlike.self, Post.Hide.self,
                     Comment.Add.self, Comment.Delete.self, Comment.Hide.self, Posts.self, Explore.self]),
-         ("MEETUPS", [Meetup.Create.self, Meetup.Edit.self, Meetup.Cancel.self, Meetup.Show.self, Meetup.Join.self, Meetup.Leave.self,
+         ("MEETUPS", [Meetup.Create.self, Meetup.Edit.self, Meetup.Cancel.self, Meetup.Show.self, Meetup.Join.self, Meetup.Leave.self, Meetup.Comment.self,
                       Meetups.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]

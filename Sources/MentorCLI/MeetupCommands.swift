@@ -214,6 +214,32 @@ extension MentormateCLI {
             }
         }
 
+        public struct Comment: ClientCommand {
+            public static var configuration: CommandConfiguration {
+                CommandConfiguration(program: program, path: ["meetup", "comment"],
+                                     abstract: "Comment on a meetup (at most 2,000 characters); everyone sees it in `meetup show`.",
+                                     discussion: "`mentormate comment delete CID` deletes your comment; the host hides others' with `mentormate comment hide CID`.")
+            }
+            public var id = ""
+            public var text = ""
+            public static var options: [CommandOption<Self>] { [] }
+            public static var arguments: [CommandArgument<Self>] {
+                [.required("ID", \.id, help: idHelp), .required("TEXT", \.text, help: "What you say.")]
+            }
+            public init() {}
+
+            public func validate() throws(UsageError) {
+                if text.allSatisfy(\.isWhitespace) { throw UsageError("the comment is empty", hint: "mentormate meetup comment ID \"I'll bring snacks\"") }
+                if text.unicodeScalars.count > 2000 { throw UsageError("the comment is \(text.unicodeScalars.count) characters; at most 2,000", hint: "shorten it") }
+            }
+
+            public func run(_ context: CommandContext) throws(ClientError) {
+                let c = try context.call(API.meetupComment, MeetupCommentRequest(id: id, text: text))
+                if context.json { return context.printJSON(c.json) }
+                context.print("Comment \(ClientFormat.sanitize(c[.id]?.stringValue ?? "?")) added.")
+            }
+        }
+
         public struct Leave: ClientCommand {
             public static var configuration: CommandConfiguration {
                 CommandConfiguration(program: program, path: ["meetup", "leave"],
@@ -315,6 +341,15 @@ extension ClientFormat {
             lines.append("Joined:")
             for p in people {
                 lines.append("  \(sanitize(p[.place]?.stringValue ?? "?"))  \(sanitize(p[.name]?.stringValue ?? shortID(p[.id]?.stringValue ?? "")))")
+            }
+        }
+        let comments = m.objects(.comments, as: CommentInfo.self)
+        if !comments.isEmpty {
+            lines.append("Comments:")
+            for c in comments {
+                let who = c[.name]?.stringValue ?? shortID(c[.author]?.stringValue ?? "")
+                lines.append("  [\(sanitize(c[.id]?.stringValue ?? "?"))] \(sanitize(who)): \(sanitize(c[.text]?.stringValue ?? ""))"
+                             + (c[.hidden]?.boolValue == true ? " (hidden by the host; only you see it)" : ""))
             }
         }
         return lines.joined(separator: "\n")

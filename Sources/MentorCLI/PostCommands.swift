@@ -188,7 +188,7 @@ extension MentormateCLI {
     }
 
     public enum Comment {
-        static let idHelp = "The comment's ID as `post show` prints it (a unique prefix of 4 or more hex digits)."
+        static let idHelp = "The comment's ID as `post show` or `meetup show` prints it (a unique prefix of 4 or more hex digits)."
 
         public struct Add: ClientCommand {
             public static var configuration: CommandConfiguration {
@@ -233,7 +233,7 @@ extension MentormateCLI {
         public struct Hide: ClientCommand {
             public static var configuration: CommandConfiguration {
                 CommandConfiguration(program: program, path: ["comment", "hide"],
-                                     abstract: "Hide a comment on your post from everyone but its writer.")
+                                     abstract: "Hide a comment on your post (or a meetup you host) from everyone but its writer.")
             }
             public var id = ""
             public static var options: [CommandOption<Self>] { [] }

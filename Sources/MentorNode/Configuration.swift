@@ -10,7 +10,7 @@ import MentorSystem
 public struct DaemonConfiguration: Sendable, Equatable {
     public var stateDirectory: String
     public var socketPath: String
-    public var listen: String = "0.0.0.0:0"
+    public var listen: String = "[::]:0"
     public var peers: [String] = []
     public var mdns: Bool = true
     public var networkKeyFile: String?
@@ -174,19 +174,15 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     /// HOST:PORT, with [v6]:PORT; port 0...65535.
     public static func checkAddress(_ key: String, _ value: String) throws(ValueError) -> String {
-        guard splitAddress(value) != nil else {
-            throw ValueError(message: "\(key) must be HOST:PORT (e.g. 0.0.0.0:4711 or [::1]:4711), not \"\(value)\"")
+        do { _ = try HostPort.parse(value) } catch {
+            throw ValueError(message: "\(key) must be HOST:PORT (e.g. 0.0.0.0:4711, [::]:4711 or [fe80::2%eth0]:4711), not \"\(value)\": \(error.reason)")
         }
         return value
     }
 
+    /// `HostPort.parse`, nil for text that is not HOST:PORT.
     public static func splitAddress(_ value: String) -> (host: String, port: UInt16)? {
-        guard let colon = value.lastIndex(of: ":") else { return nil }
-        var host = String(value[..<colon])
-        guard let port = UInt16(value[value.index(after: colon)...]) else { return nil }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { return nil }
-        return (host, port)
+        try? HostPort.parse(value)
     }
 }
 

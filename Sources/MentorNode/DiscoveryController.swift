@@ -86,6 +86,15 @@ public final class DiscoveryController: @unchecked Sendable {
         _ = done.wait(timeout: .now() + 5)
     }
 
+    /// The machine's network changed (`NetworkWatch`): browse afresh, so the new segment's
+    /// instances are found at once (`Discovery.rebrowse`). Nothing while discovery is off.
+    public func networkChanged() {
+        queue.async { [self] in
+            guard !stopped else { return }
+            discovery?.rebrowse()
+        }
+    }
+
     // MARK: On queue
 
     private func begin() {

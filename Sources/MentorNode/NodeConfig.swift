@@ -96,12 +96,29 @@ public struct RuntimeInfo: Sendable {
     public var idsAnnounced = 0
     /// The node-wide storage budget (`PeerManager.storage`; nil without a peer manager).
     public var storage: StorageStatus?
+    /// This machine's interfaces and addresses, and when they last changed (`NetworkWatch`;
+    /// nil without one).
+    public var network: NetworkStatus?
 
     public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: DiscoveryStatus, peers: [PeerInfo], startedAt: UInt64,
                 discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {
         self.socketPath = socketPath; self.listen = listen; self.discovery = discovery; self.peers = peers; self.startedAt = startedAt
         self.discoveryName = discoveryName; self.discoveryVisible = discoveryVisible
         self.networkKeyFile = networkKeyFile; self.systemMode = systemMode
+    }
+}
+
+/// This machine's usable interfaces and addresses (up, with carrier, not loopback), when they
+/// last changed (wall-clock milliseconds; nil: not since the daemon started) and how many times:
+/// `status.network` (issue 19, roaming).
+public struct NetworkStatus: Sendable, Equatable {
+    /// Interface name → addresses (link-local IPv6 with `%interface`), sorted.
+    public var interfaces: [String: [String]]
+    public var changedAt: UInt64?
+    public var changes: Int
+
+    public init(interfaces: [String: [String]], changedAt: UInt64?, changes: Int) {
+        (self.interfaces, self.changedAt, self.changes) = (interfaces, changedAt, changes)
     }
 }
 

@@ -59,6 +59,18 @@ extension Node {
         return try meetupInfo(try meetupID(request.id), viewer: me, attendees: true)
     }
 
+    /// Comments on a meetup: a public comment record (type 10) naming it (PROTOCOL.md §6.6); its
+    /// writer deletes it and the host hides it with `comment.delete` / `comment.hide`.
+    func meetupComment(_ request: MeetupCommentRequest, _ caller: Requester) throws -> CommentInfo {
+        _ = try me(caller)
+        let id = try meetupID(request.id)
+        let text = request.text
+        guard !text.allSatisfy(\.isWhitespace) else { throw RPCError(.invalidValue, "the comment is empty") }
+        let record = try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: id, .create(text: text), at: now) }
+        guard let c = try replica.comment(record.id) else { throw RPCError(.internalError, "comment missing after write") }
+        return try commentInfo(c, onMeetup: true)
+    }
+
     /// Joins (or leaves) a meetup: one public record. A join of a full meetup goes to the
     /// waitlist once the host's node has seen it; until then it is pending.
     func meetupJoin(_ request: MeetupRequest, _ caller: Requester, joining: Bool) throws -> MeetupInfo {
@@ -299,6 +311,8 @@ extension Node {
             minAge: m.ages.map { Int64($0.min) }, maxAge: m.ages.map { Int64($0.max) }, about: m.about, status: status, you: you,
             attendees: attendees ? people.filter { !blocked.contains($0.account) }.map {
                 MeetupAttendeeInfo(id: $0.account.id, name: names[$0.account], place: place($0.place), joined: Int64(clamping: $0.joined))
-            } : nil)
+            } : nil,
+            comments: attendees ? try replica.comments(of: m.id, viewer: viewer).filter { !blocked.contains($0.account) }
+                .map { c in try commentInfo(c, onMeetup: true) } : nil)
     }
 }

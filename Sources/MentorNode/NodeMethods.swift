@@ -77,6 +77,7 @@ extension Node {
         case .meetupShow: return try run(API.meetupShow, params) { try meetupShow($0, caller) }
         case .meetupJoin: return try run(API.meetupJoin, params) { try meetupJoin($0, caller, joining: true) }
         case .meetupLeave: return try run(API.meetupLeave, params) { try meetupJoin($0, caller, joining: false) }
+        case .meetupComment: return try run(API.meetupComment, params) { try meetupComment($0, caller) }
         case .meetups: return try run(API.meetups, params) { try meetupsList($0, caller) }
         case .games: return try run(API.games, params) { try games($0) }
         case .gameShow: return try run(API.gameShow, params) { try gameShow($0, caller) }
@@ -287,6 +288,10 @@ extension Node {
         var card = apiCard(state)
         (card.followers, card.following) = try followCounts(key)
         card.posts = Int64(try replica.postCount(of: key))
+        let viewer = try replica.nodeAccount(uid: caller.uid)?.account
+        let history = try replica.meetupHistory(of: key, limit: 10)
+        card.hosted = try history.hosted.map { try meetupInfo($0, viewer: viewer, attendees: false) }
+        card.attended = try history.seated.map { try meetupInfo($0, viewer: viewer, attendees: false) }
         // Anyone may read a card (a user without an account here too); the score and the
         // counts are for the caller's own account.
         guard let me = try replica.nodeAccount(uid: caller.uid)?.account else { return card }
@@ -590,11 +595,18 @@ extension Node {
             health: problems.isEmpty ? "ok" : "degraded", problems: problems,
             storage: info.storage.map(Self.storageStatus),
             networkWorkBits: Int64(replica.settings.accountWork.bits),
-            signupWorkMillis: Int64((signupWorkSeconds() * 1000).rounded()))
+            signupWorkMillis: Int64((signupWorkSeconds() * 1000).rounded()),
+            network: info.network.map(Self.networkStatus))
     }
 }
 
 extension Node {
+    /// `status.network` (docs/API.md): interfaces in name order.
+    static func networkStatus(_ n: NetworkStatus) -> Status.Network {
+        Status.Network(interfaces: n.interfaces.keys.sorted().map { Status.NetworkInterface(name: $0, addresses: n.interfaces[$0] ?? []) },
+                       changedAt: n.changedAt.map { Int64(clamping: $0) }, changes: Int64(n.changes))
+    }
+
     /// `status.storage` (docs/API.md).
     static func storageStatus(_ s: StorageStatus) -> Status.Storage {
         Status.Storage(accounts: Int64(s.accounts), bytes: s.bytes, maxAccounts: Int64(s.maxAccounts), maxBytes: s.maxBytes,

@@ -88,29 +88,31 @@ extension Node {
         guard !text.allSatisfy(\.isWhitespace) else { throw RPCError(.invalidValue, "the comment is empty") }
         let record = try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: post, .create(text: text), at: now) }
         guard let c = try replica.comment(record.id) else { throw RPCError(.internalError, "comment missing after write") }
-        return commentInfo(c)
+        return try commentInfo(c)
     }
 
     func commentDelete(_ request: PostRequest, _ caller: Requester) throws -> DeletedResult {
         let me = try me(caller)
         let c = try comment(request.id)
         guard c.account == me else {
-            throw RPCError(.notAllowed, "that comment is \(c.account.shortID)…'s; only its writer deletes it (the post's author may hide it)")
+            throw RPCError(.notAllowed, "that comment is \(c.account.shortID)…'s; only its writer deletes it (the post's author or the meetup's host may hide it)")
         }
         try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: c.post, .delete(comment: c.id), at: now) }
         return DeletedResult(id: Self.shortPostID(c.id))
     }
 
+    /// Hides a comment on the caller's post or on a meetup the caller hosts.
     func commentHide(_ request: PostRequest, _ caller: Requester) throws -> CommentInfo {
         let me = try me(caller)
         var c = try comment(request.id)
-        guard let post = try replica.post(c.post), post.account == me else {
-            throw RPCError(.notAllowed, "only the post's author hides its comments")
+        let owner = try replica.post(c.post)?.account ?? replica.meetup(c.post)?.host
+        guard owner == me else {
+            throw RPCError(.notAllowed, "only the post's author (or the meetup's host) hides its comments")
         }
         guard !c.hidden else { throw RPCError(.notAllowed, "that comment is hidden already") }
         try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: c.post, .hide(comment: c.id), at: now) }
         c.hidden = true
-        return commentInfo(c)
+        return try commentInfo(c)
     }
 
     func postsList(_ request: PostsRequest, _ caller: Requester) throws -> PostsResult {
@@ -238,7 +240,7 @@ extension Node {
         var info = try postInfo(p, viewer: viewer)
         if withComments {
             let blocked = try replica.blockedAccounts(of: viewer)
-            info.commentList = try replica.comments(of: id, viewer: viewer).filter { !blocked.contains($0.account) }.map(commentInfo)
+            info.commentList = try replica.comments(of: id, viewer: viewer).filter { !blocked.contains($0.account) }.map { c in try commentInfo(c, onMeetup: false) }
         }
         return info
     }
@@ -249,8 +251,11 @@ extension Node {
                  liked: try replica.likesPost(p.id, account: viewer))
     }
 
-    private func commentInfo(_ c: CommentSummary) -> CommentInfo {
-        CommentInfo(id: Self.shortPostID(c.id), post: Self.shortPostID(c.post), author: c.account.id, name: names[c.account],
-                    created: Int64(clamping: c.created), text: c.text, hidden: c.hidden)
+    /// A comment as the API shows it; `onMeetup` says what it names when the caller knows.
+    func commentInfo(_ c: CommentSummary, onMeetup: Bool? = nil) throws -> CommentInfo {
+        let meetup = try onMeetup ?? (replica.post(c.post) == nil && replica.meetup(c.post) != nil)
+        return CommentInfo(id: Self.shortPostID(c.id), post: meetup ? nil : Self.shortPostID(c.post),
+                           meetup: meetup ? Self.shortMeetupID(c.post) : nil, author: c.account.id, name: names[c.account],
+                           created: Int64(clamping: c.created), text: c.text, hidden: c.hidden)
     }
 }

@@ -237,6 +237,38 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
+    // MARK: Network changes
+
+    /// The machine's addresses changed (`NetworkWatch`): every link whose local address is no
+    /// longer usable — removed, or its interface lost carrier (a laptop moved to another network)
+    /// — is closed at once, nobody's fault, instead of waiting for its silence timeout; when the
+    /// machine may be on another network (`Change.mayHaveMoved`) the static peers waiting for a
+    /// redial are dialled now (their backoff forgotten: the old network's failures say nothing
+    /// about the new one; a refusal of their address still holds). Links over addresses that
+    /// remain are left alone: if their path went with the move, keep-alives end them
+    /// (`PeerLink.Settings.silenceTimeout`).
+    /// Returns at once; the closing happens on the manager's queue.
+    public func networkChanged(_ change: NetworkSnapshot.Change) {
+        queue.async { [self] in
+            guard !stopped else { return }
+            var closed = 0
+            for connection in connections.values.sorted(by: { $0.serial < $1.serial })
+            where !connection.closing && connection.link.local.host != "?" && !change.new.holds(connection.link.local.host) {
+                closed += 1
+                end(connection, "the network changed: this machine no longer has the link's address \(connection.link.local.host)")
+            }
+            // Static peers are dialled again only when the machine may be on another network:
+            // an address merely added (or an interface of a container host coming up) says
+            // nothing about whether they are reachable now.
+            let redialled = change.mayHaveMoved ? dials.networkChanged() : 0
+            logger.log(closed + redialled > 0 ? .info : .debug, "links checked after a network change",
+                       ["links.closed": "\(closed)", "peers.redialled": "\(redialled)"])
+        }
+    }
+
+    /// Local addresses of the links now (for tests).
+    public var linkLocalAddresses: [String] { queue.sync { connections.values.map { "\($0.link.local)" } } }
+
     // MARK: Links (on queue)
 
     func adopt(_ link: PeerLink, via: LinkOrigin, staticIndex: Int?) {

@@ -389,11 +389,66 @@ extension Syscall {
         func text(_ chars: [CChar]) -> String {
             String(decoding: chars.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
-        return (text(host), UInt16(text(service)) ?? 0)
+        // A dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d: shown and compared as a.b.c.d.
+        return (HostPort.canonical(text(host)), UInt16(text(service)) ?? 0)
     }
 
     /// Shuts down the sending half (`SHUT_WR`): the peer reads an end of stream.
     public static func shutdownWrite(_ fd: FileDescriptor) {
         _ = Glibc.shutdown(fd.raw, Int32(SHUT_WR))
+    }
+
+    /// The addresses of this machine's interfaces now (`getifaddrs`), IPv4 and IPv6, each with
+    /// its interface's name and whether the interface is up and running (carrier).
+    public static func interfaceAddresses() throws(SystemError) -> [InterfaceAddress] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        try blocking("getifaddrs") { getifaddrs(&list) }
+        defer { freeifaddrs(list) }
+        var found: [InterfaceAddress] = []
+        var entry = list
+        while let item = entry {
+            entry = item.pointee.ifa_next
+            guard let sa = item.pointee.ifa_addr else { continue }
+            let family = Int32(sa.pointee.sa_family)
+            guard family == AF_INET || family == AF_INET6 else { continue }
+            let length = family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            guard getnameinfo(sa, socklen_t(length), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+            let text = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let flags = item.pointee.ifa_flags
+            found.append(InterfaceAddress(
+                interface: String(cString: item.pointee.ifa_name), address: HostPort.canonical(text),
+                running: flags & UInt32(IFF_UP) != 0 && flags & UInt32(IFF_RUNNING) != 0,
+                loopback: flags & UInt32(IFF_LOOPBACK) != 0))
+        }
+        return found
+    }
+
+    /// A netlink route socket subscribed to address and link changes (see `cposix_netlink_route_open`).
+    public static func netlinkRouteSocket() throws(SystemError) -> FileDescriptor {
+        FileDescriptor(try blocking("socket(AF_NETLINK, NETLINK_ROUTE)") { cposix_netlink_route_open() })
+    }
+
+    /// Reads and drops what a netlink socket holds. `ENOBUFS` (notifications were lost) counts
+    /// as something read: the caller re-reads the addresses either way.
+    public static func drainNetlink(_ fd: FileDescriptor) throws(SystemError) -> Int {
+        let result = cposix_netlink_drain(fd.raw)
+        if result >= 0 { return Int(result) }
+        if errno == ENOBUFS { return 1 }
+        throw SystemError(.system, errno: errno, "read netlink notifications")
+    }
+}
+
+/// One address of one interface, as `Syscall.interfaceAddresses` reads it.
+public struct InterfaceAddress: Sendable, Hashable {
+    public var interface: String
+    /// Numeric, canonical (`HostPort.canonical`); a link-local IPv6 one with `%interface`.
+    public var address: String
+    /// The interface is up and has carrier.
+    public var running: Bool
+    public var loopback: Bool
+
+    public init(interface: String, address: String, running: Bool, loopback: Bool) {
+        (self.interface, self.address, self.running, self.loopback) = (interface, address, running, loopback)
     }
 }

@@ -77,6 +77,9 @@ extension EndToEndTests {
         let quiz = Self.demoSection(output, "Ana and Ben play the quiz")
         #expect(quiz.contains("Score ") && quiz.contains("— 2 players") && quiz.contains("Ana") && quiz.contains("Ben"),
                 "host 3 ranks both players:\n\(quiz)")
+        let meetup = Self.demoSection(output, "Cy hosts a one-seat study session")
+        #expect(meetup.contains("Dijkstra study session") && meetup.contains("seat 1  Ana") && meetup.contains("waitlist 1  Ben")
+                && meetup.contains("Comments:") && meetup.contains("Ben: Can we go over problem 3?"), "one seat, one waitlist place, a comment:\n\(meetup)")
         let done = Self.demoSection(output, "Done in")
         #expect(done.contains("scripts/lab exec 2 mentormate feed") && done.contains("bash scripts/demo down"), "\(done)")
 

@@ -73,6 +73,41 @@ extension EndToEndTests {
             #expect(try show(0, id)?["title"]?.stringValue == "Catan night" && show(0, id)?["status"]?.stringValue == "full")
         }
 
+        try step("comments: everyone sees them, only the host hides, a writer's deletion leaves every node") {
+            let dee = try #require(try mmJSON(e2e, ["meetup", "comment", id, "Can I bring a friend?"], sockets[3])["id"]?.stringValue)
+            let cy = try #require(try mmJSON(e2e, ["meetup", "comment", id, "buy cheap dice at example.com"], sockets[2])["id"]?.stringValue)
+            func comments(_ node: Int) throws -> [String] {
+                (try show(node, id)?["comments"]?.arrayValue ?? []).map {
+                    ($0["text"]?.stringValue ?? "?") + ($0["hidden"]?.boolValue == true ? " (hidden)" : "")
+                }
+            }
+            let both = ["Can I bring a friend?", "buy cheap dice at example.com"]
+            var seen = try poll(timeout: .seconds(30), { try (0..<4).map(comments) }, until: { $0.allSatisfy { $0 == both } })
+            #expect(seen.allSatisfy { $0 == both }, "both comments on every node: \(seen)\(logs())")
+            let forged = try e2e.run(["comment", "hide", cy], socket: sockets[1])
+            #expect(!forged.ok && forged.stderr.contains("meetup's host"), "Ben is not the host: \(forged)")
+            try e2e.mm(["comment", "hide", cy], socket: sockets[0])
+            try e2e.mm(["comment", "delete", dee], socket: sockets[3])
+            seen = try poll(timeout: .seconds(30), { try (0..<4).map(comments) },
+                            until: { $0[0].isEmpty && $0[1].isEmpty && $0[2] == ["buy cheap dice at example.com (hidden)"] && $0[3].isEmpty })
+            #expect(seen[0].isEmpty && seen[1].isEmpty && seen[3].isEmpty, "hidden for all but Cy, Dee's deleted: \(seen)\(logs())")
+            #expect(seen[2] == ["buy cheap dice at example.com (hidden)"], "Cy still sees her hidden comment: \(seen)")
+            let text = try e2e.mm(["meetup", "show", id], socket: sockets[2]).stdout
+            #expect(text.contains("Comments:") && text.contains("hidden by the host"), "\(text)")
+        }
+
+        try step("profile show: the meetups Ana hosts and those Cy holds a seat in") {
+            let cyID = try #require(try mmJSON(e2e, ["profile", "show"], sockets[2])["id"]?.stringValue)
+            let anaID = try #require(try mmJSON(e2e, ["profile", "show"], sockets[0])["id"]?.stringValue)
+            let cy = try mmJSON(e2e, ["profile", "show", cyID], sockets[1])
+            #expect((cy["attended"]?.arrayValue ?? []).compactMap { $0["title"]?.stringValue } == ["Catan night"], "\(cy)")
+            #expect(cy["hosted"]?.arrayValue?.isEmpty == true, "\(cy)")
+            let ben = try mmJSON(e2e, ["profile", "show", try #require(try mmJSON(e2e, ["profile", "show"], sockets[1])["id"]?.stringValue)], sockets[3])
+            #expect(ben["attended"]?.arrayValue?.isEmpty == true, "Ben left: no seat, \(ben)")
+            let ana = try e2e.mm(["profile", "show", anaID], socket: sockets[3]).stdout
+            #expect(ana.contains("hosts") && ana.contains("Catan night"), "\(ana)")
+        }
+
         let last = try #require(try mmJSON(e2e, ["meetup", "create", "--title", "Last seat", "--course", "CS 490", "--at", tomorrow,
                                                  "--place", "Room 5", "--seats", "1"], sockets[0])["id"]?.stringValue)
         _ = try poll(timeout: .seconds(30), { try (1...3).map { try show($0, last) != nil } }, until: { $0.allSatisfy { $0 } })

@@ -1006,5 +1006,19 @@ extension CommandLineTests {
             #expect(text.contains("uptime     2h 13m"))
             #expect(text.hasSuffix("problems:\n  - Avahi is unreachable"))
         }
+
+        @Test func statusShowsTheNetworkAndWhenItChanged() {
+            let s: JSON = ["node": .string(cliBen), "version": "0.1.0", "listen": ["host": "::", "port": 4711],
+                           "network": ["interfaces": [["name": "eth0", "addresses": ["169.254.78.3", "fe80::1%eth0"]],
+                                                      ["name": "wlan0", "addresses": ["fd00:78::3"]]],
+                                       "changedAt": 1_764_400_000_000, "changes": 2]]
+            let text = ClientFormat.status(s, in: TimeZone(identifier: "UTC")!, now: 1_764_400_007_000)
+            #expect(text.contains("listen           [::]:4711"), "\(text)")
+            #expect(text.contains("network          eth0 169.254.78.3 fe80::1%eth0\n                 wlan0 fd00:78::3"), "\(text)")
+            #expect(text.contains("network changed  at 2025-11-29 07:06 (7s ago; 2 changes since start)"), "\(text)")
+            let offline: JSON = ["node": .string(cliBen), "network": ["interfaces": [], "changedAt": nil, "changes": 0]]
+            let quiet = ClientFormat.status(offline)
+            #expect(quiet.contains("network    no usable interface (offline)") && !quiet.contains("network changed"), "\(quiet)")
+        }
     }
 }

@@ -60,4 +60,35 @@ import MentorArguments
         let empty = CLIFakeHost(CLIFakeDaemon { _, _ in ["meetups": []] })
         #expect(runCLI(["meetups"], empty) == .success && empty.stdout.hasPrefix("No open meetups."))
     }
+
+    @Test func commentSendsTheMeetupAndTextAndShowPrintsTheComments() {
+        let comment: JSON = ["id": "aabbccddeeff", "meetup": "0123456789ab", "author": "mm1ben", "name": "Ben", "created": 5,
+                             "text": "Can we go over problem 3?", "hidden": false]
+        let host = CLIFakeHost(CLIFakeDaemon { method, _ in method == "meetup.comment" ? comment : Self.info })
+        #expect(runCLI(["meetup", "comment", "0123", "Can we go over problem 3?"], host) == .success, "\(host.stderr)")
+        #expect(host.transport.calls.last?.method == "meetup.comment")
+        #expect(host.transport.calls.last?.params == ["id": "0123", "text": "Can we go over problem 3?"])
+        #expect(host.stdout.contains("Comment aabbccddeeff added."))
+        #expect(cliUsageError(["meetup", "comment", "0123", "  "])?.message.contains("empty") == true)
+
+        var shown = Self.info.objectValue ?? [:]
+        shown["comments"] = [comment, ["id": "112233445566", "meetup": "0123456789ab", "author": "mm1cy", "name": "Cy", "created": 6,
+                                       "text": "spam", "hidden": true]]
+        let show = CLIFakeHost(CLIFakeDaemon { [shown] _, _ in JSON.object(shown) })
+        #expect(runCLI(["meetup", "show", "0123"], show) == .success, "\(show.stderr)")
+        #expect(show.stdout.contains("Comments:\n  [aabbccddeeff] Ben: Can we go over problem 3?"), "\(show.stdout)")
+        #expect(show.stdout.contains("[112233445566] Cy: spam (hidden by the host; only you see it)"), "\(show.stdout)")
+    }
+
+    @Test func profileShowListsTheMeetupsHostedAndAttended() {
+        var past = Self.info.objectValue ?? [:]
+        past["status"] = "ended"
+        let card: JSON = ["id": "mm1ana", "name": "Ana", "role": "student", "courses": [], "conflicts": [:], "forked": false,
+                          "updatedAt": 5, "hosted": [Self.info], "attended": [JSON.object(past)]]
+        let host = CLIFakeHost(CLIFakeDaemon { _, _ in card })
+        host.timeZone = TimeZone(identifier: "UTC")!
+        #expect(runCLI(["profile", "show"], host) == .success, "\(host.stderr)")
+        #expect(host.stdout.contains("hosts") && host.stdout.contains("0123456789ab  2027-01-15 08:00  Catan night"), "\(host.stdout)")
+        #expect(host.stdout.contains("attends") && host.stdout.contains("(ended)"), "\(host.stdout)")
+    }
 }

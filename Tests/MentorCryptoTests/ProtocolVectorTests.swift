@@ -828,7 +828,7 @@ extension ProtocolVectors {
             + meetupSpecs(ana: ana, ben: ben)
     }
 
-    /// V25-V27: a meetup, a join, and the host's roster (types 14-16, PROTOCOL.md §6.7).
+    /// V25-V28: a meetup, a join, the host's roster (types 14-16, PROTOCOL.md §6.7), and a comment on it.
     static func meetupSpecs(ana: Party, ben: Party) throws -> [Spec] {
         let fields = Meetup.Fields(title: "Dijkstra study session", topic: Meetup.Topic(kind: .course, name: "CS 490"),
                                    start: start + 8 * 1440 * minute + 17 * 60 * minute, duration: 90, place: "Library room 2", seats: 4,
@@ -858,7 +858,16 @@ extension ProtocolVectors {
                           """,
                           author: ana, seq: 15, timestamp: start + 7011 * minute,
                           content: .devices(.meetupRoster, body: MeetupRoster(meetup: meetupID, joins: [joinID]).body, lines: []))
-        return [meetup, join, roster]
+        let comment = Spec(name: "meetup-comment", title: "Ben comments on the study session",
+                           summary: """
+                           Ben's seq 7 is a comment (type 10, section 6.6) whose subject (field 1) is the meetup's ID, not a \
+                           post's; field 2 his text. Only Ben may delete it; only Ana, the host, may hide it. It leaves every \
+                           replica with the meetup a week after the session ends.
+                           """,
+                           author: ben, seq: 7, timestamp: start + 7012 * minute,
+                           content: .devices(.comment, body: PostComment(post: meetupID, .create(text: "Can we go over problem 3?")).body,
+                                             lines: []))
+        return [meetup, join, roster, comment]
     }
 
     /// V24: a quiz result (type 13, PROTOCOL.md §15.4): the answers, and the score every node

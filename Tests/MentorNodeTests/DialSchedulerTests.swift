@@ -165,6 +165,40 @@ import Testing
         #expect(!h.dials.lost(name: "bob"), "an instance never found")
     }
 
+    @Test func anInstanceIsDialledAtIPv4ElseItsScopedLinkLocalElseItsGlobalIPv6Address() {
+        let ula = PeerAddress(host: "fd00:77::2", port: 7000), scoped = PeerAddress(host: "fe80::2%eth0", port: 7000)
+        let unscoped = PeerAddress(host: "fe80::3", port: 7000), v4 = PeerAddress(host: "169.254.77.2", port: 7000)
+        #expect(DialScheduler.preferred([ula, scoped, v4]) == v4)
+        #expect(DialScheduler.preferred([ula, scoped]) == scoped, "found over multicast on that link: its link-local address answers there")
+        #expect(DialScheduler.preferred([unscoped, ula]) == ula, "a link-local address without its interface cannot be dialled")
+        #expect(DialScheduler.preferred([unscoped]) == unscoped)
+    }
+
+    @Test func aNetworkChangeDialsStaticPeersWaitingForABackoffNowAndStartsTheirBackoffAgain() {
+        let h = Harness([Self.first, Self.second])
+        h.dials.start()
+        for _ in 0..<4 {
+            h.dials.dialFailed(0, peer: Self.first, error: Unreachable())
+            h.fireTheTimer()
+        }
+        h.dials.dialFailed(0, peer: Self.first, error: Unreachable())
+        #expect(h.dials.pendingTimers[0].map { $0 - h.clock.now } == .seconds(2), "half of 4 s after five failures")
+        let dialled = h.shell.slotsDialled.count
+        #expect(h.dials.networkChanged() == 1, "slot 1's dial is under way (a link being made): only slot 0 waits")
+        #expect(h.dials.pendingTimers == [0: h.clock.now], "due now")
+        h.fireTheTimer()
+        #expect(h.shell.slotsDialled.count == dialled + 1 && h.shell.slotsDialled.last == 0)
+        h.dials.dialFailed(0, peer: Self.first, error: Unreachable())
+        #expect(h.dials.pendingTimers[0].map { $0 - h.clock.now } == .milliseconds(125), "the backoff started over")
+
+        // A refusal of the address still holds: due when it ends, not before.
+        h.fireTheTimer()
+        h.shell.refusals["10.0.0.2"] = h.clock.now + .seconds(40)
+        h.dials.dialFailed(0, peer: Self.first, error: Unreachable())
+        #expect(h.dials.pendingTimers[0] == h.shell.refusals["10.0.0.2"])
+        #expect(h.dials.networkChanged() == 0 && h.dials.pendingTimers[0] == h.shell.refusals["10.0.0.2"], "not before the refusal ends")
+    }
+
     @Test func theFirstIPv4AddressIsDialled() {
         let v6 = PeerAddress(host: "fe80::1", port: 7000), a = PeerAddress(host: "10.0.0.4", port: 7000)
         let b = PeerAddress(host: "10.0.0.5", port: 7000)

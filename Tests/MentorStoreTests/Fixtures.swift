@@ -28,7 +28,12 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
 }
 
 /// SQL that takes a replica back from migration 21 (meetups) and the reserved 20.
-let undoMigration21 = """
+let undoMigration22 = """
+    DROP TABLE post_words;
+    """
+
+/// SQL that takes a replica back from migration 21 (meetups), and the later ones.
+let undoMigration21 = undoMigration22 + """
     DROP TABLE meetups; DROP TABLE meetup_edits; DROP TABLE meetup_joins; DROP TABLE meetup_rosters; DROP TABLE meetups_gone;
     """
 

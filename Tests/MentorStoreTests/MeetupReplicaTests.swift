@@ -115,6 +115,42 @@ import MentorCrypto
         #expect(try fresh.applyOne(m) != .applied && fresh.meetup(m.id) == nil)
     }
 
+    /// Comments on a meetup (record type 10 naming it, PROTOCOL.md §6.6): everyone comments,
+    /// the host hides, a writer deletes — in every order of arrival, a hide by someone not the
+    /// host counts nowhere (refused once the meetup is held, dropped when it arrives later) —
+    /// and a week after the meetup ends they leave the replica with it.
+    @Test func commentsOnAMeetupAreTheHostsToHideInEveryOrderAndGoWithIt() throws {
+        var (cards, w) = try Self.cards()
+        let create = try w[0].meetup(.create(Self.fields), at: 100)
+        let m = create.id
+        let snacks = try w[1].comment(on: m, .create(text: "I'll bring snacks"), at: 200)
+        let spam = try w[2].comment(on: m, .create(text: "cheap dice here"), at: 210)
+        let hide = try w[0].comment(on: m, .hide(comment: spam.id), at: 220)
+        let forgedHide = try w[4].comment(on: m, .hide(comment: snacks.id), at: 230)
+        let typo = try w[3].comment(on: m, .create(text: "se you"), at: 240)
+        let typoDeleted = try w[3].comment(on: m, .delete(comment: typo.id), at: 250)
+        let all = [create, snacks, spam, hide, forgedHide, typo, typoDeleted]
+        var rng = SeededRandom(seed: 10)
+        for order in [all, all.reversed(), all.shuffled(using: &rng), all.shuffled(using: &rng)] {
+            let r = try memoryReplica()
+            for v in cards + order { _ = try r.applyOne(v) }
+            #expect(try r.comments(of: m, viewer: nil).map(\.text) == ["I'll bring snacks"], "hidden and deleted ones left out")
+            #expect(try r.comments(of: m, viewer: Self.ben.publicKey.key).map(\.text) == ["I'll bring snacks", "cheap dice here"],
+                    "its writer still sees the hidden one")
+            #expect(try r.comment(snacks.id)?.hidden == false, "Dee is not the host: her hide does not count")
+            #expect(try r.comment(typo.id) == nil, "deleted by its writer")
+            // Stored: the cards, the meetup, two comments, the host's hide and the deletion.
+            #expect(try r.counts().records == cards.count + 5, "the forged hide and the deleted comment are not kept")
+        }
+        let r = try memoryReplica()
+        for v in cards + all { _ = try r.applyOne(v) }
+        #expect(try r.collectMeetups(now: Self.start + 120 * 60_000 + 7 * 86_400_000 + 1) == 1)
+        #expect(try r.comments(of: m, viewer: Self.ben.publicKey.key).isEmpty && r.comment(snacks.id) == nil)
+        #expect(try r.counts().records == cards.count, "its comments, the hide and the deletion went with it")
+        #expect(try r.applyOne(snacks) != .applied && r.applyOne(try w[4].comment(on: m, .create(text: "late"), at: 300)) != .applied,
+                "nothing naming a collected meetup is stored again")
+    }
+
     @Test func malformedMeetupBodiesAreRefused() throws {
         func code(_ body: [UInt8]) -> RecordError.Code? {
             do { _ = try Meetup(body: body); return nil } catch { return error.code }

@@ -24,6 +24,32 @@ import MentorCrypto
         return (cards, posts, a)
     }
 
+    /// Every word must appear; the last matches as the start of a word (it may be half typed),
+    /// the others as whole words (a prefix of those would cost a read of every match).
+    @Test func theLastWordIsAPrefixTheOthersWholeWords() throws {
+        let (cards, posts, writer) = try Self.posts()
+        let r = try memoryReplica()
+        for v in cards + posts { _ = try r.applyOne(v) }
+        #expect(try r.searchPosts("quar").count == 6, "one word: a prefix")
+        #expect(try r.searchPosts("river qua").count == 5, "the last word a prefix")
+        #expect(try r.searchPosts("riv quartz").isEmpty, "an earlier word is whole: riv is not river")
+        #expect(try r.searchPosts("quartz quartz").count == 6 && r.searchPosts("walk quartz").count == 5)
+        #expect(try r.searchPosts("!!! ...").isEmpty, "no word, no match")
+        // The last word is read as the whole words it starts, when they are few (PostSearch.lastWord).
+        var a = writer
+        for (i, caption) in (["quartzite slab", "Quartzes"] + (0..<10).map { "zeta\($0)" }).enumerated() {
+            #expect(try r.applyOne(try a.post(.create(photos: [Self.photo(9)], caption: caption, tags: []), at: 1000 + UInt64(i))) == .applied)
+        }
+        let forms = try r.read { db throws(StoreError) in
+            var out: [String] = []
+            for w in ["quar", "QUARTZI", "zeta", "zeta1", "walk", "nothing", "grüße"] { out.append(try PostSearch.lastWord(w[...], db)) }
+            return out
+        }
+        #expect(forms == ["(\"quartz\" OR \"quartzes\" OR \"quartzite\")", "\"quartzite\"", "\"zeta\"*", "\"zeta1\"", "\"walk\"",
+                          "\"nothing\"*", "\"grüße\"*"], "few words: those words; more than 8, none, or not ASCII: the prefix query")
+        #expect(try r.searchPosts("quar").count == 8 && r.searchPosts("zeta").count == 10 && r.searchPosts("zeta1").count == 1)
+    }
+
     @Test func searchRanksTheNewestMatchesByCreationNotArrival() throws {
         let (cards, posts, _) = try Self.posts()
         let r = try memoryReplica()

@@ -18,9 +18,12 @@ import MentorSystem
 /// ```
 ///
 /// - `.found` comes once per instance name, once its host name, port, TXT record and at least
-///   one IPv4 address are known; `.lost` comes when it has gone from every interface. Our own
-///   instance (the name we registered, after any rename) is never reported; when a rename shows
-///   that an instance already reported was ours, a `.lost` for it follows.
+///   one address are known (A and AAAA records are both asked for on the interface the instance
+///   was resolved on; what arrives within `addressSettle` of the first goes into one `.found`;
+///   a link-local IPv6 address carries that interface as its scope, `fe80::1%eth0`); `.lost`
+///   comes when it has gone from every interface. Our own instance (the name we registered,
+///   after any rename) is never reported; when a rename shows that an instance already
+///   reported was ours, a `.lost` for it follows.
 /// - An instance that cannot be resolved within `resolveTimeout` is logged and left alone until
 ///   it goes away and comes back.
 /// - `.failed` (Avahi or D-Bus unreachable, avahi-daemon stopped or restarted, ...) stops
@@ -56,6 +59,9 @@ public final class Discovery: @unchecked Sendable {
         public var advertisement: Advertisement?
         /// From an instance being found to its address being known.
         public var resolveTimeout: Duration = .seconds(5)
+        /// From the first address of an instance to its `.found`: the other family's answer
+        /// (A or AAAA) usually comes within milliseconds, and both go into one report.
+        public var addressSettle: Duration = .milliseconds(150)
 
         public init(advertisement: Advertisement?) {
             self.advertisement = advertisement
@@ -68,7 +74,8 @@ public final class Discovery: @unchecked Sendable {
         /// "mml-host1.local."
         public var host: String
         public var port: UInt16
-        /// IPv4 addresses of `host`, in text form.
+        /// Addresses of `host`, in text form: IPv4 first, then IPv6 (a link-local one with the
+        /// interface it was resolved on as its scope: `fe80::1%eth0`).
         public var addresses: [String]
         public var txt: TXTRecord
         /// The interface it was resolved on.
@@ -121,6 +128,7 @@ public final class Discovery: @unchecked Sendable {
         var token: UInt64 = 0
         var resolver: DNSSDService?
         var query: DNSSDService?
+        var query6: DNSSDService?
         var deadline: DispatchWorkItem?
         var resolved: (host: String, port: UInt16, txt: TXTRecord, interfaceIndex: UInt32)?
         var addresses: [String] = []
@@ -133,9 +141,11 @@ public final class Discovery: @unchecked Sendable {
         mutating func stopResolving() {
             resolver?.cancel()
             query?.cancel()
+            query6?.cancel()
             deadline?.cancel()
             resolver = nil
             query = nil
+            query6 = nil
             deadline = nil
             resolved = nil
             addresses = []
@@ -170,6 +180,7 @@ public final class Discovery: @unchecked Sendable {
         for entry in tracked.values {
             entry.resolver?.cancel()
             entry.query?.cancel()
+            entry.query6?.cancel()
             entry.deadline?.cancel()
         }
     }
@@ -189,6 +200,15 @@ public final class Discovery: @unchecked Sendable {
             self.tearDown(reportingLost: false, group: group)
             if let completion { group.notify(queue: self.queue, execute: completion) }
         }
+    }
+
+    /// Browses afresh (the machine's network changed: a new segment, new addresses): the browse
+    /// and every resolve in progress end, a `.lost` comes for each instance reported, and a new
+    /// browse asks the network at once, so the instances of the new segment are found without
+    /// waiting for the old browse's next query. The registration stays (Avahi announces it on
+    /// the new addresses by itself). Does nothing while not running.
+    public func rebrowse() {
+        perform { self.rebrowseOnQueue() }
     }
 
     /// Whether register and browse are running (false after `.failed` or `stop()`).
@@ -240,6 +260,22 @@ public final class Discovery: @unchecked Sendable {
             logger.log(.debug, "service discovery is off", ["dnssd.error": "\(error)"])
         }
         failing = true
+    }
+
+    private func rebrowseOnQueue() {
+        guard running else { return }
+        browser?.cancel()
+        browser = nil
+        let lost = tracked.filter { $0.value.reported }.map(\.key).sorted()
+        for name in tracked.keys { tracked[name]?.stopResolving() }
+        tracked = [:]
+        lost.forEach { handler(.lost(name: $0)) }
+        do throws(DNSSDError) {
+            browser = try DNSSDService.browse(type: settings.serviceType, queue: queue) { [weak self] event in self?.browseEvent(event) }
+            logger.debug("browsing again after a network change", ["dnssd.type": settings.serviceType, "lost": "\(lost.count)"])
+        } catch {
+            fail(error)
+        }
     }
 
     private func registrationEvent(_ event: DNSSDService.RegisterEvent) {
@@ -329,7 +365,11 @@ public final class Discovery: @unchecked Sendable {
             do throws(DNSSDError) {
                 entry.query = try DNSSDService.queryAddresses(host: host, family: .ipv4, interfaceIndex: interfaceIndex,
                                                               queue: queue) { [weak self] event in
-                    self?.addressEvent(event, name: name, token: token)
+                    self?.addressEvent(event, name: name, token: token, family: .ipv4, interfaceIndex: interfaceIndex)
+                }
+                entry.query6 = try DNSSDService.queryAddresses(host: host, family: .ipv6, interfaceIndex: interfaceIndex,
+                                                               queue: queue) { [weak self] event in
+                    self?.addressEvent(event, name: name, token: token, family: .ipv6, interfaceIndex: interfaceIndex)
                 }
                 tracked[name] = entry
             } catch {
@@ -341,21 +381,31 @@ public final class Discovery: @unchecked Sendable {
         }
     }
 
-    private func addressEvent(_ event: DNSSDService.AddressEvent, name: String, token: UInt64) {
+    private func addressEvent(_ event: DNSSDService.AddressEvent, name: String, token: UInt64,
+                              family: DNSSDService.AddressFamily, interfaceIndex: UInt32) {
         guard var entry = tracked[name], entry.token == token, !entry.reported else { return }
         switch event {
         case .added(let address):
+            // The scope comes from the interface the instance was resolved (and asked) on.
+            let address = HostPort.scoped(address, interfaceIndex: interfaceIndex)
             if !entry.addresses.contains(address) { entry.addresses.append(address) }
-            // Addresses that came in the same batch of callbacks all go into one `.found`.
+            // Addresses that come within `addressSettle` (both families) go into one `.found`.
             if !entry.reportScheduled {
                 entry.reportScheduled = true
-                queue.async { [weak self] in self?.report(name, token: token) }
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(settings.addressSettle.nanoseconds))) { [weak self] in
+                    self?.report(name, token: token)
+                }
             }
             tracked[name] = entry
         case .removed(let address):
+            let address = HostPort.scoped(address, interfaceIndex: interfaceIndex)
             entry.addresses.removeAll { $0 == address }
             tracked[name] = entry
         case .failed(let error):
+            // One family's lookup failing leaves the other's; the instance is given up when both failed.
+            if family == .ipv4 { entry.query?.cancel(); entry.query = nil } else { entry.query6?.cancel(); entry.query6 = nil }
+            tracked[name] = entry
+            guard entry.query == nil && entry.query6 == nil else { return }
             giveUp(name, token: token, error)
         }
     }
@@ -367,7 +417,9 @@ public final class Discovery: @unchecked Sendable {
             tracked[name] = entry  // the address went again: wait for the next one
             return
         }
-        let instance = Instance(name: name, host: resolved.host, port: resolved.port, addresses: entry.addresses,
+        // IPv4 first, then IPv6, each in the order they came.
+        let addresses = entry.addresses.filter { !HostPort.isIPv6($0) } + entry.addresses.filter { HostPort.isIPv6($0) }
+        let instance = Instance(name: name, host: resolved.host, port: resolved.port, addresses: addresses,
                                 txt: resolved.txt, interfaceIndex: resolved.interfaceIndex)
         entry.stopResolving()
         entry.reported = true
@@ -416,6 +468,7 @@ public final class Discovery: @unchecked Sendable {
         for entry in tracked.values {
             cancel(entry.resolver)
             cancel(entry.query)
+            cancel(entry.query6)
             entry.deadline?.cancel()
         }
         tracked = [:]

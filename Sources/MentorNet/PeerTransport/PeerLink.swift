@@ -94,6 +94,8 @@ public final class PeerLink: @unchecked Sendable {
     public static let maximumMessageLength = Frames.maximumPlaintextLength
 
     public let remote: PeerAddress
+    /// Our end of the connection (`TCPStream.local`).
+    public let local: PeerAddress
     public let role: Role
     public let settings: Settings
     public let queue: DispatchQueue
@@ -157,6 +159,7 @@ public final class PeerLink: @unchecked Sendable {
     public init(stream: TCPStream, role: Role, identity: SigningKeyPair, queue: DispatchQueue,
                 settings: Settings = Settings(), logger: some Logger = DiscardingLogger()) {
         self.remote = stream.remote
+        self.local = stream.local
         self.role = role
         self.settings = settings
         self.queue = queue

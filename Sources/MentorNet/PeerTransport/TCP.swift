@@ -14,8 +14,8 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
         self.port = port
     }
 
-    /// "127.0.0.1:7000", "[::1]:7000".
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    /// "127.0.0.1:7000", "[::1]:7000", "[fe80::1%eth0]:7000" (`HostPort.format`).
+    public var description: String { HostPort.format(host: host, port: port) }
 }
 
 /// One connected TCP socket (non-blocking, close-on-exec), handed from `TCPListener` or
@@ -26,10 +26,14 @@ public struct PeerAddress: Hashable, Sendable, CustomStringConvertible {
 public final class TCPStream: @unchecked Sendable {
     let descriptor: FileDescriptor
     public let remote: PeerAddress
+    /// Our end: the address the link depends on (when it leaves this machine, the link is dead).
+    public let local: PeerAddress
 
     init(descriptor: FileDescriptor, remote: PeerAddress) {
         self.descriptor = descriptor
         self.remote = remote
+        let local = (try? Syscall.socketAddress(descriptor, peer: false)) ?? (host: "?", port: 0)
+        self.local = PeerAddress(host: local.host, port: local.port)
     }
 
     /// Closes the socket without any goodbye (a refused or abandoned connection).
@@ -38,6 +42,8 @@ public final class TCPStream: @unchecked Sendable {
 
 /// A listening TCP socket, IPv4 or IPv6 (whatever `getaddrinfo` gives first for `host`),
 /// `SO_REUSEADDR`, non-blocking and close-on-exec. Port 0 picks a free port: see `boundPort`.
+/// `::` listens dual-stack (`IPV6_V6ONLY` off, whatever the sysctl says: IPv4 peers arrive as
+/// `::ffff:a.b.c.d`, shown as `a.b.c.d`); on a machine without IPv6 it falls back to `0.0.0.0`.
 ///
 /// Not `Sendable`: hand it to `PeerListener`, which keeps it on its queue.
 public final class TCPListener {
@@ -47,13 +53,18 @@ public final class TCPListener {
     let descriptor: FileDescriptor
 
     public init(host: String, port: UInt16, backlog: Int32 = 128) throws(SystemError) {
+        var host = host
+        if host == "::", (try? Syscall.tcpSocket(family: AF_INET6)) == nil { host = "0.0.0.0" }
         let addresses = try Syscall.resolve(host: host, port: port, passive: true)
         var lastError = SystemError(.system, errno: EADDRNOTAVAIL, "listen on \(host):\(port): no address")
         for address in addresses {
             do throws(SystemError) {
                 let fd = try Syscall.tcpSocket(family: address.family)
                 try Syscall.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
-                try Syscall.bind(fd, address, what: "\(host):\(port)")
+                if address.family == AF_INET6 && host == "::" {
+                    try Syscall.setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0, "IPV6_V6ONLY")
+                }
+                try Syscall.bind(fd, address, what: HostPort.format(host: host, port: port))
                 try Syscall.listen(fd, backlog: backlog, path: "\(host):\(port)")
                 self.boundPort = try Syscall.socketAddress(fd, peer: false).port
                 self.host = host

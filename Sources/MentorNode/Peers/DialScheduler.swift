@@ -49,9 +49,15 @@ final class DialScheduler: @unchecked Sendable {
         self.clock = clock
     }
 
-    /// The address to dial of those an mDNS instance resolved to: the first IPv4 one, else the first.
+    /// The address to dial of those an mDNS instance resolved to (PROTOCOL.md, "Addresses"): the
+    /// first IPv4 one; else the first IPv6 link-local one with its scope (the instance was found
+    /// over multicast on that very link, so it answers there, whatever routes exist); else the
+    /// first other IPv6 one (ULA or global); else the first.
     static func preferred(_ addresses: [PeerAddress]) -> PeerAddress? {
-        addresses.first(where: { !$0.host.contains(":") }) ?? addresses.first
+        addresses.first(where: { !HostPort.isIPv6($0.host) })
+            ?? addresses.first(where: { HostPort.isLinkLocalIPv6($0.host) && HostPort.scope(of: $0.host) != nil })
+            ?? addresses.first(where: { HostPort.isIPv6($0.host) && !HostPort.isLinkLocalIPv6($0.host) })
+            ?? addresses.first
     }
 
     /// The mDNS instances kept now.
@@ -98,6 +104,14 @@ final class DialScheduler: @unchecked Sendable {
         syncTimers()
         logger.debug("peer lost over mDNS", ["dnssd.instance": name])
         return true
+    }
+
+    /// The machine's network changed: static peers waiting for a redial are dialled now
+    /// (`Redialer.networkChanged`). Returns how many.
+    func networkChanged() -> Int {
+        let count = redialer.networkChanged(now: clock(), refusedUntil: refusedUntil)
+        syncTimers()
+        return count
     }
 
     // MARK: Dialling

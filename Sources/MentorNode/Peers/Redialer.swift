@@ -180,6 +180,28 @@ struct Redialer: Sendable {
 
     /// `dialAt` has come: whether to dial now. A target whose node is linked already (`isLinked`)
     /// is parked instead, and redialled when that link closes.
+    /// The machine's network changed: each static peer waiting for its backoff to pass (a
+    /// `dialAt` set: not linked, not being dialled, not parked) is due now and its backoff starts
+    /// over — failures on the old network say nothing about the new one. mDNS instances are left
+    /// to discovery (it browses again). A refusal of the peer's address still holds: such a
+    /// peer is due when it ends, if that is later. Returns how many were made due earlier.
+    mutating func networkChanged(now: ContinuousClock.Instant, refusedUntil: (String) -> ContinuousClock.Instant?) -> Int {
+        var count = 0
+        for index in targets.indices where targets[index].via == .config && targets[index].active
+            && targets[index].link == nil && !targets[index].parked {
+            guard let due = targets[index].dialAt else { continue }
+            var at = now
+            for host in [targets[index].peer.host, targets[index].lastHost].compactMap({ $0 }) {
+                if let until = refusedUntil(host) { at = max(at, until) }
+            }
+            targets[index].attempt = 0
+            guard at < due else { continue }
+            targets[index].dialAt = at
+            count += 1
+        }
+        return count
+    }
+
     mutating func due(_ index: Int, isLinked: (SigningPublicKey) -> Bool) -> Bool {
         targets[index].dialAt = nil
         if let key = targets[index].lastKey, isLinked(key) {

@@ -22,6 +22,7 @@ extension ApplyBatch {
                                                   min_age, max_age, about)
                     VALUES (?, ?, ?, ?, '', 0, '', 0, 0, '', 0, 0, 0, '')
                     """).run([.blob(v.id), account, .integer(at), .blob(r.body)])
+                if db.changes > 0 { try judgeCommentHides(meetup: v.id, host: r.account.bytes) }
             case .edit(let target, _), .cancel(let target):
                 meetup = target
                 try statement("INSERT OR IGNORE INTO meetup_edits(meetup, account, record_id, timestamp, body) VALUES (?, ?, ?, ?, ?)")
@@ -66,8 +67,8 @@ extension ApplyBatch {
         return try statement("SELECT 1 FROM meetups_gone WHERE id = ?").queryOne([.blob(target)]) != nil
     }
 
-    /// Collects the meetups that ended before `cutoff`: their create, edits, joins and rosters
-    /// leave the replica (records, the reconciled set, the digest, the tables) and are
+    /// Collects the meetups that ended before `cutoff`: their create, edits, joins, rosters and
+    /// comments (with the comments' deletions and hides) leave the replica (records, the reconciled set, the digest, the tables) and are
     /// remembered so that copies offered again are not stored. Returns how many meetups went.
     mutating func collectMeetups(endedBefore cutoff: UInt64) throws(StoreError) -> Int {
         let ids = try db.query("SELECT id, ends FROM meetups WHERE ends < ? LIMIT 1000", [.integer(Int64(clamping: cutoff))])
@@ -79,6 +80,7 @@ extension ApplyBatch {
                 }
                 try db.execute("DELETE FROM \(table) WHERE meetup = ?", [.blob(id)])
             }
+            try purgeComments(of: id)
             try dropRecord(id)
             try db.execute("DELETE FROM meetups WHERE id = ?", [.blob(id)])
             try db.execute("INSERT OR IGNORE INTO meetups_gone(id, ends) VALUES (?, ?)", [.blob(id), .integer(ends)])

@@ -65,7 +65,7 @@ extension ApplyBatch {
             }
         case .comment:
             guard let c = try? PostComment(body: r.body) else { return .drop }
-            let state = try postState(c.post)
+            let state = try subjectState(c.post)
             if case .gone = state { return .drop }
             switch c.action {
             case .create(let text):
@@ -93,7 +93,7 @@ extension ApplyBatch {
                 return .store
             case .hide(let cid):
                 if case .live(let owner) = state, owner != account {
-                    return notAuthor(v, "hides a comment on a post of another account")
+                    return notAuthor(v, "hides a comment on a post or meetup of another account")
                 }
                 if try statement("SELECT 1 FROM comments_gone WHERE id = ?").queryOne([.blob(cid)]) != nil { return .drop }
                 try noteOp(v.id, post: c.post, account: account, kind: .hide, target: cid)
@@ -127,6 +127,38 @@ extension ApplyBatch {
         if let a = try statement("SELECT account FROM posts WHERE id = ?").queryOne([.blob(post)])?.blob(0) { return .live(account: a) }
         if let a = try statement("SELECT account FROM posts_gone WHERE id = ?").queryOne([.blob(post)])?.blob(0) { return .gone(account: a) }
         return .unknown
+    }
+
+    /// What a comment names (PROTOCOL.md §6.6): a post, whose account hides its comments, or a
+    /// meetup, whose host does; `gone` once the post was deleted or the meetup collected.
+    func subjectState(_ id: [UInt8]) throws(StoreError) -> PostState {
+        let post = try postState(id)
+        guard post == .unknown else { return post }
+        if let host = try statement("SELECT host FROM meetups WHERE id = ?").queryOne([.blob(id)])?.blob(0) { return .live(account: host) }
+        if try statement("SELECT 1 FROM meetups_gone WHERE id = ?").queryOne([.blob(id)]) != nil { return .gone(account: []) }
+        return .unknown
+    }
+
+    /// A meetup's create arrived: the hides of its comments stored while it was unknown that are
+    /// not its host's go, as they would have been refused (`not-author`) had it come first.
+    mutating func judgeCommentHides(meetup: [UInt8], host: [UInt8]) throws(StoreError) {
+        for row in try statement("SELECT id FROM post_ops WHERE post = ? AND kind = 3 AND account != ?")
+            .query([.blob(meetup), .blob(host)]) {
+            guard let id = row.blob(0) else { continue }
+            try dropRecord(id)
+            try statement("DELETE FROM post_ops WHERE id = ?").run([.blob(id)])
+            try statement("DELETE FROM post_refs WHERE post = ? AND id = ?").run([.blob(meetup), .blob(id)])
+        }
+    }
+
+    /// A collected meetup's comments, their deletions and hides leave the replica with it.
+    mutating func purgeComments(of meetup: [UInt8]) throws(StoreError) {
+        for row in try db.query("SELECT id FROM post_refs WHERE post = ?", [.blob(meetup)]) {
+            if let id = row.blob(0) { try dropRecord(id) }
+        }
+        try db.execute("DELETE FROM comments WHERE post = ?", [.blob(meetup)])
+        try db.execute("DELETE FROM post_ops WHERE post = ?", [.blob(meetup)])
+        try db.execute("DELETE FROM post_refs WHERE post = ?", [.blob(meetup)])
     }
 
     private mutating func createPost(_ v: VerifiedRecord, photos: [PhotoRef], caption: String, tags: [String],

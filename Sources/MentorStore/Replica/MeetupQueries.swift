@@ -231,6 +231,27 @@ extension Replica {
         }
     }
 
+    /// An account's meetup history as this replica holds it (meetups leave a week after they
+    /// end): those it hosts, and those where it holds a seat on the host's roster (not
+    /// cancelled) — each latest start first, at most `limit`.
+    public func meetupHistory(of account: PublicKey, limit: Int) throws(StoreError) -> (hosted: [MeetupSummary], seated: [MeetupSummary]) {
+        try read { db throws(StoreError) in
+            let limit = Int64(max(limit, 0))
+            let hosted = try db.query("SELECT \(MeetupQueries.columns) FROM meetups WHERE host = ? ORDER BY start DESC, id DESC LIMIT ?",
+                                      [.blob(account.bytes), .integer(limit)]).compactMap(MeetupQueries.summary)
+            var seated: [MeetupSummary] = []
+            for row in try db.query("""
+                    SELECT \(MeetupQueries.columns) FROM meetups WHERE cancelled = 0 AND host != ?1
+                      AND id IN (SELECT meetup FROM meetup_joins WHERE account = ?1 AND joining = 1) ORDER BY start DESC, id DESC
+                    """, [.blob(account.bytes)]) where seated.count < limit {
+                guard let m = MeetupQueries.summary(row) else { continue }
+                let seats = try MeetupQueries.standingRoster(db, meetup: m.id, host: m.host.bytes).prefix(m.seats)
+                if seats.contains(where: { $0.account == account }) { seated.append(m) }
+            }
+            return (hosted, seated)
+        }
+    }
+
     /// The IDs of meetups whose hex spelling starts with `prefix` (lower-case hex), at most `limit`.
     public func meetupIDs(prefix: String, limit: Int = 2) throws(StoreError) -> [[UInt8]] {
         try ids(in: "meetups", prefix: prefix, limit: limit)

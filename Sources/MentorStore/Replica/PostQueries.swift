@@ -160,8 +160,8 @@ extension Replica {
         }
     }
 
-    /// Posts matching `text` in their caption or tags (SQLite FTS5, every word must appear,
-    /// a word's prefix matching): of the newest `window` matches (by creation), the best first
+    /// Posts matching `text` in their caption or tags (SQLite FTS5: every word must appear, the
+    /// last one as the start of a word — it may be half typed): of the newest `window` matches (by creation), the best first
     /// by bm25, newer first between equals (PostSearch.swift).
     public func searchPosts(_ text: String, limit: Int = 50, excluded: Set<[UInt8]> = [],
                             window: Int = PostSearch.window) throws(StoreError) -> [PostSummary] {
@@ -170,9 +170,11 @@ extension Replica {
         // Words hold letters and digits only, so each is a safe FTS5 string. FTS5 gives the
         // matches in rowid order, newest first (the rowid is `recency`), and stops after the
         // window; those are ranked alone, and counts are read for the rows returned only.
-        let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
+        // Only the last word is a prefix (it may be half typed), read as the whole words it
+        // starts (PostSearch.lastWord).
         let wanted = max(limit, 0) + excluded.count
         return try read { db throws(StoreError) in
+            let match = try (words.dropLast().map { "\"\($0)\"" } + [PostSearch.lastWord(words[words.count - 1], db)]).joined(separator: " ")
             var out: [PostSummary] = []
             let rows = try db.cachedStatement("""
                 SELECT \(Self.postColumns) FROM (

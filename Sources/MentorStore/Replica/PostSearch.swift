@@ -15,6 +15,28 @@ public enum PostSearch {
     /// Posts of one millisecond: slots 0...65535 after the timestamp.
     static let slots: Int64 = 1 << 16
 
+    /// The most whole words a search's last word is read as (`lastWord`).
+    static let expansion = 8
+
+    /// The FTS5 query of a search's last word, which matches as the start of a word: the whole
+    /// words of the index it starts, when they are few — `"agate"`, or `("agate" OR "agates")`
+    /// — else the prefix query `"ag"*`. Both find the same posts; the words are cheaper: FTS5
+    /// reads the whole doclist of every term a prefix starts before its first match (and bm25
+    /// reads them again for its statistics), where a whole word streams newest first and stops
+    /// at the window. The index's words are read from `post_words` (migration 22) for words of
+    /// ASCII letters and digits, which the index holds as typed but lower-cased; any other word
+    /// stays a prefix query, as the tokenizer folds it.
+    public static func lastWord(_ word: Substring, _ db: Database) throws(StoreError) -> String {
+        let prefix = "\"\(word)\"*"
+        let folded = Array(word.lowercased().utf8)
+        guard folded.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x7a).contains($0) }), let last = folded.last else { return prefix }
+        let upper = String(decoding: folded.dropLast() + [last + 1], as: UTF8.self)
+        let terms = try db.cachedStatement("SELECT term FROM post_words WHERE term >= ? AND term < ? LIMIT ?")
+            .query([.text(String(decoding: folded, as: UTF8.self)), .text(upper), .integer(Int64(expansion + 1))]).compactMap { $0.text(0) }
+        guard (1...expansion).contains(terms.count), terms.allSatisfy({ $0.allSatisfy { $0.isLetter || $0.isNumber } }) else { return prefix }
+        return terms.count == 1 ? "\"\(terms[0])\"" : "(" + terms.map { "\"\($0)\"" }.joined(separator: " OR ") + ")"
+    }
+
     /// The first key of the posts created at `created` (milliseconds).
     static func base(created: UInt64) -> Int64 {
         min(Int64(clamping: created), maxMillis) << 16

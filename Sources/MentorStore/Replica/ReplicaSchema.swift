@@ -625,6 +625,12 @@ enum ReplicaSchema {
                 ends        INTEGER NOT NULL
             ) WITHOUT ROWID;
             """)
+        // The words the post search index holds (FTS5's vocabulary, read in place: no storage
+        // of its own), so that a search's last word, which may be half typed, is looked up as
+        // the few whole words it starts (PostSearch.swift).
+        m.register(22, "the post search index's words", """
+            CREATE VIRTUAL TABLE post_words USING fts5vocab(post_search, row);
+            """)
         return m
     }
 

@@ -74,25 +74,26 @@ final class LabHosts {
         return text
     }
 
-    /// Builds hosts 1...`hosts` (after clearing anything left under this prefix).
-    func up(_ hosts: Int) throws {
+    /// Builds hosts 1...`hosts` (after clearing anything left under this prefix); `options` go
+    /// to `scripts/lab up` (`--ipv6-only`, `--link-local-only 1,2`, `--segment-b 2`).
+    func up(_ hosts: Int, options: [String] = []) throws {
         do {
             try lab(["down"])
-            try lab(["up", "\(hosts)"])
+            try lab(["up", "\(hosts)"] + options)
         } catch {
             try? lab(["down"])
             throw E2EError("the lab could not be built, so this test cannot run: \(error)")
         }
     }
 
-    /// Starts `mentormated` on host `host` (`--listen 0.0.0.0:7000`, mDNS on, no `--peer`) with its
-    /// state and socket in the test's directory, without waiting for it.
-    func spawnDaemon(on host: Int, extra: [String] = []) throws -> Daemon {
+    /// Starts `mentormated` on host `host` (`--listen 0.0.0.0:7000` unless `listen` says another,
+    /// mDNS on, no `--peer`) with its state and socket in the test's directory, without waiting for it.
+    func spawnDaemon(on host: Int, listen: String = "0.0.0.0:7000", extra: [String] = []) throws -> Daemon {
         counter += 1
         let log = e2e.path("daemon-h\(host)-\(counter).log")
         let process = try ChildProcess(
             ["/bin/bash", script, "exec", "\(host)", e2e.binaries.daemon, "--state-dir", stateDir(host), "--socket", socket(host),
-             "--listen", "0.0.0.0:7000"] + E2E.withNetwork(extra),
+             "--listen", listen] + E2E.withNetwork(extra),
             environment: environment, stdout: .file(log + ".out"), stderr: .file(log))
         let daemon = Daemon(process: process, stateDir: stateDir(host), socket: socket(host), logPath: log)
         daemons.append(daemon)
@@ -100,8 +101,8 @@ final class LabHosts {
     }
 
     /// `spawnDaemon`, then waits until its socket answers.
-    func startDaemon(on host: Int, extra: [String] = []) throws -> Daemon {
-        let daemon = try spawnDaemon(on: host, extra: extra)
+    func startDaemon(on host: Int, listen: String = "0.0.0.0:7000", extra: [String] = []) throws -> Daemon {
+        let daemon = try spawnDaemon(on: host, listen: listen, extra: extra)
         try daemon.waitUntilServing(timeout: .seconds(60))
         return daemon
     }

@@ -82,6 +82,7 @@ struct APICommand {
             let started = ContinuousClock.now
             try fillReplica(at: dir + "/state/replica.db")
             print("replica filled in \(ContinuousClock.now - started) (not measured)")
+            if posts > 0 { try compareSearchForms(at: dir + "/state/replica.db") }
             let daemon = try Daemon(path: daemonPath, stateDir: dir + "/state", socket: dir + "/api.sock")
             defer { daemon.stop() }
             if let hold = ProcessInfo.processInfo.environment["MM_BENCH_PAUSE"] { FileHandle.standardError.write(Data("daemon pid \(daemon.pid)\n".utf8)); sleep(UInt32(hold) ?? 0) }
@@ -193,6 +194,39 @@ struct APICommand {
         }
         if !batch.isEmpty { _ = try replica.apply(verified: batch.map { .success($0) }) }
         try replica.close()
+    }
+
+    /// The FTS5 query of a search as shipped (whole words, the last read as the whole words it
+    /// starts: PostSearch.lastWord, its lookup timed too) against every word a prefix query
+    /// (before): the ranked window alone, straight on the replica file, interleaved in one run.
+    func compareSearchForms(at path: String) throws {
+        let db = try Database(path: path, options: .init(readOnly: true))
+        defer { try? db.close() }
+        let sql = """
+            SELECT rowid FROM (SELECT rowid, bm25(post_search) AS rank FROM post_search WHERE post_search MATCH ?
+                               ORDER BY rowid DESC LIMIT 1000) ORDER BY rank, rowid DESC LIMIT 20
+            """
+        print("\nthe ranked window alone (1,000 newest matches, bm25, top 20), 300 runs each, interleaved:")
+        print("                          every word a prefix (before)     shipped: whole words        ratio p50")
+        for (label, text) in [("common", "quartz"), ("2 words", "banded agate"), ("prefix", "pyr"), ("rare", "rhodochrosite")] {
+            let words = text.split(separator: " ")
+            var before: [Double] = [], after: [Double] = []
+            var counts = (0, 0)
+            for _ in 0..<300 {
+                var t0 = ContinuousClock.now
+                counts.0 = try db.query(sql, [.text(words.map { "\"\($0)\"*" }.joined(separator: " "))]).count
+                before.append(seconds(ContinuousClock.now - t0) * 1000)
+                t0 = ContinuousClock.now
+                let match = try (words.dropLast().map { "\"\($0)\"" } + [PostSearch.lastWord(words[words.count - 1], db)]).joined(separator: " ")
+                counts.1 = try db.query(sql, [.text(match)]).count
+                after.append(seconds(ContinuousClock.now - t0) * 1000)
+            }
+            before.sort(); after.sort()
+            func pct(_ v: [Double], _ p: Double) -> Double { v[min(v.count - 1, Int(Double(v.count) * p))] }
+            print(String(format: "  %-10@ p50 %6.2f ms  p99 %6.2f ms    p50 %6.2f ms  p99 %6.2f ms   %.2f%@",
+                         label as NSString, pct(before, 0.5), pct(before, 0.99), pct(after, 0.5), pct(after, 0.99),
+                         pct(after, 0.5) / pct(before, 0.5), counts.0 == counts.1 ? "" : "  (rows differ: \(counts.0) vs \(counts.1))"))
+        }
     }
 
     struct Result { var rate: Double; var p50: Double; var p99: Double; var max: Double }
