@@ -10,6 +10,8 @@
 # ExecStart= and --config paths are rewritten to BINDIR and SYSCONFDIR. For packaging or tests,
 # BUILD_DIR=DIR installs the programs already built in DIR, and SKIP_BUILD=1 skips the build.
 # docs/OPERATIONS.md, "Installing", says what comes next (sysusers, systemctl enable).
+#
+#   make deb                  # mentormate_VERSION_ARCH.deb in this directory (Debian 12; below)
 
 PREFIX      ?= /usr/local
 BINDIR      ?= $(PREFIX)/bin
@@ -58,7 +60,7 @@ FILES = \
 	$(DESTDIR)$(DOCDIR)/API.md \
 	$(DESTDIR)$(DOCDIR)/mentormated.conf.example
 
-.PHONY: all build install uninstall
+.PHONY: all build install uninstall deb
 
 all: build
 
@@ -118,3 +120,58 @@ uninstall:
 	rmdir $(DESTDIR)$(SYSCONFDIR)/mentormate $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@if [ -z "$(DESTDIR)" ] && [ -d /run/systemd/system ]; then systemctl daemon-reload; fi
 	@echo "make uninstall: the state directory (/var/lib/mentormate) and the mentormate user are kept; remove them by hand if you want them gone"
+
+# --- The Debian package (docs/OPERATIONS.md, "Installing from the Debian package") ---
+#
+# `make deb` builds the programs in release mode with the Swift runtime linked statically (a
+# Debian 12 machine without the toolchain runs them), stages packaging/deb/ as debian/ next to a
+# changelog for VERSION, and runs dpkg-buildpackage there: debhelper installs the files through
+# `make install PREFIX=/usr`, writes the maintainer scripts and computes Depends. The .deb lands
+# in DEB_OUT (default: here). VERSION is MentorMateVersion.string (Sources/MentorAPI/Version.swift),
+# the one the programs print with --version. DEB_SCRATCH is the release build's own scratch path
+# (kept between runs, so a second `make deb` only relinks what changed); DEB_STAGE is scratch
+# for dpkg-buildpackage (it writes the .deb, .buildinfo and .changes next to the staged tree). SKIP_BUILD=1 and BUILD_DIR=DIR package programs already built in DIR.
+VERSION     := $(shell sed -n 's/^ *public static let string = "\(.*\)"$$/\1/p' Sources/MentorAPI/Version.swift)
+DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
+DEB_SCRATCH ?= .build/deb
+DEB_STAGE   ?= .build/deb-stage
+DEB_OUT     ?= .
+# -z now: every symbol bound at start, so the GOT can be read-only (lintian's hardening-no-bindnow).
+DEB_SWIFTFLAGS ?= -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) -Xlinker -z -Xlinker now
+DEB         = mentormate_$(VERSION)_$(DEB_ARCH).deb
+DEB_TOOLS   = dpkg-buildpackage:dpkg-dev dh:debhelper dpkg-shlibdeps:dpkg-dev
+
+deb:
+	@[ -n "$(VERSION)" ] || { echo "make deb: no version in Sources/MentorAPI/Version.swift (public static let string = \"X.Y.Z\")" >&2; exit 1; }
+	@[ -n "$(DEB_ARCH)" ] || { echo "make deb: dpkg is missing; this target builds Debian packages on Debian (bash scripts/deps)" >&2; exit 1; }
+	@for t in $(DEB_TOOLS); do \
+	  command -v $${t%%:*} >/dev/null || { echo "make deb: $${t%%:*} is missing; install $${t#*:} (bash scripts/deps does)" >&2; exit 1; }; \
+	done
+ifeq ($(SKIP_BUILD),)
+	@command -v $(SWIFT) >/dev/null || { echo "make deb: $(SWIFT) is not on PATH; the Swift 6.3 toolchain builds the programs (scripts/deps)" >&2; exit 1; }
+	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormated
+	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormate
+endif
+	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build $(DEB_SWIFTFLAGS) --show-bin-path)"; \
+	[ -d "$$bin" ] || { echo "make deb: $$bin does not exist; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \
+	bin="$$(cd "$$bin" && pwd)"; \
+	for p in $(PROGRAMS); do \
+	  [ -x "$$bin/$$p" ] || { echo "make deb: $$bin/$$p is missing; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \
+	  if ldd "$$bin/$$p" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|not found'; then \
+	    echo "make deb: $$bin/$$p needs the libraries above, which no Debian package provides; build it with --static-swift-stdlib (DEB_SWIFTFLAGS)" >&2; exit 1; \
+	  fi; \
+	done; \
+	set -e; \
+	src="$(CURDIR)"; stage="$(DEB_STAGE)/mentormate-$(VERSION)"; \
+	rm -rf "$$stage" "$(DEB_STAGE)/build.log" "$(DEB_STAGE)"/mentormate_$(VERSION)_*; mkdir -p "$$stage"; \
+	cp -R packaging/deb "$$stage/debian"; \
+	{ echo "mentormate ($(VERSION)) unstable; urgency=medium"; echo; \
+	  echo "  * MentorMate $(VERSION), packaged by make deb from the source tree"; \
+	  echo "    (its history: git log, and README.md \"What works today\")."; echo; \
+	  echo " -- $$(sed -n 's/^Maintainer: //p' packaging/deb/control)  $$(date -R -d @$${SOURCE_DATE_EPOCH:-$$(git log -1 --format=%ct 2>/dev/null || date +%s)})"; \
+	} > "$$stage/debian/changelog"; \
+	cd "$$stage" && MENTORMATE_SOURCE="$$src" MENTORMATE_BIN="$$bin" dpkg-buildpackage --build=binary --no-sign >../build.log 2>&1 \
+	  || { cat ../build.log >&2; echo "make deb: dpkg-buildpackage failed (log above, in $(DEB_STAGE)/build.log)" >&2; exit 1; }; \
+	cd "$$src"; mkdir -p "$(DEB_OUT)"; cp "$(DEB_STAGE)/$(DEB)" "$(DEB_OUT)/$(DEB)"; \
+	echo "make deb: $(DEB_OUT)/$(DEB)"; \
+	dpkg-deb --field "$(DEB_OUT)/$(DEB)" Depends Recommends | sed 's/^/  /'
