@@ -48,6 +48,9 @@ import Testing
         #expect(wingspan.year == 2019 && wingspan.players == 1...5 && wingspan.minutes == 40...70)
         let twilight = try g("Twilight Struggle")
         #expect(twilight.players == 2...2 && twilight.year == 2005)
+        // Corrected when the rows were checked (issue 18).
+        #expect(try g("Kingdom Builder").year == 2011 && g("Monopoly").year == 1933)
+        #expect(try g("San Juan").minutes == 45...60 && g("Tsuro").minutes == 15...20 && g("The Mind").minutes == 15...15)
     }
 
     struct LookupFailed: Error { var name: String }
