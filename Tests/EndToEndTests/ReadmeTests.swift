@@ -165,7 +165,8 @@ extension EndToEndTests {
                 Issue.record("README line not checked by this test (add it to readmeExpectations): \(line)\n\(text)")
                 continue
             }
-            #expect(status?.exitCode == expected.status, "`\(line)`: \(status.map(\.description) ?? "did not end")\n\(text)")
+            #expect(status?.exitCode == expected.status,
+                    "`\(line)`: \(status.map(\.description) ?? "did not end")\n\(text)\nthe daemon's log (scripts/run):\n\(e2e.read(runLog).suffix(3000))")
             for part in expected.output { #expect(text.contains(part), "`\(line)` should print \(part):\n\(text)") }
             if expected.status != 0 {
                 #expect(stderr.split(separator: "\n").count == 2, "an error is one line and its one-line fix:\n\(stderr)")
