@@ -136,7 +136,7 @@ public final class DiscoveryController: @unchecked Sendable {
             failures = 0
             lock.withLock { state_ = .on(name: name) }
         case .found(let instance):
-            peers.discovered(name: instance.name, addresses: instance.peerAddresses, hub: instance.isHub)
+            peers.discovered(name: instance.name, addresses: instance.peerAddresses, hub: instance.isHub, local: instance.isLocal)
         case .lost(let name):
             peers.lost(name: name)
         case .failed(let error):

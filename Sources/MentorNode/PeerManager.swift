@@ -213,7 +213,7 @@ public final class PeerManager: @unchecked Sendable {
     /// An mDNS instance was found (or found again, maybe at a new address): dial it unless it is
     /// being dialled or linked already (`DialScheduler`). Who it is, the handshake decides; one
     /// whose handshake fails is redialled with backoff, and not before a refusal of its address ends.
-    public func discovered(name: String, addresses: [PeerAddress], hub: Bool = false) {
+    public func discovered(name: String, addresses: [PeerAddress], hub: Bool = false, local: Bool = true) {
         queue.async { [self] in
             guard !stopped, let address = DialScheduler.preferred(addresses) else { return }
             var relabelled = false
@@ -222,7 +222,7 @@ public final class PeerManager: @unchecked Sendable {
                 relabelled = true
             }
             if relabelled { notifier.snapshot() }
-            if dials.found(name: name, address: address, hub: hub) { notifier.snapshot() }
+            if dials.found(name: name, address: address, hub: hub, local: local) { notifier.snapshot() }
         }
     }
 
@@ -343,6 +343,15 @@ public final class PeerManager: @unchecked Sendable {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
         guard !stopped else { return }
+        if case .handshakeFailed(let code, _) = reason, code == HandshakeError.Code.selfConnection.name,
+           let slot = connection.staticIndex, dials.via(slot) == .mdns {
+            // An instance found is this node (its own address, published in a wide-area domain
+            // under another name): nobody's fault, and not dialled again.
+            logger.debug("an instance found is this node itself; not dialled again", ["peer.address": "\(connection.link.remote)"])
+            dials.itsUs(slot)
+            dials.closed(slot, link: connection.serial, key: nil, wasEstablished: false)
+            return
+        }
         if connection.since != 0 { notifier.peer(connection, .disconnected) }
         if connection.hub, connection.since != 0, !HubPreference.hubLinked(hubLinks) {
             let released = dials.releaseHeld()
@@ -359,17 +368,20 @@ public final class PeerManager: @unchecked Sendable {
     // MARK: Hubs (PROTOCOL.md §13.5)
 
     /// The rule of `HubPreference` with this node's settings.
-    var hubPreference: HubPreference { HubPreference(maxDirect: settings.maxDirectWithHub, isHub: settings.hub) }
+    var hubPreference: HubPreference {
+        HubPreference(maxDirect: settings.maxDirectWithHub, maxHubs: settings.maxHubs, isHub: settings.hub)
+    }
 
     /// The open links (not closing) as `HubPreference` sees them.
     var hubLinks: [HubPreference.Link] {
         connections.values.filter { !$0.closing }.map { c in
             HubPreference.Link(serial: c.serial, hub: c.hub, established: c.since != 0,
-                               dialledInstance: c.staticIndex.map { dials.via($0) == .mdns } ?? false)
+                               dialledInstance: c.staticIndex.map { dials.via($0) == .mdns } ?? false,
+                               local: c.staticIndex.map { dials.isLocal($0) } ?? true)
         }
     }
 
-    func mayDialInstance(hub: Bool) -> Bool { hubPreference.mayDial(hub: hub, links: hubLinks) }
+    func mayDialInstance(hub: Bool, local: Bool) -> Bool { hubPreference.mayDial(hub: hub, local: local, links: hubLinks) }
 
     /// Closes the links `HubPreference` says are surplus (ordinary instances beyond the few kept
     /// while a hub is linked); their instances are held, not redialled, until no hub is linked.
@@ -378,12 +390,16 @@ public final class PeerManager: @unchecked Sendable {
         guard !surplus.isEmpty else { return }
         for connection in connections.values.sorted(by: { $0.serial < $1.serial }) where surplus.contains(connection.serial) {
             if let slot = connection.staticIndex { dials.hold(slot) }
-            end(connection, "a hub is linked: links to ordinary nodes beyond \(settings.maxDirectWithHub) are closed (PROTOCOL.md §13.5)")
+            end(connection, connection.hub
+                ? "more than \(settings.maxHubs) hubs are linked: this one (found farther away, or later) is closed (PROTOCOL.md §13.5)"
+                : "a hub is linked: links to ordinary nodes beyond \(settings.maxDirectWithHub) are closed (PROTOCOL.md §13.5)")
         }
     }
 
-    /// Instances held back because a hub is linked (for `status` and tests).
-    public var heldInstances: Int { queue.sync { dials.heldCount } }
+    /// Instances held back because a hub is linked (for `status`; never waits on `queue`).
+    public var heldInstances: Int { board.held }
+
+    func heldChanged(_ count: Int) { board.publish(held: count) }
 
     /// Ends a session: logs why, once, with the peer's address, and closes its link.
     func end(_ connection: PeerConnection, _ reason: String) {

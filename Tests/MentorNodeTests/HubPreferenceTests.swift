@@ -42,7 +42,7 @@ import Testing
         let links = [Self.direct(4), Self.hub(9), Self.direct(2), Self.direct(7), Self.direct(3)]
         #expect(rule.surplus(links) == [4, 7])
         #expect(!rule.mayDial(hub: false, links: links))
-        #expect(rule.mayDial(hub: true, links: links), "a second hub is always dialled")
+        #expect(rule.mayDial(hub: true, links: links), "a second hub is dialled")
     }
 
     @Test func withAHubLinkedADirectLinkIsDialledWhileFewerThanTheLimitAreOpen() {
@@ -58,6 +58,30 @@ import Testing
         let links = [Self.hub(1), Self.direct(2)] + incoming
         #expect(rule.surplus(links).isEmpty)
         #expect(rule.mayDial(hub: false, links: links))
+    }
+
+    static func wideHub(_ serial: UInt64, established: Bool = true) -> Link {
+        Link(serial: serial, hub: true, established: established, dialledInstance: true, local: false)
+    }
+
+    @Test func anOrdinaryNodeLinksToTwoHubsPreferringThoseOnItsSegment() {
+        let rule = HubPreference(maxHubs: 2)
+        #expect(rule.mayDial(hub: true, local: false, links: [Self.wideHub(1)]))
+        #expect(!rule.mayDial(hub: true, local: false, links: [Self.hub(1), Self.wideHub(2)]), "a third hub is not dialled")
+        #expect(!rule.mayDial(hub: true, local: true, links: [Self.hub(1), Self.hub(2)]))
+        #expect(rule.mayDial(hub: true, local: true, links: [Self.hub(1), Self.wideHub(2)]),
+                "a hub on this segment may displace one found by wide-area DNS-SD")
+        // Three established: the wide-area one goes first, then the newest.
+        #expect(rule.surplus([Self.wideHub(1), Self.hub(5), Self.hub(3)]) == [1])
+        #expect(rule.surplus([Self.hub(1), Self.hub(5), Self.hub(3)]) == [5])
+        // One only dialled does not push an established one out.
+        #expect(rule.surplus([Self.wideHub(1), Self.wideHub(2), Self.hub(3, established: false)]).isEmpty)
+    }
+
+    @Test func aHubDialsEveryHub() {
+        let rule = HubPreference(isHub: true)
+        #expect(rule.mayDial(hub: true, local: false, links: (1...9).map { Self.wideHub($0) }))
+        #expect(rule.surplus((1...9).map { Self.wideHub($0) }).isEmpty)
     }
 
     @Test func aHubDialsOnlyHubs() {
@@ -121,7 +145,7 @@ import Testing
         func connect(_ peer: PeerManager.StaticPeer, slot: Int) { connects.append(slot) }
         func refusedUntil(_ host: String) -> ContinuousClock.Instant? { nil }
         func isLinked(_ key: SigningPublicKey) -> Bool { false }
-        func mayDialInstance(hub: Bool) -> Bool { hub || allowDirect }
+        func mayDialInstance(hub: Bool, local: Bool) -> Bool { hub || allowDirect }
     }
 
     @Test func theSchedulerHoldsWhatTheRuleForbidsAndDialsItWhenReleased() {

@@ -198,6 +198,13 @@ extension DNSSDService {
         })
     }
 
+    /// An interface index as Avahi's compatibility layer reports it, made usable in the next call.
+    /// Wide-area (unicast DNS) answers come on no interface: Avahi's `AVAHI_IF_UNSPEC` (-1), which
+    /// the layer hands over as 0xFFFFFFFF — `kDNSServiceInterfaceIndexLocalOnly`, which its
+    /// `DNSServiceResolve` refuses with `kDNSServiceErr_Unsupported` (seen in the lab, Avahi
+    /// 0.8). Any interface (0) is what it means.
+    static func anyIfUnspecified(_ interface: UInt32) -> UInt32 { interface == UInt32.max ? 0 : interface }
+
     /// Browses for instances of `type` in `domain` — "" for the default domain ("local.", over
     /// mDNS on every interface), or a unicast DNS domain ("campus.example.edu."), which Avahi
     /// asks its DNS servers for (wide-area DNS-SD: `enable-wide-area=yes` in avahi-daemon.conf).
@@ -219,7 +226,7 @@ extension DNSSDService {
             DNSServiceBrowse(ref, 0, 0, type, domain, { _, flags, interface, status, name, type, domain, context in
                 let instance = name.flatMap { name in type.flatMap { type in domain.map { domain in
                     DNSSDInstanceName(name: String(cString: name), type: String(cString: type),
-                                      domain: String(cString: domain), interfaceIndex: interface)
+                                      domain: String(cString: domain), interfaceIndex: DNSSDService.anyIfUnspecified(interface))
                 } } }
                 Context.deliver(.browse(flags, status, instance), to: context)
             }, context)
@@ -276,7 +283,7 @@ extension DNSSDService {
             DNSServiceResolve(ref, 0, instance.interfaceIndex, instance.name, instance.type, instance.domain,
                               { _, _, interface, status, _, host, port, txtLength, txt, context in
                 let bytes = txt.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(txtLength))) } ?? []
-                Context.deliver(.resolve(status, interface, host.map { String(cString: $0) }, UInt16(bigEndian: port), bytes),
+                Context.deliver(.resolve(status, DNSSDService.anyIfUnspecified(interface), host.map { String(cString: $0) }, UInt16(bigEndian: port), bytes),
                                 to: context)
             }, context)
         })

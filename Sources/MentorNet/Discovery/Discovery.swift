@@ -89,10 +89,14 @@ public final class Discovery: @unchecked Sendable {
         /// interface it was resolved on as its scope: `fe80::1%eth0`).
         public var addresses: [String]
         public var txt: TXTRecord
-        /// The interface it was resolved on.
+        /// The interface it was resolved on (0 for a wide-area instance).
         public var interfaceIndex: UInt32
+        /// The domain it was browsed in: "local." over mDNS, else a unicast DNS domain (wide-area).
+        public var domain: String
 
-        public init(name: String, host: String, port: UInt16, addresses: [String], txt: TXTRecord, interfaceIndex: UInt32) {
+        public init(name: String, host: String, port: UInt16, addresses: [String], txt: TXTRecord, interfaceIndex: UInt32,
+                    domain: String = "local.") {
+            self.domain = domain
             self.name = name
             self.host = host
             self.port = port
@@ -100,6 +104,9 @@ public final class Discovery: @unchecked Sendable {
             self.txt = txt
             self.interfaceIndex = interfaceIndex
         }
+
+        /// Found over mDNS on this machine's segment (not in a wide-area domain).
+        public var isLocal: Bool { Discovery.normalDomain(domain) == "local." }
 
         /// The instance advertises a hub (TXT `hub=1`, PROTOCOL.md §13.5).
         public var isHub: Bool { txt.advertisesHub }
@@ -513,7 +520,7 @@ public final class Discovery: @unchecked Sendable {
         // IPv4 first, then IPv6, each in the order they came.
         let addresses = entry.addresses.filter { !HostPort.isIPv6($0) } + entry.addresses.filter { HostPort.isIPv6($0) }
         let instance = Instance(name: name, host: resolved.host, port: resolved.port, addresses: addresses,
-                                txt: resolved.txt, interfaceIndex: resolved.interfaceIndex)
+                                txt: resolved.txt, interfaceIndex: resolved.interfaceIndex, domain: entry.instance.domain)
         entry.stopResolving()
         entry.reported = true
         tracked[name] = entry

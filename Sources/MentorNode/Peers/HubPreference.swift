@@ -8,10 +8,16 @@
 ///   accepted as before (each of them follows the same rule, so they are few).
 /// - With no hub linked the rule does nothing: the node dials every instance it finds (its own
 ///   mesh), and the instances held back are dialled again when the last hub link closes.
-/// - A hub (`isHub`) dials only hubs (and its static peers): the ordinary nodes dial it.
+/// - An ordinary node links to at most `maxHubs` hubs (hubs relay among themselves, so one is
+///   enough and two survive one's loss): those found over mDNS on its own segment first, then
+///   those found by wide-area DNS-SD; a local hub found later displaces a wide-area one.
+/// - A hub (`isHub`) dials only hubs, all it finds (and its static peers): the ordinary nodes
+///   dial it.
 struct HubPreference: Sendable, Equatable {
     /// Ordinary instances an ordinary node stays linked to (links it dialled) while a hub is linked.
     var maxDirect = 2
+    /// Hubs an ordinary node links to at most.
+    var maxHubs = 2
     /// This node runs as a hub.
     var isHub = false
 
@@ -25,29 +31,41 @@ struct HubPreference: Sendable, Equatable {
         var established: Bool
         /// This node dialled it to an mDNS instance (not a static peer, not incoming).
         var dialledInstance: Bool
+        /// Found over mDNS on this node's segment (false: by wide-area DNS-SD).
+        var local: Bool
 
-        init(serial: UInt64, hub: Bool, established: Bool, dialledInstance: Bool) {
-            (self.serial, self.hub, self.established, self.dialledInstance) = (serial, hub, established, dialledInstance)
+        init(serial: UInt64, hub: Bool, established: Bool, dialledInstance: Bool, local: Bool = true) {
+            (self.serial, self.hub, self.established, self.dialledInstance, self.local) = (serial, hub, established, dialledInstance, local)
         }
     }
 
     /// Whether a hub is linked now.
     static func hubLinked(_ links: [Link]) -> Bool { links.contains { $0.hub && $0.established } }
 
-    /// Whether to dial an mDNS instance (a hub if `hub`) now, given the links open (not closing).
-    func mayDial(hub: Bool, links: [Link]) -> Bool {
-        if hub { return true }
+    /// Whether to dial an instance (a hub if `hub`; found on this segment if `local`) now, given
+    /// the links open (not closing).
+    func mayDial(hub: Bool, local: Bool = true, links: [Link]) -> Bool {
+        if hub {
+            if isHub { return true }
+            let hubs = links.filter(\.hub)
+            return hubs.count < maxHubs || (local && hubs.contains { !$0.local })
+        }
         if isHub { return false }
         guard Self.hubLinked(links) else { return true }
         return links.filter { !$0.hub && $0.dialledInstance }.count < maxDirect
     }
 
     /// The serials of the links to close now: the links to ordinary instances this node dialled
-    /// beyond `maxDirect` (the newest ones) while a hub is linked; on a hub, all of them.
+    /// beyond `maxDirect` (the newest ones) while a hub is linked, and the established hub links
+    /// beyond `maxHubs` (wide-area ones before local ones, the newest first); on a hub, every
+    /// link it dialled to an ordinary instance.
     func surplus(_ links: [Link]) -> [UInt64] {
         let direct = links.filter { !$0.hub && $0.dialledInstance }.sorted { $0.serial < $1.serial }
         if isHub { return direct.map(\.serial) }
         guard Self.hubLinked(links) else { return [] }
-        return direct.dropFirst(maxDirect).map(\.serial)
+        let hubs = links.filter { $0.hub && $0.established }.sorted { a, b in
+            a.local != b.local ? a.local : a.serial < b.serial
+        }
+        return hubs.dropFirst(maxHubs).map(\.serial) + direct.dropFirst(maxDirect).map(\.serial)
     }
 }

@@ -94,6 +94,8 @@ extension PeerManager {
         /// instances an ordinary node stays linked to while a hub is linked.
         public var hub = false
         public var maxDirectWithHub = 2
+        /// Hubs an ordinary node links to at most (local ones first).
+        public var maxHubs = 2
         /// The bounds of the table of mDNS instances (size, and how long one may stay silent).
         public var discovery = DiscoveredTable.Settings()
         /// `event.sync` per peer at most this often (plus one when it caught up).

@@ -47,6 +47,8 @@ struct Redialer: Sendable {
         var unreachable = RecurringFailure()
         /// The instance advertises itself as a hub (TXT `hub=1`, PROTOCOL.md §13.5).
         var hub = false
+        /// Found over mDNS on this node's segment (false: by wide-area DNS-SD, in a unicast domain).
+        var local = true
         /// Not dialled while a hub is linked (`HubPreference`): no redial is scheduled until
         /// `releaseHeld` (the last hub link closed) or a new dial starts.
         var held = false
@@ -90,7 +92,8 @@ struct Redialer: Sendable {
 
     /// An mDNS instance was found (or found again, maybe at a new address): dialled at once
     /// unless it is being dialled or linked already.
-    mutating func found(name: String, peer: PeerManager.StaticPeer, hub: Bool = false, now: ContinuousClock.Instant) -> Found {
+    mutating func found(name: String, peer: PeerManager.StaticPeer, hub: Bool = false, local: Bool = true,
+                        now: ContinuousClock.Instant) -> Found {
         var result = Found()
         for stale in discovered.expired(now: now) where stale != name {
             // One with a link up answers (its link keeps it); the others are forgotten.
@@ -105,6 +108,7 @@ struct Redialer: Sendable {
             let moved = targets[index].peer != peer || targets[index].hub != hub
             targets[index].peer = peer
             targets[index].hub = hub
+            targets[index].local = local
             let wasActive = targets[index].active
             targets[index].active = true
             if wasActive && !moved { return result }
@@ -123,6 +127,7 @@ struct Redialer: Sendable {
         fullReported = false
         var entry = Target(peer: peer, via: .mdns, name: name)
         entry.hub = hub
+        entry.local = local
         let index: Int
         if let free = freeSlots.popLast() {
             targets[free] = entry
@@ -210,6 +215,15 @@ struct Redialer: Sendable {
             released.append(index)
         }
         return released
+    }
+
+    /// The instance in `index` turned out to be this node itself (its handshake said so: our
+    /// own address, published in a wide-area domain): not dialled again until it is found anew.
+    mutating func itsUs(_ index: Int) {
+        targets[index].active = false
+        targets[index].dialAt = nil
+        targets[index].parked = false
+        targets[index].held = false
     }
 
     /// Targets held now (for tests and `status`).
