@@ -353,9 +353,13 @@ public final class PeerManager: @unchecked Sendable {
             return
         }
         if connection.since != 0 { notifier.peer(connection, .disconnected) }
-        if connection.hub, connection.since != 0, !HubPreference.hubLinked(hubLinks) {
-            let released = dials.releaseHeld()
-            logger.info("no hub is linked any more: back to the mesh", ["peers.redialled": "\(released)"])
+        if connection.hub, connection.since != 0 {
+            if !HubPreference.hubLinked(hubLinks) {
+                let released = dials.releaseHeld()
+                logger.info("no hub is linked any more: back to the mesh", ["peers.redialled": "\(released)"])
+            } else {
+                _ = dials.releaseHeld(onlyHubs: true)   // another hub may take this one's place
+            }
         }
         if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)

@@ -78,6 +78,25 @@ import Testing
         #expect(rule.surplus([Self.wideHub(1), Self.wideHub(2), Self.hub(3, established: false)]).isEmpty)
     }
 
+    @Test func hubsThatNeverCompleteAHandshakeDoNotKeepTheRealOnesAway() {
+        let rule = HubPreference(maxHubs: 2)
+        let fakes = [Self.hub(1, established: false), Self.hub(2, established: false), Self.wideHub(3, established: false)]
+        #expect(rule.mayDial(hub: true, local: false, links: fakes))
+        #expect(!HubPreference.hubLinked(fakes), "no hub counts until its handshake completes")
+        #expect(rule.mayDial(hub: false, links: fakes + [Self.direct(4), Self.direct(5)]), "nor does the mesh rule start")
+    }
+
+    @Test func whenOneOfTwoHubsGoesOnlyTheHeldHubsAreReleased() {
+        var r = Redialer(staticPeers: [])
+        let hubSlot = try! #require(r.found(name: "hub3", peer: .init(host: "10.9.0.3", port: 7000), hub: true, now: t0).dial)
+        let nodeSlot = try! #require(r.found(name: "node", peer: .init(host: "10.9.0.2", port: 7000), now: t0).dial)
+        r.hold(hubSlot)
+        r.hold(nodeSlot)
+        let released = r.releaseHeld(now: t0, onlyHubs: true)
+        #expect(released == [hubSlot])
+        #expect(r.heldCount == 1, "the ordinary instance stays held while a hub remains")
+    }
+
     @Test func aHubDialsEveryHub() {
         let rule = HubPreference(isHub: true)
         #expect(rule.mayDial(hub: true, local: false, links: (1...9).map { Self.wideHub($0) }))

@@ -164,10 +164,10 @@ final class DialScheduler: @unchecked Sendable {
         syncTimers()
     }
 
-    /// No hub is linked any more: the instances held back are dialled now (the mesh again).
-    /// Returns how many.
-    func releaseHeld() -> Int {
-        let released = redialer.releaseHeld(now: clock())
+    /// No hub is linked any more: the instances held back are dialled now (the mesh again); with
+    /// `onlyHubs`, the hubs held back (a hub link closed, another remains). Returns how many.
+    func releaseHeld(onlyHubs: Bool = false) -> Int {
+        let released = redialer.releaseHeld(now: clock(), onlyHubs: onlyHubs)
         for index in released { dial(index) }
         syncTimers()
         return released.count

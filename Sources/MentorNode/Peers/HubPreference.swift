@@ -10,7 +10,10 @@
 ///   mesh), and the instances held back are dialled again when the last hub link closes.
 /// - An ordinary node links to at most `maxHubs` hubs (hubs relay among themselves, so one is
 ///   enough and two survive one's loss): those found over mDNS on its own segment first, then
-///   those found by wide-area DNS-SD; a local hub found later displaces a wide-area one.
+///   those found by wide-area DNS-SD; a local hub found later displaces a wide-area one. Only
+///   established hub links count, so instances that claim `hub=1` and never complete a
+///   handshake cannot keep a node from its real hubs; and the direct links it keeps mean a hub
+///   that withholds records cannot cut it off either.
 /// - A hub (`isHub`) dials only hubs, all it finds (and its static peers): the ordinary nodes
 ///   dial it.
 struct HubPreference: Sendable, Equatable {
@@ -46,8 +49,10 @@ struct HubPreference: Sendable, Equatable {
     /// the links open (not closing).
     func mayDial(hub: Bool, local: Bool = true, links: [Link]) -> Bool {
         if hub {
+            // Only established hub links count: an instance that says `hub=1` but never
+            // completes a handshake must not keep the real hubs from being dialled.
             if isHub { return true }
-            let hubs = links.filter(\.hub)
+            let hubs = links.filter { $0.hub && $0.established }
             return hubs.count < maxHubs || (local && hubs.contains { !$0.local })
         }
         if isHub { return false }

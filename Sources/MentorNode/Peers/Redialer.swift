@@ -204,10 +204,11 @@ struct Redialer: Sendable {
     }
 
     /// No hub is linked any more: every held target that is still found and has no link is due
-    /// now (the node falls back to its own mesh). Returns their slots.
-    mutating func releaseHeld(now: ContinuousClock.Instant) -> [Int] {
+    /// now (the node falls back to its own mesh); with `onlyHubs`, the held hubs only (a hub
+    /// link closed, another remains). Returns their slots.
+    mutating func releaseHeld(now: ContinuousClock.Instant, onlyHubs: Bool = false) -> [Int] {
         var released: [Int] = []
-        for index in targets.indices where targets[index].held {
+        for index in targets.indices where targets[index].held && (!onlyHubs || targets[index].hub) {
             targets[index].held = false
             guard targets[index].active, targets[index].link == nil else { continue }
             targets[index].attempt = 0
