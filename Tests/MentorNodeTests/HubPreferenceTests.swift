@@ -224,6 +224,33 @@ import Testing
         #expect(try t.node.replica.nodeAccounts().count == 1)
     }
 
+    /// `doctor` checks the open-files limit against the peer links allowed (a hub's 2,500), and
+    /// `status` shows the hub facts the daemon reports.
+    @Test func doctorChecksTheOpenFilesLimitAndStatusShowsTheHub() throws {
+        let t = try TestNode { $0.hub = true }
+        func check() throws -> JSON? {
+            let checks = try t.call(0, "doctor", [:])["checks"]?.arrayValue ?? []
+            return checks.first { $0["name"]?.stringValue == "open files limit" }
+        }
+        #expect(try check() == nil, "no check without a peer manager (max_peer_links 0)")
+        let limit = try #require(FileLimit.current())
+        var info = t.runtime.info
+        info.maxPeerLinks = 16
+        info.isHub = true
+        info.heldInstances = 3
+        info.browseDomains = ["campus.test."]
+        t.runtime.info = info
+        let ok = try #require(try check())
+        #expect(ok["ok"]?.boolValue == (limit.soft >= 16 + 256), "\(ok)")
+        info.maxPeerLinks = Int(min(limit.hard, 1 << 40)) + 1   // more than any limit allows
+        t.runtime.info = info
+        let low = try #require(try check())
+        #expect(low["ok"]?.boolValue == false && (low["fix"]?.stringValue ?? "").contains("LimitNOFILE"), "\(low)")
+        let status = try t.call(0, "status", [:])
+        #expect(status["hub"]?["isHub"]?.boolValue == true && status["hub"]?["held"]?.intValue == 3, "\(status)")
+        #expect(status["browseDomains"]?.arrayValue?.first?.stringValue == "campus.test.", "\(status)")
+    }
+
     static func fresh(_ key: String, _ value: String) throws {
         var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
         try c.set(key, value)
