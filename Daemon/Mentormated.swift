@@ -126,7 +126,9 @@ struct Mentormated {
             fail("--listen: \(error)", hint: "e.g. --listen [::]:4711 (every address, IPv4 and IPv6; port 0 picks a free one)")
         }
         let tcpListener: TCPListener
-        do { tcpListener = try TCPListener(host: listenAt.host, port: listenAt.port) } catch {
+        // A hub's clients all redial at once after it restarts: a longer accept queue (the kernel
+        // caps it at net.core.somaxconn) spares them SYN retries.
+        do { tcpListener = try TCPListener(host: listenAt.host, port: listenAt.port, backlog: settings.hub ? 1024 : 128) } catch {
             fail("cannot listen on \(settings.listen): \(error)",
                  hint: "pick another port with --listen HOST:PORT (port 0 picks a free one)")
         }

@@ -221,7 +221,17 @@ public final class PeerManager: @unchecked Sendable {
                 c.via = .mdns   // it dialled us first
                 relabelled = true
             }
-            if relabelled { notifier.snapshot() }
+            // A hub that dialled us before we found it (two hubs finding each other at once: the
+            // survivor of the pair may be its link): that link is a hub's from now on.
+            var hubFound = false
+            if hub {
+                for c in connections.values where c.staticIndex == nil && !c.hub && c.link.remote.host == address.host {
+                    c.hub = true
+                    hubFound = true
+                }
+            }
+            if relabelled || hubFound { notifier.snapshot() }
+            if hubFound { applyHubPreference() }
             if dials.found(name: name, address: address, hub: hub, local: local) { notifier.snapshot() }
         }
     }
