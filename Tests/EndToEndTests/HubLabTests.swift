@@ -58,7 +58,7 @@ import Glibc
     /// - the hubs find each other only through wide-area DNS-SD (mDNS does not cross) and link;
     /// - the ordinary nodes find their own segment's hub over mDNS and the other by DNS, list them
     ///   as hubs, and `status` shows the hubs linked and the domain browsed (host 2 from Avahi's
-    ///   browse-domains, host 4 from `--browse-domain` as well);
+    ///   browse-domains, host 4 — whose Avahi recommends none — from `--browse-domain` only);
     /// - a hub refuses sign-up, naming --hub;
     /// - a card written on segment a (host 2) reaches segment b (host 4).
     @Test func aCardCrossesSegmentsThroughHubsFoundByWideAreaDNSSD() throws {
@@ -68,7 +68,9 @@ import Glibc
         defer { #expect(throws: Never.self) { try lab.down() } }
         let zonePath = e2e.path("campus.test.zone")
         try Self.zone.write(toFile: zonePath, atomically: true, encoding: .utf8)
-        try lab.up(4, options: ["--segment-b", "3,4", "--wide-area", Self.domain, zonePath])
+        // Host 4's Avahi recommends no domain (no browse-domains=, no search domain): only its
+        // --browse-domain makes it browse campus.test.
+        try lab.up(4, options: ["--segment-b", "3,4", "--wide-area", Self.domain, zonePath, "--wide-area-bare", "4"])
 
         var daemons: [Int: Daemon] = [:]
         let started = ContinuousClock.now
@@ -101,6 +103,18 @@ import Glibc
             #expect((status["browseDomains"]?.strings ?? []).contains("\(Self.domain)."), "node \(host) browses \(Self.domain): \(status)")
             let table = try e2e.mm(["peers"], socket: lab.socket(host)).stdout
             #expect(table.contains("ROLE") && table.contains(" hub "), "\(table)")
+        }
+
+        // Each ordinary node also reaches the other segment's hub, found only in campus.test:
+        // host 2 through the domain its Avahi recommends, host 4 (whose Avahi recommends none,
+        // checked here) through --browse-domain alone.
+        let recommended = try lab.lab(["exec", "4", "avahi-browse", "-ptD"])
+        #expect(!recommended.contains(Self.domain), "host 4's Avahi should recommend no domain: \(recommended)")
+        for (host, far) in [(2, 3), (4, 1)] {
+            let (list, _, ok) = try labPoll(timeout: .seconds(30), { try peers(e2e, lab.socket(host)) }, until: { list in
+                list.contains { $0["node"]?.stringValue == nodes[far] && $0["hub"]?.boolValue == true }
+            })
+            #expect(ok, "node \(host) should link to hub \(far) on the other segment (wide-area DNS-SD): \(described(list))\(logs(daemons))")
         }
 
         // A hub holds no accounts.
