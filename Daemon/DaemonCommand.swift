@@ -22,6 +22,8 @@ struct DaemonCommand: ParsableCommand {
     var listen: String?
     var peers: [String] = []
     var noMDNS = false
+    var hub = false
+    var browseDomains: [String] = []
     var config: String?
     var networkKey: String?
     var networkWorkBits: String?
@@ -37,6 +39,9 @@ struct DaemonCommand: ParsableCommand {
         .string("--listen", value: "HOST:PORT", \.listen, help: "address for peers; port 0 picks a free port (see `mentormate status`)"),
         .appending("--peer", value: "HOST:PORT", \.peers, help: "a static peer; repeat for more"),
         .flag("--no-mdns", \.noMDNS, help: "do not discover peers over mDNS"),
+        .flag("--hub", \.hub, help: "run as a hub: no accounts, links for a building (2,500), advertised as a hub (PROTOCOL.md §13.5)"),
+        .appending("--browse-domain", value: "DOMAIN", \.browseDomains,
+                   help: "also browse this unicast DNS domain for peers (wide-area DNS-SD); repeat for more"),
         .string("--config", value: "FILE", \.config, help: "read settings from FILE (key = value lines)"),
         .string("--network-key", value: "FILE", \.networkKey, help: "a 32-byte network key file (default: the built-in key)"),
         .string("--network-work-bits", value: "N", \.networkWorkBits,
@@ -72,6 +77,8 @@ struct DaemonCommand: ParsableCommand {
             if let listen { try c.set("listen", listen) }
             for p in peers { try c.set("peer", p) }
             if noMDNS { c.mdns = false }
+            if hub { c.hub = true }
+            for d in browseDomains { try c.set("browse_domain", d) }
             if let networkKey { try c.set("network_key_file", networkKey) }
             if let networkWorkBits { try c.set("network_work_bits", networkWorkBits) }
             if let logLevel { try c.set("log_level", logLevel) }

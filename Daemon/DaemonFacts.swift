@@ -61,6 +61,10 @@ final class DaemonFacts: RuntimeFacts {
         info.recordsReceived = peerManager?.recordsReceived ?? 0
         info.storage = peerManager?.storage
         info.network = network?.status
+        info.isHub = peerManager?.settings.hub ?? false
+        info.heldInstances = peerManager?.heldInstances ?? 0
+        info.maxPeerLinks = peerManager?.settings.listener.maxLinks ?? 0
+        info.browseDomains = discovery?.browsedDomains ?? []
         if let push = peerManager?.pushCounters {
             info.duplicateBodies = push.duplicates
             info.idsAnnounced = push.announced

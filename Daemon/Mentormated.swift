@@ -51,6 +51,9 @@ struct Mentormated {
         }
 
         let logger = DaemonLogger(minimum: settings.logLevel, environment: environment)
+        // Every peer link is a file descriptor: take all the process may have (a hub needs
+        // thousands; `doctor` says when the hard limit is too low).
+        let openFiles = FileLimit.raiseSoftToHard()
         // The daemon's one wall clock (Unix ms), shifted only by the test-only flag.
         let clockOffset: Int64
         do { clockOffset = try command.clockOffsetMillis() } catch { fail(error.message, hint: error.hint, status: 2) }
@@ -123,7 +126,9 @@ struct Mentormated {
             fail("--listen: \(error)", hint: "e.g. --listen [::]:4711 (every address, IPv4 and IPv6; port 0 picks a free one)")
         }
         let tcpListener: TCPListener
-        do { tcpListener = try TCPListener(host: listenAt.host, port: listenAt.port) } catch {
+        // A hub's clients all redial at once after it restarts: a longer accept queue (the kernel
+        // caps it at net.core.somaxconn) spares them SYN retries.
+        do { tcpListener = try TCPListener(host: listenAt.host, port: listenAt.port, backlog: settings.hub ? 1024 : 128) } catch {
             fail("cannot listen on \(settings.listen): \(error)",
                  hint: "pick another port with --listen HOST:PORT (port 0 picks a free one)")
         }
@@ -140,6 +145,7 @@ struct Mentormated {
         nodeConfig.passphraseChecksAtOnce = settings.passphraseChecksAtOnce
         nodeConfig.minAge = settings.minAge
         nodeConfig.areas = settings.areas
+        nodeConfig.hub = settings.hub
         var socketPath = settings.socketPath
         let connections = ConnectionRegistry()
         let facts = DaemonFacts(socketPath: socketPath, started: started, networkKeyFile: settings.networkKeyFile,
@@ -158,11 +164,22 @@ struct Mentormated {
         // For measurements only (`mentormate-bench reconcile` (f) --eager): push every body on
         // every link, as before lazy push (OPERATIONS.md).
         peerSettings.lazyPush = environment["MENTORMATE_EAGER_PUSH"] != "1"
+        peerSettings.hub = settings.hub
+        peerSettings.listener.maxLinks = settings.effectiveMaxPeerLinks
+        peerSettings.listener.maxLinksPerAddress = settings.effectiveMaxPeerLinksPerAddress
+        if let openFiles, !FileLimit.suffices(soft: openFiles, links: settings.effectiveMaxPeerLinks) {
+            logger.warning("the open files limit is too low for the peer links allowed; `mentormate doctor` says how to raise it",
+                           ["limit": "\(openFiles)", "max_peer_links": "\(settings.effectiveMaxPeerLinks)"])
+        }
         let peerManager = PeerManager(node: node, listener: tcpListener, staticPeers: staticPeers,
                                       settings: peerSettings, logger: logger)
         let listenAddress = (host: peerManager.listenAddress.host, port: peerManager.listenAddress.port)
+        var discoverySettings = DiscoveryController.Settings()
+        discoverySettings.hub = settings.hub
+        discoverySettings.browseDomains = settings.browseDomains
         let discovery = settings.mdns
-            ? DiscoveryController(peers: peerManager, port: listenAddress.port, nodeKey: nodeKeys.publicKey, logger: logger)
+            ? DiscoveryController(peers: peerManager, port: listenAddress.port, nodeKey: nodeKeys.publicKey,
+                                  settings: discoverySettings, logger: logger)
             : nil
         facts.attach(peerManager: peerManager, discovery: discovery)
         do { try node.start() } catch { fail("cannot load the local accounts: \(error)") }
@@ -241,7 +258,7 @@ struct Mentormated {
         logger.notice("mentormated started", [
             "version": MentorMateVersion.string, "node": nodeKeys.publicKey.key.shortID, "socket": socketPath,
             "listen": "\(peerManager.listenAddress)", "state_dir": settings.stateDirectory,
-            "network_work_bits": "\(accountWork.bits)",
+            "network_work_bits": "\(accountWork.bits)", "hub": "\(settings.hub)",
         ])
 
         serviceWatch?.start()

@@ -136,8 +136,8 @@ _mentormated() {
         --state-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --socket|--config|--network-key) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --log-level) COMPREPLY=($(compgen -W "debug info notice warning error" -- "$cur")); return ;;
-        --listen|--peer) return ;;
+        --listen|--peer|--browse-domain) return ;;
     esac
-    COMPREPLY=($(compgen -W "--state-dir --socket --listen --peer --no-mdns --config --network-key --network-work-bits --log-level --test-clock-offset --help -h --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "--state-dir --socket --listen --peer --no-mdns --hub --browse-domain --config --network-key --network-work-bits --log-level --test-clock-offset --help -h --version" -- "$cur"))
 }
 complete -F _mentormated mentormated

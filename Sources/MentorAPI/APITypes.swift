@@ -609,14 +609,16 @@ public struct SubscribeResult: APIObject, Equatable {
 }
 
 public struct Peer: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case node, address, via, since }
+    public enum CodingKeys: String, CodingKey { case node, address, via, since, hub }
     public var node: String
     public var address: String
     /// "mdns", "config" or "incoming".
     public var via: String
     public var since: Int64
-    public init(node: String, address: String, via: String, since: Int64) {
-        (self.node, self.address, self.via, self.since) = (node, address, via, since)
+    /// The peer advertises itself as a hub (PROTOCOL.md §13.5).
+    public var hub: Bool
+    public init(node: String, address: String, via: String, since: Int64, hub: Bool = false) {
+        (self.node, self.address, self.via, self.since, self.hub) = (node, address, via, since, hub)
     }
 }
 
@@ -627,7 +629,7 @@ public struct PeersResult: APIObject, Equatable {
 }
 
 public struct Status: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case node, version, listen, socket, stateDir, records, authors, pending, heldUntilDue, evidence, accounts, peers, recordsReceived, sync, discovery, mdnsName, uptime, health, problems, storage, networkWorkBits, signupWorkMillis, network }
+    public enum CodingKeys: String, CodingKey { case node, version, listen, socket, stateDir, records, authors, pending, heldUntilDue, evidence, accounts, peers, recordsReceived, sync, discovery, mdnsName, uptime, health, problems, storage, networkWorkBits, signupWorkMillis, network, hub, browseDomains }
     public struct Listen: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey { case host, port }
         public var host: String
@@ -711,12 +713,28 @@ public struct Status: APIObject, Equatable {
     public var networkWorkBits: Int64
     public var signupWorkMillis: Int64
     public var network: Network?
+    /// Hubs (PROTOCOL.md §13.5): whether this node runs as one, the hubs linked, and the
+    /// instances not dialled because a hub is linked. Absent from older daemons.
+    public var hub: Hub?
+    /// The unicast DNS domains browsed for peers besides "local." (wide-area DNS-SD); absent
+    /// from older daemons.
+    public var browseDomains: [String]?
+
+    public struct Hub: APIObject, Equatable {
+    public enum CodingKeys: String, CodingKey { case isHub, linked, held }
+        public var isHub: Bool
+        public var linked: Int64
+        public var held: Int64
+        public init(isHub: Bool, linked: Int64, held: Int64) { (self.isHub, self.linked, self.held) = (isHub, linked, held) }
+    }
 
     public init(node: String, version: String, listen: Listen?, socket: String, stateDir: String, records: Int64,
                 authors: Int64, pending: Int64, heldUntilDue: Int64, evidence: Int64, accounts: Int64, peers: Int64,
                 recordsReceived: Int64, sync: Sync, discovery: String, mdnsName: String?, uptime: Int64, health: String,
-                problems: [String], storage: Storage?, networkWorkBits: Int64, signupWorkMillis: Int64, network: Network? = nil) {
+                problems: [String], storage: Storage?, networkWorkBits: Int64, signupWorkMillis: Int64, network: Network? = nil, hub: Hub? = nil, browseDomains: [String]? = nil) {
         self.network = network
+        self.hub = hub
+        self.browseDomains = browseDomains
         (self.node, self.version, self.listen, self.socket, self.stateDir) = (node, version, listen, socket, stateDir)
         (self.records, self.authors, self.pending, self.heldUntilDue) = (records, authors, pending, heldUntilDue)
         (self.evidence, self.accounts, self.peers, self.recordsReceived) = (evidence, accounts, peers, recordsReceived)

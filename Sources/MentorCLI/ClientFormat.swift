@@ -360,9 +360,10 @@ public enum ClientFormat {
         }
         let rows: [[String]] = peers.map { p in
             [shortID(p[.node]?.stringValue ?? "?"), cell(p[.address]?.stringValue ?? "", width: 64),
-             cell(p[.via]?.stringValue ?? "", width: 10), p[.since]?.intValue.map { time($0, in: zone) } ?? ""]
+             cell(p[.via]?.stringValue ?? "", width: 10), p[.hub]?.boolValue == true ? "hub" : "node",
+             p[.since]?.intValue.map { time($0, in: zone) } ?? ""]
         }
-        return table(["NODE", "ADDRESS", "VIA", "SINCE"], rows)
+        return table(["NODE", "ADDRESS", "VIA", "ROLE", "SINCE"], rows)
     }
 
     /// `status`. `zone` and `now` (milliseconds since the epoch) date the network's last change.
@@ -385,7 +386,18 @@ public enum ClientFormat {
         pairs.append(("records", "\(text(s[.records]) ?? "?") from \(text(s[.authors]) ?? "?") authors, \(text(s[.pending]) ?? "?") pending"))
         pairs.append(("accounts", text(s[.accounts]) ?? "?"))
         pairs.append(("peers", text(s[.peers]) ?? "?"))
+        if let hub = s.object(.hub, as: MentorAPI.Status.Hub.self) {
+            let linked = hub[.linked]?.intValue ?? 0, held = hub[.held]?.intValue ?? 0
+            if hub[.isHub]?.boolValue == true {
+                pairs.append(("role", "hub (no accounts; relays for every node linked)"))
+            }
+            if linked > 0 || held > 0 {
+                pairs.append(("hubs", "\(linked) linked" + (held > 0 ? "; \(held) nearby node\(held == 1 ? "" : "s") not dialled (a hub relays for them)" : "")))
+            }
+        }
         pairs.append(("discovery", sanitize(text(s[.discovery]) ?? "?")))
+        let domains = (s[.browseDomains]?.arrayValue ?? []).compactMap(\.stringValue)
+        if !domains.isEmpty { pairs.append(("browse domains", domains.map { sanitize($0) }.joined(separator: " "))) }
         if let network = s.object(.network, as: MentorAPI.Status.Network.self) {
             let interfaces = network.objects(.interfaces, as: MentorAPI.Status.NetworkInterface.self).map { i in
                 ([i[.name]?.stringValue ?? "?"] + (i[.addresses]?.arrayValue ?? []).compactMap(\.stringValue)).map { sanitize($0) }.joined(separator: " ")

@@ -42,6 +42,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// it holds, declines new strangers — and never stops syncing (OPERATIONS.md).
     public var foreignAccountsMax = 1_000_000
     public var foreignStorageMiB = 2048
+    /// Runs as a hub (PROTOCOL.md §13.5): no accounts, many links, advertised with TXT `hub=1`.
+    public var hub = false
+    /// Unicast DNS domains browsed for `_mentormate._tcp` besides those Avahi is configured for
+    /// (wide-area DNS-SD, OPERATIONS.md); at most `maxBrowseDomains`.
+    public var browseDomains: [String] = []
+    public static let maxBrowseDomains = 8
+    /// Peer links accepted in all, and from one IP address (nil: the default, larger on a hub).
+    public var maxPeerLinks: Int?
+    public var maxPeerLinksPerAddress: Int?
+    /// The default of `max_peer_links`: 256, or on a hub 2,500 (a building of 2,000 nodes and room).
+    public var effectiveMaxPeerLinks: Int { maxPeerLinks ?? (hub ? 2_500 : 256) }
+    public var effectiveMaxPeerLinksPerAddress: Int { maxPeerLinksPerAddress ?? 8 }
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -69,7 +81,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public static let keys = ["state_dir", "socket", "listen", "peer", "peers", "mdns", "network_key_file", "network_work_bits", "log_level", "email_domains", "min_age", "areas",
                               "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
                               "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb",
-                              "foreign_accounts_max", "foreign_storage_mb"]
+                              "foreign_accounts_max", "foreign_storage_mb",
+                              "hub", "browse_domain", "max_peer_links", "max_peer_links_per_address"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -155,6 +168,26 @@ public struct DaemonConfiguration: Sendable, Equatable {
             if let bad = areas.first(where: { $0.utf8.count > ProfileCard.maxAreaBytes }) {
                 throw ValueError(message: "areas: \"\(bad.prefix(40))…\" is longer than \(ProfileCard.maxAreaBytes) bytes")
             }
+        case "hub":
+            switch value.lowercased() {
+            case "true", "yes", "on", "1": hub = true
+            case "false", "no", "off", "0": hub = false
+            default: throw ValueError(message: "hub must be true or false, not \"\(value)\"")
+            }
+        case "browse_domain":
+            guard !value.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValueError(message: "browse_domain is empty") }
+            for part in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let domain = try Self.checkDomain(part.trimmingCharacters(in: .whitespaces))
+                guard !browseDomains.contains(domain) else { continue }
+                guard browseDomains.count < Self.maxBrowseDomains else {
+                    throw ValueError(message: "browse_domain: at most \(Self.maxBrowseDomains) domains")
+                }
+                browseDomains.append(domain)
+            }
+        case "max_peer_links":
+            maxPeerLinks = try Self.wholeNumber(key, value, 1...65_536, unit: " (peer links accepted in all)")
+        case "max_peer_links_per_address":
+            maxPeerLinksPerAddress = try Self.wholeNumber(key, value, 1...65_536, unit: " (peer links accepted from one IP address)")
         default:
             throw ValueError(message: "unknown setting \"\(key)\"; known settings: \(Self.keys.joined(separator: ", "))")
         }
@@ -170,6 +203,27 @@ public struct DaemonConfiguration: Sendable, Equatable {
     private func nonEmpty(_ key: String, _ value: String) throws(ValueError) -> String {
         guard !value.isEmpty else { throw ValueError(message: "\(key) is empty") }
         return value
+    }
+
+    /// A DNS domain to browse (`campus.example.edu`, a trailing dot allowed): labels of letters,
+    /// digits, `-` and `_`, 1-63 bytes each, 253 in all; not `local` (mDNS is browsed anyway).
+    /// Returned lowercased with a trailing dot.
+    public static func checkDomain(_ value: String) throws(ValueError) -> String {
+        var name = value.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        let labels = name.split(separator: ".", omittingEmptySubsequences: false)
+        let okLabel: (Substring) -> Bool = { label in
+            (1...63).contains(label.utf8.count) && label.utf8.allSatisfy { c in
+                (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == UInt8(ascii: "-") || c == UInt8(ascii: "_")
+            }
+        }
+        guard !name.isEmpty, name.utf8.count <= 253, labels.allSatisfy(okLabel) else {
+            throw ValueError(message: "browse_domain must be a DNS domain like campus.example.edu, not \"\(value)\"")
+        }
+        guard name != "local" else {
+            throw ValueError(message: "browse_domain: local is browsed over mDNS anyway; name a unicast DNS domain like campus.example.edu")
+        }
+        return name + "."
     }
 
     /// HOST:PORT, with [v6]:PORT; port 0...65535.

@@ -23,6 +23,10 @@ public final class DiscoveryController: @unchecked Sendable {
     public struct Settings: Sendable {
         public var firstRetry: Duration = .seconds(1)
         public var maxRetry: Duration = .seconds(60)
+        /// Advertise TXT `hub=1` (this node runs as a hub, PROTOCOL.md §13.5).
+        public var hub = false
+        /// Unicast DNS domains browsed besides "local." and those Avahi recommends (`--browse-domain`).
+        public var browseDomains: [String] = []
         public init() {}
     }
 
@@ -39,6 +43,7 @@ public final class DiscoveryController: @unchecked Sendable {
     private let lock = NSLock()
     private var state_: State = .starting
     private var visible_: () -> Bool = { false }
+    private var discovery_: Discovery?
 
     /// The instance name we ask for (Avahi appends " #2" and so on when it is taken).
     public static func instanceName(for nodeKey: SigningPublicKey) -> String {
@@ -50,7 +55,8 @@ public final class DiscoveryController: @unchecked Sendable {
         self.peers = peers
         self.logger = logger
         self.settings = settings
-        self.advertisement = Discovery.Advertisement(name: Self.instanceName(for: nodeKey), port: port)
+        self.advertisement = Discovery.Advertisement(name: Self.instanceName(for: nodeKey), port: port,
+                                                     txt: .advertisement(hub: settings.hub))
     }
 
     /// What `status` and `doctor` show.
@@ -65,6 +71,8 @@ public final class DiscoveryController: @unchecked Sendable {
     public var state: State { lock.withLock { state_ } }
     /// The name we are registered under, while discovery is on.
     public var registeredName: String? { if case .on(let name) = state { name } else { nil } }
+    /// The wide-area domains browsed now (configured and enumerated).
+    public var browsedDomains: [String] { lock.withLock { discovery_ }?.browsedDomains ?? [] }
     /// Whether our own instance shows up when we browse (the service is visible on the network).
     public var isVisible: Bool { lock.withLock { visible_ }() }
 
@@ -101,11 +109,15 @@ public final class DiscoveryController: @unchecked Sendable {
         guard !stopped else { return }
         // One Discovery for the daemon's life, started again after each failure (so it logs
         // an outage once, not once per retry).
-        let discovery = self.discovery ?? Discovery(settings: Discovery.Settings(advertisement: advertisement), queue: queue,
+        let discovery = self.discovery ?? Discovery(settings: Discovery.Settings(advertisement: advertisement, domains: settings.browseDomains),
+                                                    queue: queue,
                                                     logger: logger) { [weak self] event in self?.handle(event) }
         if self.discovery == nil {
             self.discovery = discovery
-            lock.withLock { visible_ = { [weak discovery] in discovery?.isOwnInstanceVisible ?? false } }
+            lock.withLock {
+                visible_ = { [weak discovery] in discovery?.isOwnInstanceVisible ?? false }
+                discovery_ = discovery
+            }
         }
         discovery.start()
     }
@@ -124,7 +136,7 @@ public final class DiscoveryController: @unchecked Sendable {
             failures = 0
             lock.withLock { state_ = .on(name: name) }
         case .found(let instance):
-            peers.discovered(name: instance.name, addresses: instance.peerAddresses)
+            peers.discovered(name: instance.name, addresses: instance.peerAddresses, hub: instance.isHub, local: instance.isLocal)
         case .lost(let name):
             peers.lost(name: name)
         case .failed(let error):

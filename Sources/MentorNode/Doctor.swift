@@ -1,5 +1,6 @@
 import Foundation
 import MentorAPI
+import MentorSystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,6 +11,19 @@ extension Node {
 
     /// The state files whose modes `doctor` checks (those that exist; the WAL files come and go).
     static let stateFiles = ["replica.db", "replica.db-wal", "replica.db-shm", "node.key", "lock"]
+
+    /// Open files: every peer link is a descriptor; the soft limit must hold `max_peer_links`
+    /// and the headroom (the daemon raised its soft limit to the hard one at start).
+    func fileLimitCheck(_ info: RuntimeInfo) -> Check {
+        guard let limit = FileLimit.current() else {
+            return Check(name: "open files limit", ok: false, detail: "getrlimit(RLIMIT_NOFILE) failed", fix: nil)
+        }
+        let needed = info.maxPeerLinks + FileLimit.headroom
+        let ok = FileLimit.suffices(soft: limit.soft, links: info.maxPeerLinks)
+        return Check(name: "open files limit", ok: ok,
+                     detail: "\(limit.soft) (hard \(limit.hard)); \(info.maxPeerLinks) peer links need \(needed)",
+                     fix: ok ? nil : "raise it: LimitNOFILE=\(needed) in the unit (systemctl edit mentormated), or `ulimit -n \(needed)` before starting; or lower max_peer_links")
+    }
 
     /// The checks, for `caller`: an ordinary user sees their own account only (never which other
     /// uids have one); root sees every account's key.
@@ -44,6 +58,7 @@ extension Node {
         checks.append(Check(name: "replica integrity", ok: integrity == ["ok"], detail: integrity.prefix(3).joined(separator: "; "),
                             fix: integrity == ["ok"] ? nil : "stop the daemon and restore the state directory from a backup (docs/OPERATIONS.md)"))
         checks.append(diskCheck())
+        if info.maxPeerLinks > 0 { checks.append(fileLimitCheck(info)) }
         if let storage = info.storage {
             // Degraded is no failure (sync goes on): a warning with what to change.
             checks.append(Check(name: "storage budget", ok: true,

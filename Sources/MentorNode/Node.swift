@@ -459,6 +459,15 @@ public final class Node: @unchecked Sendable {
         return nonce
     }
 
+    /// What a hub refuses: everything that would put an account (or a device of one) here.
+    static let accountMethods: Set<APIMethod> = [.accountSignup, .accountLogin, .accountImport, .deviceLink, .deviceApprove]
+
+    /// The error a hub answers those with: what it is, and where to go instead.
+    static func hubRefusal(_ method: APIMethod) -> RPCError {
+        RPCError(.notAllowed, "this node runs as a hub (mentormated --hub, or hub = true in its config): it holds no accounts, "
+                 + "so \(method.rawValue) is refused here; sign up and log in on a node started without --hub (your own machine's mentormated)")
+    }
+
     enum Admission: Sendable {
         /// Nothing slow to do: the method runs (and says what is wrong, if anything).
         case none
@@ -476,6 +485,7 @@ public final class Node: @unchecked Sendable {
     /// attempts sent in parallel cannot all pass a back-off that none of them has updated yet.
     /// What `prepareKey` then makes is handed to step 2 (`dispatch`) as its argument.
     func admit(_ method: APIMethod, _ params: [String: JSON], _ caller: Requester) -> Admission {
+        if config.hub, Self.accountMethods.contains(method) { return .refused(Self.hubRefusal(method)) }
         let check: PassphraseCheck
         do {
             switch method {

@@ -24,6 +24,9 @@ public struct NodeConfig: Sendable {
     /// may be searched for at once node-wide; more wait their turn. The difficulty itself is the
     /// replica's `Settings.accountWork`, a parameter of the network.
     public var signupWorkAtOnce = 1
+    /// A hub (`mentormated --hub`, PROTOCOL.md §13.5) holds no accounts: sign-up, login,
+    /// import and device linking are refused with `hubRefusal`.
+    public var hub = false
 
     public init(stateDirectory: String, emailDomains: [String] = [], passphraseCost: Argon2id.Parameters = .moderate,
                 now: @escaping @Sendable () -> UInt64) {
@@ -99,6 +102,14 @@ public struct RuntimeInfo: Sendable {
     /// This machine's interfaces and addresses, and when they last changed (`NetworkWatch`;
     /// nil without one).
     public var network: NetworkStatus?
+    /// This node runs as a hub (`--hub`), and the mDNS instances it does not dial because a hub
+    /// is linked (PROTOCOL.md §13.5).
+    public var isHub = false
+    public var heldInstances = 0
+    /// Peer links accepted at most (`max_peer_links`; 0: no peer manager), for `doctor`'s file
+    /// descriptor check, and the wide-area domains browsed.
+    public var maxPeerLinks = 0
+    public var browseDomains: [String] = []
 
     public init(socketPath: String, listen: (host: String, port: UInt16)?, discovery: DiscoveryStatus, peers: [PeerInfo], startedAt: UInt64,
                 discoveryName: String? = nil, discoveryVisible: Bool = false, networkKeyFile: String? = nil, systemMode: Bool = false) {
@@ -148,8 +159,10 @@ public struct PeerInfo: Sendable {
     public var address: String
     public var via: String
     public var since: UInt64
+    /// The peer advertises itself as a hub (PROTOCOL.md §13.5).
+    public var hub: Bool
 
-    public init(node: String, address: String, via: String, since: UInt64) {
-        self.node = node; self.address = address; self.via = via; self.since = since
+    public init(node: String, address: String, via: String, since: UInt64, hub: Bool = false) {
+        self.node = node; self.address = address; self.via = via; self.since = since; self.hub = hub
     }
 }

@@ -596,7 +596,9 @@ extension Node {
             storage: info.storage.map(Self.storageStatus),
             networkWorkBits: Int64(replica.settings.accountWork.bits),
             signupWorkMillis: Int64((signupWorkSeconds() * 1000).rounded()),
-            network: info.network.map(Self.networkStatus))
+            network: info.network.map(Self.networkStatus),
+            hub: Status.Hub(isHub: info.isHub, linked: Int64(info.peers.filter(\.hub).count), held: Int64(info.heldInstances)),
+            browseDomains: info.browseDomains)
     }
 }
 
@@ -667,6 +669,6 @@ func apiMessage(_ m: PairView.Message, me: PublicKey) -> Message {
 }
 
 func apiPeer(_ p: PeerInfo) -> Peer {
-    Peer(node: p.node, address: p.address, via: p.via, since: Int64(clamping: p.since))
+    Peer(node: p.node, address: p.address, via: p.via, since: Int64(clamping: p.since), hub: p.hub)
 }
 

@@ -213,7 +213,7 @@ public final class PeerManager: @unchecked Sendable {
     /// An mDNS instance was found (or found again, maybe at a new address): dial it unless it is
     /// being dialled or linked already (`DialScheduler`). Who it is, the handshake decides; one
     /// whose handshake fails is redialled with backoff, and not before a refusal of its address ends.
-    public func discovered(name: String, addresses: [PeerAddress]) {
+    public func discovered(name: String, addresses: [PeerAddress], hub: Bool = false, local: Bool = true) {
         queue.async { [self] in
             guard !stopped, let address = DialScheduler.preferred(addresses) else { return }
             var relabelled = false
@@ -221,8 +221,18 @@ public final class PeerManager: @unchecked Sendable {
                 c.via = .mdns   // it dialled us first
                 relabelled = true
             }
-            if relabelled { notifier.snapshot() }
-            if dials.found(name: name, address: address) { notifier.snapshot() }
+            // A hub that dialled us before we found it (two hubs finding each other at once: the
+            // survivor of the pair may be its link): that link is a hub's from now on.
+            var hubFound = false
+            if hub {
+                for c in connections.values where c.staticIndex == nil && !c.hub && c.link.remote.host == address.host {
+                    c.hub = true
+                    hubFound = true
+                }
+            }
+            if relabelled || hubFound { notifier.snapshot() }
+            if hubFound { applyHubPreference() }
+            if dials.found(name: name, address: address, hub: hub, local: local) { notifier.snapshot() }
         }
     }
 
@@ -283,6 +293,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.driver = SyncDriver(session: SyncSession(role: link.role == .initiator ? .initiator : .responder,
                                                             settings: settings.sync, hashing: ReconHash.hashing),
                                        settings: settings.driver, host: LinkHost(shell: self, connection: connection, clock: settings.clock))
+        connection.hub = staticIndex.map { dials.isHub($0) } ?? false
         let id = ObjectIdentifier(connection)
         connections[id] = connection
         dials.adopted(staticIndex, link: connection.serial, host: link.remote.host)
@@ -314,6 +325,7 @@ public final class PeerManager: @unchecked Sendable {
         connection.since = settings.now()
         defence.linkEstablished(host: connection.link.remote.host)
         if connection.via == .incoming, dials.isDialledInstance(host: connection.link.remote.host) { connection.via = .mdns }
+        if connection.staticIndex == nil, dials.isHubHost(connection.link.remote.host) { connection.hub = true }
         dials.established(connection.staticIndex, link: connection.serial, key: key)
         logger.info("peer connected", ["peer.address": "\(connection.link.remote)", "peer.node": key.key.id, "via": connection.via.rawValue])
         notifier.snapshot()
@@ -328,6 +340,7 @@ public final class PeerManager: @unchecked Sendable {
         nearby.linkEstablished(connection)
         offers.linkEstablished(connection)
         photos.linkEstablished()
+        applyHubPreference()
     }
 
     private func closed(_ id: ObjectIdentifier, _ reason: PeerLink.CloseReason) {
@@ -340,7 +353,24 @@ public final class PeerManager: @unchecked Sendable {
             logger.info("peer disconnected", ["peer.address": "\(connection.link.remote)", "reason": "\(reason)"])
         }
         guard !stopped else { return }
+        if case .handshakeFailed(let code, _) = reason, code == HandshakeError.Code.selfConnection.name,
+           let slot = connection.staticIndex, dials.via(slot) == .mdns {
+            // An instance found is this node (its own address, published in a wide-area domain
+            // under another name): nobody's fault, and not dialled again.
+            logger.debug("an instance found is this node itself; not dialled again", ["peer.address": "\(connection.link.remote)"])
+            dials.itsUs(slot)
+            dials.closed(slot, link: connection.serial, key: nil, wasEstablished: false)
+            return
+        }
         if connection.since != 0 { notifier.peer(connection, .disconnected) }
+        if connection.hub, connection.since != 0 {
+            if !HubPreference.hubLinked(hubLinks) {
+                let released = dials.releaseHeld()
+                logger.info("no hub is linked any more: back to the mesh", ["peers.redialled": "\(released)"])
+            } else {
+                _ = dials.releaseHeld(onlyHubs: true)   // another hub may take this one's place
+            }
+        }
         if !connection.accounts.isEmpty { nearby.publish() }
         photos.linkClosed(connection.serial)
         let ending = defence.linkEnded(host: connection.link.remote.host, reason: reason, handshakeDone: connection.peerKey != nil, now: settings.clock())
@@ -348,6 +378,42 @@ public final class PeerManager: @unchecked Sendable {
         // Its target is redialled, and so are the peers parked behind this node's surviving link.
         dials.closed(connection.staticIndex, link: connection.serial, key: connection.peerKey, wasEstablished: connection.since != 0)
     }
+
+    // MARK: Hubs (PROTOCOL.md §13.5)
+
+    /// The rule of `HubPreference` with this node's settings.
+    var hubPreference: HubPreference {
+        HubPreference(maxDirect: settings.maxDirectWithHub, maxHubs: settings.maxHubs, isHub: settings.hub)
+    }
+
+    /// The open links (not closing) as `HubPreference` sees them.
+    var hubLinks: [HubPreference.Link] {
+        connections.values.filter { !$0.closing }.map { c in
+            HubPreference.Link(serial: c.serial, hub: c.hub, established: c.since != 0,
+                               dialledInstance: c.staticIndex.map { dials.via($0) == .mdns } ?? false,
+                               local: c.staticIndex.map { dials.isLocal($0) } ?? true)
+        }
+    }
+
+    func mayDialInstance(hub: Bool, local: Bool) -> Bool { hubPreference.mayDial(hub: hub, local: local, links: hubLinks) }
+
+    /// Closes the links `HubPreference` says are surplus (ordinary instances beyond the few kept
+    /// while a hub is linked); their instances are held, not redialled, until no hub is linked.
+    private func applyHubPreference() {
+        let surplus = Set(hubPreference.surplus(hubLinks))
+        guard !surplus.isEmpty else { return }
+        for connection in connections.values.sorted(by: { $0.serial < $1.serial }) where surplus.contains(connection.serial) {
+            if let slot = connection.staticIndex { dials.hold(slot) }
+            end(connection, connection.hub
+                ? "more than \(settings.maxHubs) hubs are linked: this one (found farther away, or later) is closed (PROTOCOL.md §13.5)"
+                : "a hub is linked: links to ordinary nodes beyond \(settings.maxDirectWithHub) are closed (PROTOCOL.md §13.5)")
+        }
+    }
+
+    /// Instances held back because a hub is linked (for `status`; never waits on `queue`).
+    public var heldInstances: Int { board.held }
+
+    func heldChanged(_ count: Int) { board.publish(held: count) }
 
     /// Ends a session: logs why, once, with the peer's address, and closes its link.
     func end(_ connection: PeerConnection, _ reason: String) {

@@ -317,7 +317,7 @@ import MentorAPI
         let peer = PeerEvent(peer: Peer(node: "n1", address: "10.0.0.7:7000", via: "mdns", since: 7), state: .disconnected)
         let peerNotice = try RPCNotification(.peer, peer)
         #expect(peerNotice.method == "event.peer")
-        #expect(peerNotice.params == ["peer": ["node": "n1", "address": "10.0.0.7:7000", "via": "mdns", "since": 7], "state": "disconnected"])
+        #expect(peerNotice.params == ["peer": ["node": "n1", "address": "10.0.0.7:7000", "via": "mdns", "since": 7, "hub": false], "state": "disconnected"])
         #expect(try JSONValueDecoder().decode(PeerEvent.self, from: peerNotice.params) == peer)
         let sync = SyncEvent(peer: "n1", address: "a:1", received: 12, sent: 3, caughtUp: false)
         let syncNotice = try RPCNotification(.sync, sync)

@@ -80,7 +80,7 @@ import Testing
         h.notifier.peer(FakeLink(node: "n1"), .connected)
         #expect(h.names == ["peer"])
         #expect(h.events.first?.notification.method == "event.peer")
-        #expect(h.events.first?.notification.params["peer"] == ["node": "n1", "address": "10.0.0.2:7000", "via": "config", "since": 1])
+        #expect(h.events.first?.notification.params["peer"] == ["node": "n1", "address": "10.0.0.2:7000", "via": "config", "since": 1, "hub": false])
         #expect(h.events.first?.notification.params["state"] == "connected")
     }
 

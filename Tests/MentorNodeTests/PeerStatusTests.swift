@@ -25,7 +25,7 @@ import Testing
         let peer = try RPCNotification(.peer, PeerStatus.peerEvent(info("n1", since: 7), state: .connected))
         #expect(peer.method == "event.peer")
         #expect(peer.params["state"] == "connected")
-        #expect(peer.params["peer"] == ["node": "n1", "address": "10.0.0.7:7000", "via": "config", "since": 7])
+        #expect(peer.params["peer"] == ["node": "n1", "address": "10.0.0.7:7000", "via": "config", "since": 7, "hub": false])
 
         let sync = try RPCNotification(.sync, PeerStatus.syncEvent(node: "n1", address: "10.0.0.7:7000", (received: 12, sent: 3, caughtUp: true)))
         #expect(sync.method == "event.sync")

@@ -198,10 +198,19 @@ extension DNSSDService {
         })
     }
 
-    /// Browses for instances of `type` in the default domain ("local."), on every interface.
-    public static func browse(type: String, queue: DispatchQueue,
+    /// An interface index as Avahi's compatibility layer reports it, made usable in the next call.
+    /// Wide-area (unicast DNS) answers come on no interface: Avahi's `AVAHI_IF_UNSPEC` (-1), which
+    /// the layer hands over as 0xFFFFFFFF — `kDNSServiceInterfaceIndexLocalOnly`, which its
+    /// `DNSServiceResolve` refuses with `kDNSServiceErr_Unsupported` (seen in the lab, Avahi
+    /// 0.8). Any interface (0) is what it means.
+    static func anyIfUnspecified(_ interface: UInt32) -> UInt32 { interface == UInt32.max ? 0 : interface }
+
+    /// Browses for instances of `type` in `domain` — "" for the default domain ("local.", over
+    /// mDNS on every interface), or a unicast DNS domain ("campus.example.edu."), which Avahi
+    /// asks its DNS servers for (wide-area DNS-SD: `enable-wide-area=yes` in avahi-daemon.conf).
+    public static func browse(type: String, domain: String = "", queue: DispatchQueue,
                               handler: @escaping (BrowseEvent) -> Void) throws(DNSSDError) -> DNSSDService {
-        let what = "browse \(type)"
+        let what = domain.isEmpty ? "browse \(type)" : "browse \(type) in \(domain)"
         return try DNSSDService(what: what, queue: queue, deliver: { reply in
             switch reply {
             case .browse(let flags, let status, let instance) where status == kDNSServiceErr_NoError:
@@ -214,12 +223,42 @@ extension DNSSDService {
             default: break
             }
         }, start: { ref, context in
-            DNSServiceBrowse(ref, 0, 0, type, "", { _, flags, interface, status, name, type, domain, context in
+            DNSServiceBrowse(ref, 0, 0, type, domain, { _, flags, interface, status, name, type, domain, context in
                 let instance = name.flatMap { name in type.flatMap { type in domain.map { domain in
                     DNSSDInstanceName(name: String(cString: name), type: String(cString: type),
-                                      domain: String(cString: domain), interfaceIndex: interface)
+                                      domain: String(cString: domain), interfaceIndex: DNSSDService.anyIfUnspecified(interface))
                 } } }
                 Context.deliver(.browse(flags, status, instance), to: context)
+            }, context)
+        })
+    }
+
+    public enum DomainEvent: Sendable, Equatable {
+        /// A domain recommended for browsing ("campus.example.edu.", and "local.").
+        case added(String)
+        case removed(String)
+        case failed(DNSSDError)
+    }
+
+    /// The domains Avahi recommends for browsing: its `browse-domains=` (avahi-daemon.conf,
+    /// `[wide-area]` enabled) and those the network's DNS announces (`b._dns-sd._udp`), and "local.".
+    public static func enumerateBrowseDomains(queue: DispatchQueue,
+                                              handler: @escaping (DomainEvent) -> Void) throws(DNSSDError) -> DNSSDService {
+        let what = "enumerate browse domains"
+        return try DNSSDService(what: what, queue: queue, deliver: { reply in
+            switch reply {
+            case .domain(let flags, let status, let domain) where status == kDNSServiceErr_NoError:
+                guard let domain else { return }
+                handler(flags & DNSServiceFlags(kDNSServiceFlagsAdd) != 0 ? .added(domain) : .removed(domain))
+            case .processingFailed(let status):
+                handler(.failed(DNSSDError(DNSSDError.Code(rawValue: status), what + " (processing results)")))
+            case .domain(_, let status, _):
+                handler(.failed(DNSSDError(DNSSDError.Code(rawValue: status), what)))
+            default: break
+            }
+        }, start: { ref, context in
+            DNSServiceEnumerateDomains(ref, DNSServiceFlags(kDNSServiceFlagsBrowseDomains), 0, { _, flags, _, status, domain, context in
+                Context.deliver(.domain(flags, status, domain.map { String(cString: $0) }), to: context)
             }, context)
         })
     }
@@ -244,7 +283,7 @@ extension DNSSDService {
             DNSServiceResolve(ref, 0, instance.interfaceIndex, instance.name, instance.type, instance.domain,
                               { _, _, interface, status, _, host, port, txtLength, txt, context in
                 let bytes = txt.map { Array(UnsafeRawBufferPointer(start: $0, count: Int(txtLength))) } ?? []
-                Context.deliver(.resolve(status, interface, host.map { String(cString: $0) }, UInt16(bigEndian: port), bytes),
+                Context.deliver(.resolve(status, DNSSDService.anyIfUnspecified(interface), host.map { String(cString: $0) }, UInt16(bigEndian: port), bytes),
                                 to: context)
             }, context)
         })
@@ -295,13 +334,14 @@ extension DNSSDService {
         case browse(DNSServiceFlags, DNSServiceErrorType, DNSSDInstanceName?)
         case resolve(DNSServiceErrorType, UInt32, String?, UInt16, [UInt8])
         case record(DNSServiceFlags, DNSServiceErrorType, UInt16, [UInt8])
+        case domain(DNSServiceFlags, DNSServiceErrorType, String?)
         /// `DNSServiceProcessResult` itself failed.
         case processingFailed(DNSServiceErrorType)
 
         var status: DNSServiceErrorType {
             switch self {
             case .register(let status, _), .browse(_, let status, _), .resolve(let status, _, _, _, _),
-                 .record(_, let status, _, _), .processingFailed(let status):
+                 .record(_, let status, _, _), .domain(_, let status, _), .processingFailed(let status):
                 status
             }
         }

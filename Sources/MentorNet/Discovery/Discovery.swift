@@ -43,7 +43,8 @@ public final class Discovery: @unchecked Sendable {
         public var name: String?
         /// The TCP port peers connect to.
         public var port: UInt16
-        /// The TXT record: the protocol version only (`v=1`), nothing that identifies a person.
+        /// The TXT record: the protocol version (`v=1`), and `hub=1` on a hub (PROTOCOL.md §13.5);
+        /// nothing that identifies a person.
         public var txt: TXTRecord
 
         public init(name: String? = nil, port: UInt16, txt: TXTRecord = ["v": "1"]) {
@@ -62,9 +63,19 @@ public final class Discovery: @unchecked Sendable {
         /// From the first address of an instance to its `.found`: the other family's answer
         /// (A or AAAA) usually comes within milliseconds, and both go into one report.
         public var addressSettle: Duration = .milliseconds(150)
+        /// Unicast DNS domains browsed besides "local." (wide-area DNS-SD, `--browse-domain`),
+        /// as "campus.example.edu.".
+        public var domains: [String] = []
+        /// Also browse the domains Avahi recommends (`DNSServiceEnumerateDomains`: its
+        /// `browse-domains=` and what the network's DNS announces).
+        public var enumerateDomains = true
+        /// Wide-area domains browsed at most (configured and enumerated together): each is one
+        /// browse Avahi keeps querying.
+        public var maxDomains = 8
 
-        public init(advertisement: Advertisement?) {
+        public init(advertisement: Advertisement?, domains: [String] = []) {
             self.advertisement = advertisement
+            self.domains = domains
         }
     }
 
@@ -78,10 +89,14 @@ public final class Discovery: @unchecked Sendable {
         /// interface it was resolved on as its scope: `fe80::1%eth0`).
         public var addresses: [String]
         public var txt: TXTRecord
-        /// The interface it was resolved on.
+        /// The interface it was resolved on (0 for a wide-area instance).
         public var interfaceIndex: UInt32
+        /// The domain it was browsed in: "local." over mDNS, else a unicast DNS domain (wide-area).
+        public var domain: String
 
-        public init(name: String, host: String, port: UInt16, addresses: [String], txt: TXTRecord, interfaceIndex: UInt32) {
+        public init(name: String, host: String, port: UInt16, addresses: [String], txt: TXTRecord, interfaceIndex: UInt32,
+                    domain: String = "local.") {
+            self.domain = domain
             self.name = name
             self.host = host
             self.port = port
@@ -89,6 +104,12 @@ public final class Discovery: @unchecked Sendable {
             self.txt = txt
             self.interfaceIndex = interfaceIndex
         }
+
+        /// Found over mDNS on this machine's segment (not in a wide-area domain).
+        public var isLocal: Bool { Discovery.normalDomain(domain) == "local." }
+
+        /// The instance advertises a hub (TXT `hub=1`, PROTOCOL.md §13.5).
+        public var isHub: Bool { txt.advertisesHub }
 
         /// Where to connect: each address with the port.
         public var peerAddresses: [PeerAddress] { addresses.map { PeerAddress(host: $0, port: port) } }
@@ -157,6 +178,10 @@ public final class Discovery: @unchecked Sendable {
     private var running = false
     private var registration: DNSSDService?
     private var browser: DNSSDService?
+    /// Wide-area browses, by domain ("campus.example.edu."), and the enumeration of the domains
+    /// Avahi recommends.
+    private var domainBrowsers: [String: DNSSDService] = [:]
+    private var domainEnumerator: DNSSDService?
     private var ownName: String?
     /// Since the last failure, with no successful start after it.
     private var failing = false
@@ -177,6 +202,8 @@ public final class Discovery: @unchecked Sendable {
     deinit {
         registration?.cancel()
         browser?.cancel()
+        domainEnumerator?.cancel()
+        for service in domainBrowsers.values { service.cancel() }
         for entry in tracked.values {
             entry.resolver?.cancel()
             entry.query?.cancel()
@@ -241,6 +268,7 @@ public final class Discovery: @unchecked Sendable {
             return
         }
         running = true
+        startWideArea()
         if failing {
             failing = false
             failure.recovered()
@@ -248,6 +276,73 @@ public final class Discovery: @unchecked Sendable {
         } else {
             logger.debug("service discovery started", ["dnssd.type": type])
         }
+    }
+
+    /// The domains browsed now besides "local." (for `status` and tests).
+    public var browsedDomains: [String] { onQueue { self.domainBrowsers.keys.sorted() } }
+
+    /// Wide-area DNS-SD: a browse for each configured domain, and the enumeration of the
+    /// domains Avahi recommends (each added one browsed too). Failures here leave mDNS alone:
+    /// a domain whose browse fails is logged and left out until discovery starts again.
+    private func startWideArea() {
+        for domain in settings.domains { browseDomain(domain) }
+        guard settings.enumerateDomains else { return }
+        do throws(DNSSDError) {
+            domainEnumerator = try DNSSDService.enumerateBrowseDomains(queue: queue) { [weak self] event in self?.domainEvent(event) }
+        } catch {
+            logger.info("browse domains cannot be enumerated; only those configured are browsed", ["dnssd.error": "\(error)"])
+        }
+    }
+
+    private func domainEvent(_ event: DNSSDService.DomainEvent) {
+        guard running else { return }
+        switch event {
+        case .added(let domain):
+            browseDomain(domain)
+        case .removed(let domain):
+            let normal = Self.normalDomain(domain)
+            guard !settings.domains.contains(normal), let service = domainBrowsers.removeValue(forKey: normal) else { return }
+            service.cancel()
+            logger.info("browse domain withdrawn", ["dnssd.domain": normal])
+        case .failed(let error):
+            domainEnumerator?.cancel()
+            domainEnumerator = nil
+            logger.info("enumerating browse domains failed; only those configured are browsed", ["dnssd.error": "\(error)"])
+        }
+    }
+
+    /// "Campus.Example.EDU" → "campus.example.edu." (the form browses are keyed by).
+    static func normalDomain(_ domain: String) -> String {
+        let lower = domain.lowercased()
+        return lower.hasSuffix(".") ? lower : lower + "."
+    }
+
+    private func browseDomain(_ domain: String) {
+        let normal = Self.normalDomain(domain)
+        guard normal != "local.", normal != ".", domainBrowsers[normal] == nil else { return }
+        guard domainBrowsers.count < settings.maxDomains else {
+            logger.info("browse domain not browsed: too many", ["dnssd.domain": normal, "limit": "\(settings.maxDomains)"])
+            return
+        }
+        do throws(DNSSDError) {
+            domainBrowsers[normal] = try DNSSDService.browse(type: settings.serviceType, domain: normal, queue: queue) { [weak self] event in
+                self?.domainBrowseEvent(event, domain: normal)
+            }
+            logger.info("browsing a wide-area domain", ["dnssd.domain": normal, "dnssd.type": settings.serviceType])
+        } catch {
+            logger.info("browsing a wide-area domain failed", ["dnssd.domain": normal, "dnssd.error": "\(error)"])
+        }
+    }
+
+    /// A wide-area browse's events are the local browse's, but its failure ends that browse only.
+    private func domainBrowseEvent(_ event: DNSSDService.BrowseEvent, domain: String) {
+        guard running else { return }
+        if case .failed(let error) = event {
+            domainBrowsers.removeValue(forKey: domain)?.cancel()
+            logger.info("browsing a wide-area domain stopped", ["dnssd.domain": domain, "dnssd.error": "\(error)"])
+            return
+        }
+        browseEvent(event)
     }
 
     /// Logs the first failure at info, and the failures after it (retries) at info once in a
@@ -266,12 +361,17 @@ public final class Discovery: @unchecked Sendable {
         guard running else { return }
         browser?.cancel()
         browser = nil
+        domainEnumerator?.cancel()
+        domainEnumerator = nil
+        for service in domainBrowsers.values { service.cancel() }
+        domainBrowsers = [:]
         let lost = tracked.filter { $0.value.reported }.map(\.key).sorted()
         for name in tracked.keys { tracked[name]?.stopResolving() }
         tracked = [:]
         lost.forEach { handler(.lost(name: $0)) }
         do throws(DNSSDError) {
             browser = try DNSSDService.browse(type: settings.serviceType, queue: queue) { [weak self] event in self?.browseEvent(event) }
+            startWideArea()
             logger.debug("browsing again after a network change", ["dnssd.type": settings.serviceType, "lost": "\(lost.count)"])
         } catch {
             fail(error)
@@ -420,7 +520,7 @@ public final class Discovery: @unchecked Sendable {
         // IPv4 first, then IPv6, each in the order they came.
         let addresses = entry.addresses.filter { !HostPort.isIPv6($0) } + entry.addresses.filter { HostPort.isIPv6($0) }
         let instance = Instance(name: name, host: resolved.host, port: resolved.port, addresses: addresses,
-                                txt: resolved.txt, interfaceIndex: resolved.interfaceIndex)
+                                txt: resolved.txt, interfaceIndex: resolved.interfaceIndex, domain: entry.instance.domain)
         entry.stopResolving()
         entry.reported = true
         tracked[name] = entry
@@ -462,8 +562,12 @@ public final class Discovery: @unchecked Sendable {
         }
         cancel(registration)
         cancel(browser)
+        cancel(domainEnumerator)
+        for service in domainBrowsers.values { cancel(service) }
         registration = nil
         browser = nil
+        domainEnumerator = nil
+        domainBrowsers = [:]
         let lost = tracked.filter { $0.value.reported }.map(\.key).sorted()
         for entry in tracked.values {
             cancel(entry.resolver)

@@ -1,8 +1,9 @@
 /// A DNS-SD TXT record (RFC 6763 §6): an ordered list of `key=value` strings.
 ///
 /// Keys are printable ASCII without `=`, compared without regard to case; the first occurrence
-/// of a key wins. MentorMate advertises only `v=1` (the protocol version): nothing that
-/// identifies a person or an account belongs here, since any host on the network can read it.
+/// of a key wins. MentorMate advertises `v=1` (the protocol version) and, on a hub, `hub=1`
+/// (PROTOCOL.md §13.5): nothing that identifies a person or an account belongs here, since any
+/// host on the network can read it.
 ///
 /// ```swift
 /// let txt: TXTRecord = ["v": "1"]
@@ -109,4 +110,20 @@ public struct TXTRecord: Sendable, Hashable, ExpressibleByDictionaryLiteral, Cus
         let wanted = key.lowercased()
         return entries.firstIndex { $0.key.lowercased() == wanted }
     }
+}
+
+extension TXTRecord {
+    /// The TXT key a hub adds (`hub=1`, PROTOCOL.md §13.5).
+    public static let hubKey = "hub"
+
+    /// The TXT record a node advertises: `v=1`, and `hub=1` on a hub.
+    public static func advertisement(hub: Bool) -> TXTRecord {
+        var txt: TXTRecord = ["v": "1"]
+        if hub { txt[hubKey] = "1" }
+        return txt
+    }
+
+    /// Whether the record says its instance is a hub: the key `hub` (any case) with the value
+    /// `1` exactly; a bare `hub`, `hub=0`, `hub=yes` or anything else is not.
+    public var advertisesHub: Bool { self[Self.hubKey] == "1" }
 }

@@ -14,6 +14,16 @@ protocol DialShell: ShellQueue {
     func refusedUntil(_ host: String) -> ContinuousClock.Instant?
     /// Whether the node `key` is linked now (an established link, not closing).
     func isLinked(_ key: SigningPublicKey) -> Bool
+    /// Whether to dial the mDNS instance (a hub if `hub`) now (`HubPreference`); one that may
+    /// not is held until `releaseHeld`.
+    func mayDialInstance(hub: Bool, local: Bool) -> Bool
+    /// How many instances are held now (for `status`, published where it never waits on the queue).
+    func heldChanged(_ count: Int)
+}
+
+extension DialShell {
+    func mayDialInstance(hub: Bool, local: Bool) -> Bool { true }
+    func heldChanged(_ count: Int) {}
 }
 
 /// Dialling the static peers and the mDNS instances found, for a shell: the `Redialer`'s
@@ -84,8 +94,9 @@ final class DialScheduler: @unchecked Sendable {
 
     /// An mDNS instance was found (or found again, maybe at a new address) at `address`: dialled
     /// unless it is being dialled or linked already. Whether it was new (the shell publishes).
-    func found(name: String, address: PeerAddress) -> Bool {
-        let found = redialer.found(name: name, peer: PeerManager.StaticPeer(host: address.host, port: address.port), now: clock())
+    func found(name: String, address: PeerAddress, hub: Bool = false, local: Bool = true) -> Bool {
+        let found = redialer.found(name: name, peer: PeerManager.StaticPeer(host: address.host, port: address.port), hub: hub,
+                                   local: local, now: clock())
         logForgotten()
         if found.notKept {
             logger.info("an mDNS instance was not kept: the table of found instances is full of peers that answer",
@@ -117,8 +128,49 @@ final class DialScheduler: @unchecked Sendable {
     // MARK: Dialling
 
     private func dial(_ index: Int) {
-        guard let shell, !shell.isStopped, let peer = redialer.startDial(index) else { return }
+        guard let shell, !shell.isStopped else { return }
+        let target = redialer.targets[index]
+        if target.via == .mdns, target.active, !shell.mayDialInstance(hub: target.hub, local: target.local) {
+            redialer.hold(index)
+            shell.heldChanged(redialer.heldCount)
+            logger.debug(target.hub ? "hub not dialled: enough hubs are linked" : "instance not dialled: a hub is linked",
+                         ["dnssd.instance": target.name ?? "?", "peer.address": target.peer.host])
+            return
+        }
+        guard let peer = redialer.startDial(index) else { return }
         shell.connect(peer, slot: index)
+    }
+
+    // MARK: Hubs
+
+    /// Whether the target in `slot` advertises a hub.
+    func isHub(_ slot: Int) -> Bool { redialer.isHub(slot) }
+    /// Whether the target in `slot` was found on this segment (mDNS) rather than by wide-area DNS-SD.
+    func isLocal(_ slot: Int) -> Bool { redialer.targets[slot].local }
+    /// The instance dialled for `slot` is this node itself: not dialled again.
+    func itsUs(_ slot: Int) {
+        redialer.itsUs(slot)
+        syncTimers()
+    }
+    /// Whether `host` is the address of an instance advertising a hub.
+    func isHubHost(_ host: String) -> Bool { redialer.isHubHost(host) }
+    /// Instances held back because a hub is linked.
+    var heldCount: Int { redialer.heldCount }
+
+    /// The link dialled for `slot` is closed as surplus while a hub is linked: not redialled
+    /// until `releaseHeld`.
+    func hold(_ slot: Int) {
+        redialer.hold(slot)
+        syncTimers()
+    }
+
+    /// No hub is linked any more: the instances held back are dialled now (the mesh again); with
+    /// `onlyHubs`, the hubs held back (a hub link closed, another remains). Returns how many.
+    func releaseHeld(onlyHubs: Bool = false) -> Int {
+        let released = redialer.releaseHeld(now: clock(), onlyHubs: onlyHubs)
+        for index in released { dial(index) }
+        syncTimers()
+        return released.count
     }
 
     /// Dialling `peer` for `slot` failed: redialled with backoff, logged at info once, then at
@@ -144,6 +196,7 @@ final class DialScheduler: @unchecked Sendable {
     /// or parked, if its node is linked through another link.
     private func syncTimers() {
         guard let shell, !shell.isStopped else { return }
+        shell.heldChanged(redialer.heldCount)
         for (index, target) in redialer.targets.enumerated() where timers[index]?.at != target.dialAt {
             timers.removeValue(forKey: index)?.timer.cancel()
             guard let at = target.dialAt else { continue }

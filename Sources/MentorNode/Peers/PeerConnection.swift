@@ -18,6 +18,8 @@ final class PeerConnection {
     /// The redialer's slot (`Redialer.targets`) for a link we dialled.
     let staticIndex: Int?
     var peerKey: SigningPublicKey?
+    /// The link reaches a hub (dialled to an instance advertising one, or coming from its address).
+    var hub = false
     /// Runs the link's session (the directive interpreter shared with the simulation and the
     /// tests); its host is a `LinkHost` over this connection. Set by `adopt`.
     var driver: SyncDriver!
@@ -81,7 +83,7 @@ final class PeerConnection {
     }
 
     var info: PeerInfo? {
-        peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via.rawValue, since: since) }
+        peerKey.map { PeerInfo(node: $0.key.id, address: "\(link.remote)", via: via.rawValue, since: since, hub: hub) }
     }
 
     /// Sends in order: what the link refuses now (backpressure) waits in `unsent`, and so does

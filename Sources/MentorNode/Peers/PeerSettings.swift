@@ -90,6 +90,12 @@ extension PeerManager {
         /// every missing photo in size order, so once per batch of a catch-up from many authors
         /// it was a pass over all their cards per batch.
         public var photoLookupInterval: Duration = .seconds(1)
+        /// Hubs (PROTOCOL.md §13.5): whether this node is one (`--hub`), and how many ordinary
+        /// instances an ordinary node stays linked to while a hub is linked.
+        public var hub = false
+        public var maxDirectWithHub = 2
+        /// Hubs an ordinary node links to at most (local ones first).
+        public var maxHubs = 2
         /// The bounds of the table of mDNS instances (size, and how long one may stay silent).
         public var discovery = DiscoveredTable.Settings()
         /// `event.sync` per peer at most this often (plus one when it caught up).

@@ -45,6 +45,13 @@ struct Redialer: Sendable {
         var parked = false
         /// Failed dials since the last link, for logging them once and then at a slowing rate.
         var unreachable = RecurringFailure()
+        /// The instance advertises itself as a hub (TXT `hub=1`, PROTOCOL.md §13.5).
+        var hub = false
+        /// Found over mDNS on this node's segment (false: by wide-area DNS-SD, in a unicast domain).
+        var local = true
+        /// Not dialled while a hub is linked (`HubPreference`): no redial is scheduled until
+        /// `releaseHeld` (the last hub link closed) or a new dial starts.
+        var held = false
     }
 
     /// What `found` did, for the shell to act on and log.
@@ -85,7 +92,8 @@ struct Redialer: Sendable {
 
     /// An mDNS instance was found (or found again, maybe at a new address): dialled at once
     /// unless it is being dialled or linked already.
-    mutating func found(name: String, peer: PeerManager.StaticPeer, now: ContinuousClock.Instant) -> Found {
+    mutating func found(name: String, peer: PeerManager.StaticPeer, hub: Bool = false, local: Bool = true,
+                        now: ContinuousClock.Instant) -> Found {
         var result = Found()
         for stale in discovered.expired(now: now) where stale != name {
             // One with a link up answers (its link keeps it); the others are forgotten.
@@ -97,12 +105,14 @@ struct Redialer: Sendable {
         }
         if let index = discovered.slot(of: name) {
             discovered.refound(name)
-            let moved = targets[index].peer != peer
+            let moved = targets[index].peer != peer || targets[index].hub != hub
             targets[index].peer = peer
+            targets[index].hub = hub
+            targets[index].local = local
             let wasActive = targets[index].active
             targets[index].active = true
             if wasActive && !moved { return result }
-            if targets[index].link == nil && targets[index].dialAt == nil {
+            if targets[index].link == nil && targets[index].dialAt == nil && (!targets[index].held || moved) {
                 targets[index].attempt = 0
                 result.dial = index
             }
@@ -115,7 +125,9 @@ struct Redialer: Sendable {
             return result
         }
         fullReported = false
-        let entry = Target(peer: peer, via: .mdns, name: name)
+        var entry = Target(peer: peer, via: .mdns, name: name)
+        entry.hub = hub
+        entry.local = local
         let index: Int
         if let free = freeSlots.popLast() {
             targets[free] = entry
@@ -138,6 +150,7 @@ struct Redialer: Sendable {
         targets[index].active = false
         targets[index].dialAt = nil
         targets[index].parked = false
+        targets[index].held = false
         return true
     }
 
@@ -154,6 +167,7 @@ struct Redialer: Sendable {
         targets[index].name = nil
         targets[index].dialAt = nil
         targets[index].parked = false
+        targets[index].held = false
         if targets[index].link == nil { freeSlots.append(index) }
         forgotten.append((name, targets[index].peer.host))
     }
@@ -166,8 +180,55 @@ struct Redialer: Sendable {
         guard targets[index].active else { return nil }
         targets[index].dialAt = nil
         targets[index].parked = false
+        targets[index].held = false
         return targets[index].peer
     }
+
+    // MARK: Hubs (PROTOCOL.md §13.5)
+
+    /// Whether the target in `index` advertises a hub.
+    func isHub(_ index: Int) -> Bool { targets[index].hub }
+
+    /// Whether `host` is the address of an active instance advertising a hub (an incoming link
+    /// from it is a hub's).
+    func isHubHost(_ host: String) -> Bool {
+        targets.contains { $0.hub && $0.active && $0.peer.host == host }
+    }
+
+    /// `index` is not dialled while a hub is linked (`HubPreference`): its pending redial is
+    /// dropped and none is scheduled when its link closes, until `releaseHeld`.
+    mutating func hold(_ index: Int) {
+        targets[index].held = true
+        targets[index].dialAt = nil
+        targets[index].parked = false
+    }
+
+    /// No hub is linked any more: every held target that is still found and has no link is due
+    /// now (the node falls back to its own mesh); with `onlyHubs`, the held hubs only (a hub
+    /// link closed, another remains). Returns their slots.
+    mutating func releaseHeld(now: ContinuousClock.Instant, onlyHubs: Bool = false) -> [Int] {
+        var released: [Int] = []
+        for index in targets.indices where targets[index].held && (!onlyHubs || targets[index].hub) {
+            targets[index].held = false
+            guard targets[index].active, targets[index].link == nil else { continue }
+            targets[index].attempt = 0
+            targets[index].dialAt = now
+            released.append(index)
+        }
+        return released
+    }
+
+    /// The instance in `index` turned out to be this node itself (its handshake said so: our
+    /// own address, published in a wide-area domain): not dialled again until it is found anew.
+    mutating func itsUs(_ index: Int) {
+        targets[index].active = false
+        targets[index].dialAt = nil
+        targets[index].parked = false
+        targets[index].held = false
+    }
+
+    /// Targets held now (for tests and `status`).
+    var heldCount: Int { targets.filter { $0.held && $0.active }.count }
 
     /// A dial failed: schedules the redial (`dialAt`). Returns, when the failure is worth a log
     /// line, how many failures since the last one went unreported.
@@ -215,7 +276,7 @@ struct Redialer: Sendable {
     /// never before a refusal of the peer's address (or the address its last link reached) ends.
     private mutating func scheduleRedial(_ index: Int, now: ContinuousClock.Instant, refusedUntil: (String) -> ContinuousClock.Instant?,
                                          random: inout some RandomNumberGenerator) {
-        guard targets[index].active, targets[index].dialAt == nil else { return }
+        guard targets[index].active, targets[index].dialAt == nil, !targets[index].held else { return }
         if let name = targets[index].name, discovered.isExpired(name, now: now) {
             forget(name)
             return

@@ -66,6 +66,9 @@ enum Usage {
           reconcile Issue 13's table: reconnecting equal and differing replicas (bytes, CPU),
                     cold sync against the local merge rate, many authors against few, bodies
                     per node per record in a mesh, replica size against the live state.
+          hub       One hub and N client daemons over loopback (50, 200, 500): the hub's memory
+                    and CPU per client, push latency p50/p99 to every client, extrapolated
+                    to 2,000 clients.
           discovery In the multi-host lab (root): time from starting a daemon on a fresh host
                     to it being listed in `peers`, and its card readable, on another host.
           work      An account's proof of work on one core: hash rate, search time at a

@@ -484,6 +484,12 @@ final class BenchNode {
         throw BenchFailure("mentormated \(name) did not answer on \(socket) within \(timeout)")
     }
 
+    /// Sends `sig` to the daemon unless it was reaped (its PID may be another process's by now).
+    func signal(_ sig: Int32) {
+        guard !reaped else { return }
+        kill(pid, sig)
+    }
+
     func stop() {
         guard !reaped else { return }
         reaped = true
