@@ -63,12 +63,7 @@ extension Node {
     /// writer deletes it and the host hides it with `comment.delete` / `comment.hide`.
     func meetupComment(_ request: MeetupCommentRequest, _ caller: Requester) throws -> CommentInfo {
         _ = try me(caller)
-        let id = try meetupID(request.id)
-        let text = request.text
-        guard !text.allSatisfy(\.isWhitespace) else { throw RPCError(.invalidValue, "the comment is empty") }
-        let record = try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: id, .create(text: text), at: now) }
-        guard let c = try replica.comment(record.id) else { throw RPCError(.internalError, "comment missing after write") }
-        return try commentInfo(c, onMeetup: true)
+        return try writeComment(on: try meetupID(request.id), request.text, caller, onMeetup: true)
     }
 
     /// Joins (or leaves) a meetup: one public record. A join of a full meetup goes to the

@@ -83,12 +83,15 @@ extension Node {
 
     func commentCreate(_ request: CommentCreateRequest, _ caller: Requester) throws -> CommentInfo {
         _ = try me(caller)
-        let post = try postID(request.post)
-        let text = request.text
+        return try writeComment(on: try postID(request.post), request.text, caller, onMeetup: false)
+    }
+
+    /// Writes a comment on a post or a meetup (its subject, PROTOCOL.md §6.6) for the caller.
+    func writeComment(on subject: [UInt8], _ text: String, _ caller: Requester, onMeetup: Bool) throws -> CommentInfo {
         guard !text.allSatisfy(\.isWhitespace) else { throw RPCError(.invalidValue, "the comment is empty") }
-        let record = try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: post, .create(text: text), at: now) }
+        let record = try write(caller.uid) { w, now throws(RecordError) in try w.comment(on: subject, .create(text: text), at: now) }
         guard let c = try replica.comment(record.id) else { throw RPCError(.internalError, "comment missing after write") }
-        return try commentInfo(c)
+        return try commentInfo(c, onMeetup: onMeetup)
     }
 
     func commentDelete(_ request: PostRequest, _ caller: Requester) throws -> DeletedResult {

@@ -142,12 +142,16 @@ extension ApplyBatch {
     /// A meetup's create arrived: the hides of its comments stored while it was unknown that are
     /// not its host's go, as they would have been refused (`not-author`) had it come first.
     mutating func judgeCommentHides(meetup: [UInt8], host: [UInt8]) throws(StoreError) {
-        for row in try statement("SELECT id FROM post_ops WHERE post = ? AND kind = 3 AND account != ?")
-            .query([.blob(meetup), .blob(host)]) {
+        try dropEarlyOps(on: meetup, kinds: "3", notBy: host)
+    }
+
+    /// Drops the operations of `kinds` on `subject` held before it arrived that are not `owner`'s.
+    private mutating func dropEarlyOps(on subject: [UInt8], kinds: String, notBy owner: [UInt8]) throws(StoreError) {
+        for row in try db.query("SELECT id FROM post_ops WHERE post = ? AND kind IN (\(kinds)) AND account != ?", [.blob(subject), .blob(owner)]) {
             guard let id = row.blob(0) else { continue }
             try dropRecord(id)
             try statement("DELETE FROM post_ops WHERE id = ?").run([.blob(id)])
-            try statement("DELETE FROM post_refs WHERE post = ? AND id = ?").run([.blob(meetup), .blob(id)])
+            try statement("DELETE FROM post_refs WHERE post = ? AND id = ?").run([.blob(subject), .blob(id)])
         }
     }
 
@@ -165,13 +169,7 @@ extension ApplyBatch {
                                      accountRow: Int64) throws(StoreError) -> PostVerdict {
         let p = v.id, account = v.record.account.bytes
         // Operations that arrived before the post: another account's edits, deletions and hides go.
-        for row in try statement("SELECT id FROM post_ops WHERE post = ? AND kind IN (1, 2, 3) AND account != ?")
-            .query([.blob(p), .blob(account)]) {
-            guard let id = row.blob(0) else { continue }
-            try dropRecord(id)
-            try statement("DELETE FROM post_ops WHERE id = ?").run([.blob(id)])
-            try statement("DELETE FROM post_refs WHERE post = ? AND id = ?").run([.blob(p), .blob(id)])
-        }
+        try dropEarlyOps(on: p, kinds: "1, 2, 3", notBy: account)
         // Deleted by its author before it arrived: gone at once.
         if try statement("SELECT 1 FROM post_ops WHERE post = ? AND kind = 2 AND account = ?").queryOne([.blob(p), .blob(account)]) != nil {
             try purgePost(p, owner: account)
