@@ -38,6 +38,15 @@ import Glibc
         daemons.keys.sorted().map { "\n--- log of host \($0):\n\(daemons[$0]!.log)" }.joined()
     }
 
+    /// Starts a daemon on each of `hosts`, waits until each serves, and reads each node's ID.
+    func startDaemons(_ lab: LabHosts, _ e2e: E2E, hosts: ClosedRange<Int>, listen: String? = nil) throws -> (daemons: [Int: Daemon], nodes: [Int: String]) {
+        var daemons: [Int: Daemon] = [:], nodes: [Int: String] = [:]
+        for host in hosts { daemons[host] = try listen.map { try lab.spawnDaemon(on: host, listen: $0) } ?? lab.spawnDaemon(on: host) }
+        for host in hosts { try daemons[host]!.waitUntilServing(timeout: .seconds(60)) }
+        for host in hosts { nodes[host] = try #require(try mmJSON(e2e, ["status"], lab.socket(host))["node"]?.stringValue) }
+        return (daemons, nodes)
+    }
+
     /// The fe80:: address of host `host`'s eth0, read inside its namespace.
     func linkLocal(_ lab: LabHosts, _ host: Int) throws -> String {
         let out = try lab.lab(["exec", "\(host)", "ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link"])
@@ -64,12 +73,8 @@ import Glibc
         defer { #expect(throws: Never.self) { try lab.down() } }
         try lab.up(3, options: ["--ipv6-only", "--link-local-only", "1,2"])
 
-        var daemons: [Int: Daemon] = [:]
         let started = ContinuousClock.now
-        for host in 1...2 { daemons[host] = try lab.spawnDaemon(on: host, listen: "[::]:7000") }
-        for host in 1...2 { try daemons[host]!.waitUntilServing(timeout: .seconds(60)) }
-        var nodes: [Int: String] = [:]
-        for host in 1...2 { nodes[host] = try #require(try mmJSON(e2e, ["status"], lab.socket(host))["node"]?.stringValue) }
+        var (daemons, nodes) = try startDaemons(lab, e2e, hosts: 1...2, listen: "[::]:7000")
         let fe80 = [1: try linkLocal(lab, 1), 2: try linkLocal(lab, 2)]
 
         // Each lists the other via mdns at its scoped link-local address (the one that dialled
@@ -153,11 +158,7 @@ import Glibc
         defer { #expect(throws: Never.self) { try lab.down() } }
         try lab.up(3, options: ["--segment-b", "2"])
 
-        var daemons: [Int: Daemon] = [:]
-        for host in 1...3 { daemons[host] = try lab.spawnDaemon(on: host) }
-        for host in 1...3 { try daemons[host]!.waitUntilServing(timeout: .seconds(60)) }
-        var nodes: [Int: String] = [:]
-        for host in 1...3 { nodes[host] = try #require(try mmJSON(e2e, ["status"], lab.socket(host))["node"]?.stringValue) }
+        let (daemons, nodes) = try startDaemons(lab, e2e, hosts: 1...3)
 
         let (before, _, linked) = try labPoll(timeout: .seconds(60), { try peers(e2e, lab.socket(3)) }, until: { list in
             list.count == 1 && list.first?["node"]?.stringValue == nodes[1]
@@ -217,11 +218,7 @@ import Glibc
         defer { #expect(throws: Never.self) { try lab.down() } }
         try lab.up(3, options: ["--ipv6-only", "--link-local-only", "1,2,3", "--segment-b", "2"])
 
-        var daemons: [Int: Daemon] = [:]
-        for host in 1...3 { daemons[host] = try lab.spawnDaemon(on: host, listen: "[::]:7000") }
-        for host in 1...3 { try daemons[host]!.waitUntilServing(timeout: .seconds(60)) }
-        var nodes: [Int: String] = [:]
-        for host in 1...3 { nodes[host] = try #require(try mmJSON(e2e, ["status"], lab.socket(host))["node"]?.stringValue) }
+        let (daemons, nodes) = try startDaemons(lab, e2e, hosts: 1...3, listen: "[::]:7000")
         let (before, _, linked) = try labPoll(timeout: .seconds(60), { try peers(e2e, lab.socket(3)) }, until: { list in
             list.count == 1 && list.first?["node"]?.stringValue == nodes[1]
         })

@@ -22,33 +22,32 @@ final class TestNode {
     init(domains: [String] = [], workBits: Int = 0, configure: (inout NodeConfig) -> Void = { _ in }) throws {
         dir = NSTemporaryDirectory() + "mm-node-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let clock = wall
-        var settings = Replica.Settings()
-        settings.now = { clock.tick() }
-        settings.accountWork = AccountWork.Requirement(bits: workBits, network: .default)
-        let replica = try Replica(path: dir + "/replica.db", settings: settings)
-        var config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { clock.tick() })
-        config.clock = { [monotonic = self.clock] in monotonic.now }
-        configure(&config)
-        node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(),
-                    notifications: events, runtime: runtime)
-        try node.start()
+        node = try Self.startNode(dir: dir, wall: wall, clock: clock, events: events, runtime: runtime, domains: domains,
+                                  workBits: workBits, configure: configure)
     }
 
-    /// A second node over `other`'s state directory and replica file: the daemon restarted
-    /// (the directory stays for `other` to remove).
+    /// A second node over `other`'s state directory and replica file, its clock going on from
+    /// `other`'s: the daemon restarted (the directory stays for `other` to remove).
     init(reopening other: TestNode) throws {
         dir = other.dir
         keepDirectory = true
-        let clock = wall
-        var settings = Replica.Settings()
-        settings.now = { clock.tick() }
-        let replica = try Replica(path: dir + "/replica.db", settings: settings)
         wall.set(other.wall.tick())
-        var config = NodeConfig(stateDirectory: dir, passphraseCost: .testing, now: { clock.tick() })
-        config.clock = { [monotonic = self.clock] in monotonic.now }
-        node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(), notifications: events, runtime: runtime)
+        node = try Self.startNode(dir: dir, wall: wall, clock: clock, events: events, runtime: runtime)
+    }
+
+    private static func startNode(dir: String, wall: TestClock, clock: ManualClock, events: EventLog, runtime: SettableRuntime,
+                                  domains: [String] = [], workBits: Int = 0,
+                                  configure: (inout NodeConfig) -> Void = { _ in }) throws -> Node {
+        var settings = Replica.Settings()
+        settings.now = { wall.tick() }
+        settings.accountWork = AccountWork.Requirement(bits: workBits, network: .default)
+        let replica = try Replica(path: dir + "/replica.db", settings: settings)
+        var config = NodeConfig(stateDirectory: dir, emailDomains: domains, passphraseCost: .testing, now: { wall.tick() })
+        config.clock = { clock.now }
+        configure(&config)
+        let node = Node(config: config, replica: replica, nodeKeys: SigningKeyPair.generate(), notifications: events, runtime: runtime)
         try node.start()
+        return node
     }
 
     private var keepDirectory = false

@@ -222,10 +222,9 @@ struct APICommand {
                 after.append(seconds(ContinuousClock.now - t0) * 1000)
             }
             before.sort(); after.sort()
-            func pct(_ v: [Double], _ p: Double) -> Double { v[min(v.count - 1, Int(Double(v.count) * p))] }
             print(String(format: "  %-10@ p50 %6.2f ms  p99 %6.2f ms    p50 %6.2f ms  p99 %6.2f ms   %.2f%@",
-                         label as NSString, pct(before, 0.5), pct(before, 0.99), pct(after, 0.5), pct(after, 0.99),
-                         pct(after, 0.5) / pct(before, 0.5), counts.0 == counts.1 ? "" : "  (rows differ: \(counts.0) vs \(counts.1))"))
+                         label as NSString, percentile(before, 0.5), percentile(before, 0.99), percentile(after, 0.5),
+                         percentile(after, 0.99), percentile(after, 0.5) / percentile(before, 0.5), counts.0 == counts.1 ? "" : "  (rows differ: \(counts.0) vs \(counts.1))"))
         }
     }
 
@@ -250,9 +249,14 @@ struct APICommand {
         let elapsed = seconds(ContinuousClock.now - start)
         if failures.count > 0 { throw UsageError("\(failures.count) clients failed during the \(method) run") }
         let sorted = latencies.values.sorted()
-        func pct(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
-        return Result(rate: Double(sorted.count) / elapsed, p50: pct(0.5), p99: pct(0.99), max: sorted.last ?? 0)
+        return Result(rate: Double(sorted.count) / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted.last ?? 0)
     }
+}
+
+/// The value at fraction `p` (0.5 the median, 0.99 the 99th percentile) of ascending `sorted`
+/// (not empty): the one every benchmark prints.
+func percentile(_ sorted: [Double], _ p: Double) -> Double {
+    sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
 }
 
 func seconds(_ d: Duration) -> Double {

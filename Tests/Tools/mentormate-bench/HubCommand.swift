@@ -329,7 +329,7 @@ private struct HubRun {
         }
         let pushCPU = Double(hub.cpuTicks() - push0) / Self.hz
         latencies.sort()
-        let p50 = latencies[latencies.count / 2], p99 = latencies[min(latencies.count - 1, Int(Double(latencies.count) * 0.99))]
+        let p50 = percentile(latencies, 0.5), p99 = percentile(latencies, 0.99)
         let last = toAll.sorted()[toAll.count / 2]
         print("push:   \(command.writes) records from client 0 to \(n - 1) others through the hub: p50 \(Format.fixed(p50 * 1000, 1)) ms, "
               + "p99 \(Format.fixed(p99 * 1000, 1)) ms, to the last client \(Format.fixed(last * 1000, 1)) ms (median of \(command.writes)); "

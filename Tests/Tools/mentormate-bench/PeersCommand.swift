@@ -283,13 +283,12 @@ private struct PeersRun {
         let ticksA1 = a.cpuTicks(), ticksB1 = b.cpuTicks()
         if let problem = arrivals.problem { throw BenchFailure(problem) }
 
-        func pct(_ sorted: [Double], _ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] }
         let sorted = push.sorted(), sends = sendCall.sorted()
-        let p50 = pct(sorted, 0.5)
+        let p50 = percentile(sorted, 0.5)
         print("(c) \(Format.grouped(command.messages)) messages A→B in \(Format.seconds(elapsed)); chat.send call on A: p50 "
-              + "\(Format.fixed(pct(sends, 0.5), 2)) ms, p99 \(Format.fixed(pct(sends, 0.99), 2)) ms")
+              + "\(Format.fixed(percentile(sends, 0.5), 2)) ms, p99 \(Format.fixed(percentile(sends, 0.99), 2)) ms")
         print("    \(cpuLine(cpu0, cpu1, daemons: [("A", ticksA1 - ticksA0), ("B", ticksB1 - ticksB0)]))")
-        print("    push latency (send on A → event.message on B): p50 \(Format.fixed(p50, 2)) ms   p99 \(Format.fixed(pct(sorted, 0.99), 2)) ms"
+        print("    push latency (send on A → event.message on B): p50 \(Format.fixed(p50, 2)) ms   p99 \(Format.fixed(percentile(sorted, 0.99), 2)) ms"
               + "   max \(Format.fixed(sorted.last ?? 0, 2)) ms   target p50 < 20 ms   \(p50 < 20 ? "PASS" : "MISS")")
         let slowest = push.indices.max { push[$0] < push[$1] } ?? 0
         print("    slowest: message #\(slowest); \(push.filter { $0 >= 20 }.count) of \(push.count) took 20 ms or more"
