@@ -40,6 +40,8 @@ public final class NetworkWatch: @unchecked Sendable {
             // instance lost and found again, which costs a redial of each).
             if change.mayHaveMoved { discovery?.networkChanged() }
         }
+        // (Two calls, not `read ?? default`: Swift 6.3's compiler crashes on a typed-throws
+        // closure in `??`.)
         if let read {
             monitor = NetworkMonitor(queue: queue, settings: settings, logger: logger, read: read, handler: handler)
         } else {

@@ -276,9 +276,6 @@ public final class PeerManager: @unchecked Sendable {
         }
     }
 
-    /// Local addresses of the links now (for tests).
-    public var linkLocalAddresses: [String] { queue.sync { connections.values.map { "\($0.link.local)" } } }
-
     // MARK: Links (on queue)
 
     func adopt(_ link: PeerLink, via: LinkOrigin, staticIndex: Int?) {
