@@ -13,12 +13,14 @@ public struct ProfileCard: RecordSchema, Equatable {
     public enum Field: UInt8, Sendable, CaseIterable, CustomStringConvertible {
         case name = 1, role = 2, bio = 3, courses = 4, wage = 5, budget = 6, availability = 7, photo = 8
         case slots = 10, gender = 11, languages = 12, area = 13, age = 14, sign = 15, preferences = 16, paused = 17
+        case membership = 18
         public var description: String {
             switch self {
             case .name: "name"; case .role: "role"; case .bio: "bio"; case .courses: "courses"
             case .wage: "wage"; case .budget: "budget"; case .availability: "availability"; case .photo: "photo"
             case .slots: "slots"; case .gender: "gender"; case .languages: "languages"; case .area: "area"
             case .age: "age"; case .sign: "sign"; case .preferences: "preferences"; case .paused: "paused"
+            case .membership: "membership"
             }
         }
     }
@@ -74,6 +76,9 @@ public struct ProfileCard: RecordSchema, Equatable {
     public var preferences: Preferences?
     /// "Pause me": hidden from new feeds while true; matches are unaffected.
     public var paused: Bool?
+    /// A campus membership certificate for this account (field 18, PROTOCOL.md §6.8). Its form
+    /// and account are checked here, its signature in MentorCrypto (`VerifiedRecord`).
+    public var membership: MembershipCertificate?
 
     public init(name: String? = nil, role: Role? = nil, bio: String? = nil, courses: [String]? = nil,
                 wage: UInt64? = nil, budget: UInt64? = nil, availability: String? = nil, photos: [PhotoRef]? = nil,
@@ -169,6 +174,7 @@ public struct ProfileCard: RecordSchema, Equatable {
             guard v.count == 1, v[0] <= 1 else { throw RecordError(.malformed, "profile paused must be one byte, 0 or 1") }
             paused = v[0] == 1
         }
+        if let v = f[Field.membership.rawValue] { membership = try MembershipCertificate(encoded: v) }
     }
 
     /// A card is valid only at its seq: the proof-of-work field belongs in an account's first
@@ -185,6 +191,9 @@ public struct ProfileCard: RecordSchema, Equatable {
         guard !record.isDeviceSigned || workNonce(inBody: record.body) == nil else {
             throw RecordError(.invalidBody, "a card signed by a device key carries a proof-of-work field; only the account's own first record (seq 1) may")
         }
+        if let certificate = membership(inBody: record.body), certificate.account != record.account {
+            throw RecordError(.invalidBody, "the card's membership certificate is for account \(certificate.account.shortID)…, not this card's \(record.account.shortID)…")
+        }
     }
 
     /// The proof-of-work nonce of a card body, without decoding the rest (the body was
@@ -192,6 +201,14 @@ public struct ProfileCard: RecordSchema, Equatable {
     public static func workNonce(inBody body: [UInt8]) -> UInt64? {
         guard let f = try? FieldList.decode(body, known: bodyTags, what: "profile") else { return nil }
         return try? f.u64(workTag, "proof of work", what: "profile")
+    }
+
+    /// The membership certificate of a card body, without decoding the rest (the body was
+    /// validated already); nil when the field is absent or the body does not decode.
+    public static func membership(inBody body: [UInt8]) -> MembershipCertificate? {
+        guard let f = try? FieldList.decode(body, known: bodyTags, what: "profile"),
+              let v = f[Field.membership.rawValue] else { return nil }
+        return try? MembershipCertificate(encoded: v)
     }
 
     /// The fields this edit sets, as register writes.
@@ -218,6 +235,7 @@ public struct ProfileCard: RecordSchema, Equatable {
         if let sign { f.set(Field.sign.rawValue, sign.map { [$0.rawValue] } ?? []) }
         if let preferences { f.set(Field.preferences.rawValue, preferences.encoded) }
         if let paused { f.set(Field.paused.rawValue, [paused ? 1 : 0]) }
+        if let membership { f.set(Field.membership.rawValue, membership.encoded) }
         return f
     }
 

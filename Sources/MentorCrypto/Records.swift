@@ -30,6 +30,10 @@ public struct VerifiedRecord: Sendable, Hashable {
         guard record.author.isValidSignature(record.signature, for: Array(bytes.dropLast(Record.signatureLength))) else {
             throw RecordError(.badSignature, "signature of \(record.author.shortID)… seq \(record.seq) does not verify; the record was altered or forged")
         }
+        // A card's membership certificate (field 18) carries a signature of its own (§6.8).
+        if record.type == .profile, let certificate = ProfileCard.membership(inBody: record.body), !certificate.hasValidSignature {
+            throw RecordError(.invalidBody, "the card's membership certificate from \(MembershipCertificate.printKey(certificate.ca).prefix(16))… does not verify; it was altered or forged")
+        }
         self.init(unchecked: record, encoded: bytes)
     }
 

@@ -661,6 +661,7 @@ func fieldValueJSON(_ field: ProfileCard.Field, _ value: [UInt8]) -> JSON {
     case .preferences:
         return (try? JSONValueEncoder().encode(card.preferences.flatMap(apiPreferences) ?? CardPreferences())) ?? .null
     case .paused: return card.paused.map(JSON.bool) ?? .null
+    case .membership: return card.membership.map { .string($0.domain) } ?? .null
     }
 }
 

@@ -126,7 +126,7 @@ extension EndToEndTests {
             #expect(status.exitCode == 0 && Self.toolField(output, "closed") == "true", "the daemon ends the session: \(output)\n\(a.log)")
         }
         let lines = try poll({ a.log.split(separator: "\n").filter { $0.contains("sync protocol v1") } }, until: { $0.count == 2 })
-        #expect(lines.count == 2 && lines.allSatisfy { $0.contains("the peer speaks sync protocol v1; this build speaks v4 — upgrade it") },
+        #expect(lines.count == 2 && lines.allSatisfy { $0.contains("the peer speaks sync protocol v1; this build speaks v5 — upgrade it") },
                 "one line per attempt, saying what to do:\n\(a.log)")
         #expect(!a.log.contains("peer refused for a while"), "a v1 peer is no offence: the second attempt got as far as the first\n\(a.log)")
         #expect(try mmJSON(e2e, ["status"], socket)["peers"]?.intValue == 0)

@@ -120,17 +120,21 @@ private func recon(_ items: [ReconItem]) -> [UInt8] { SyncMessage.recon(items).e
         _ = s.start(salt: saltA, held: 0)
         // A v1 hello: version 1, flags, an empty vector.
         let out = s.receive(bytes: [0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00])
-        #expect(out == [.end("the peer speaks sync protocol v1; this build speaks v4 — upgrade it")])
+        #expect(out == [.end("the peer speaks sync protocol v1; this build speaks v5 — upgrade it")])
         #expect(s.isClosed && s.receive(.caughtUp).isEmpty)
         var t = SyncSession(role: .initiator, hashing: plainHashing)
-        #expect(t.receive(bytes: [0x01, 0x05]) == [.end("the peer speaks sync protocol v5; this build speaks v4 — upgrade it")])
+        #expect(t.receive(bytes: [0x01, 0x06]) == [.end("the peer speaks sync protocol v6; this build speaks v5 — upgrade it")])
         // A v2 node (no device records) is refused the same way, whatever follows its version.
         var u = SyncSession(role: .initiator, hashing: plainHashing)
-        #expect(u.receive(bytes: [0x01, 0x02]) == [.end("the peer speaks sync protocol v2; this build speaks v4 — upgrade it")])
+        #expect(u.receive(bytes: [0x01, 0x02]) == [.end("the peer speaks sync protocol v2; this build speaks v5 — upgrade it")])
         // A v3 node (record types 1-7 only: it would take posts, follows and quiz results for
         // offences) is refused the same way.
         var v = SyncSession(role: .initiator, hashing: plainHashing)
-        #expect(v.receive(bytes: [0x01, 0x03]) == [.end("the peer speaks sync protocol v3; this build speaks v4 — upgrade it")])
+        #expect(v.receive(bytes: [0x01, 0x03]) == [.end("the peer speaks sync protocol v3; this build speaks v5 — upgrade it")])
+        // A v4 node (no profile field 18: it would take a membership certificate for an
+        // offence) is refused the same way.
+        var w = SyncSession(role: .initiator, hashing: plainHashing)
+        #expect(w.receive(bytes: [0x01, 0x04]) == [.end("the peer speaks sync protocol v4; this build speaks v5 — upgrade it")])
     }
 
     @Test func aSummaryIsAProtocolViolationInV2() {

@@ -131,7 +131,9 @@ public enum SyncMessage: Equatable, Sendable {
     /// 3: records of format version 2 (device-signed) and types 5 (device) and 6 (revoke).
     /// 4: record types 8-16 (contact, posts, follows, quiz results, meetups), which a
     /// version-3 node would take for offences (`unknown-type`).
-    public static let protocolVersion: UInt8 = 4
+    /// 5: profile field 18, the membership certificate (PROTOCOL.md §6.8), which a version-4
+    /// node would take for an offence (`malformed`: an unknown field).
+    public static let protocolVersion: UInt8 = 5
     /// Bytes of each side's salt in its hello.
     public static let saltBytes = 16
 
