@@ -85,6 +85,10 @@ struct DaemonCommand: ParsableCommand {
         } catch {
             throw DaemonError(error.message, hint: "`mentormated --help` lists the flags")
         }
+        if c.requireMembership && c.campusCAKey == nil {
+            throw DaemonError("require_membership = true needs campus_ca_key: without the campus CA's key no account can be a member",
+                              hint: "set campus_ca_key to what `mentormate-ca key` prints (docs/OPERATIONS.md, \"A campus CA\")")
+        }
         return c
     }
 }

@@ -146,6 +146,8 @@ struct Mentormated {
         nodeConfig.minAge = settings.minAge
         nodeConfig.areas = settings.areas
         nodeConfig.hub = settings.hub
+        nodeConfig.campus = Campus.Settings(caKey: settings.campusCAKey, requireMembership: settings.requireMembership,
+                                            caAddress: settings.campusCA)
         var socketPath = settings.socketPath
         let connections = ConnectionRegistry()
         let facts = DaemonFacts(socketPath: socketPath, started: started, networkKeyFile: settings.networkKeyFile,

@@ -67,6 +67,7 @@ public enum APIMethod: String, CaseIterable, Sendable {
     case games
     case gameShow = "game.show"
     case people
+    case membershipSet = "membership.set"
 
     /// The method named `name`, or -32601 (the daemon's answer to a name it does not know).
     public static func named(_ name: String) throws(RPCError) -> APIMethod {
@@ -186,6 +187,7 @@ public enum API {
     public static let meetupJoin = APICall<MeetupRequest, MeetupInfo>(.meetupJoin)
     public static let meetupLeave = APICall<MeetupRequest, MeetupInfo>(.meetupLeave)
     public static let meetupComment = APICall<MeetupCommentRequest, CommentInfo>(.meetupComment)
+    public static let membershipSet = APICall<MembershipSetRequest, Card>(.membershipSet)
     public static let meetups = APICall<MeetupsRequest, MeetupsResult>(.meetups)
     public static let chatSend = APICall<ChatSendRequest, Message>(.chatSend)
     public static let chatHistory = APICall<ChatHistoryRequest, ChatHistory>(.chatHistory)

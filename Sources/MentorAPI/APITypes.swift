@@ -383,6 +383,7 @@ public struct Card: APIObject, Equatable {
         case hosted, attended
         case photos
         case contact
+        case member
     }
     public var id: String
     public var name: String?
@@ -427,6 +428,9 @@ public struct Card: APIObject, Equatable {
     public var attended: [MeetupInfo]?
     /// Your own contact, or a current match's (sealed to you); null otherwise.
     public var contact: String?
+    /// A current membership of this node's campus (`campus_ca_key`), from the certificate the
+    /// card carries; null when there is none, it expired, or the node trusts no campus CA.
+    public var member: CardMember?
 
     public init(id: String, name: String? = nil, role: String? = nil, bio: String? = nil, courses: [String] = [],
                 wage: Int64? = nil, budget: Int64? = nil, availability: String? = nil, photo: PhotoInfo? = nil,
@@ -629,7 +633,7 @@ public struct PeersResult: APIObject, Equatable {
 }
 
 public struct Status: APIObject, Equatable {
-    public enum CodingKeys: String, CodingKey { case node, version, listen, socket, stateDir, records, authors, pending, heldUntilDue, evidence, accounts, peers, recordsReceived, sync, discovery, mdnsName, uptime, health, problems, storage, networkWorkBits, signupWorkMillis, network, hub, browseDomains }
+    public enum CodingKeys: String, CodingKey { case node, version, listen, socket, stateDir, records, authors, pending, heldUntilDue, evidence, accounts, peers, recordsReceived, sync, discovery, mdnsName, uptime, health, problems, storage, networkWorkBits, signupWorkMillis, network, hub, browseDomains, campus }
     public struct Listen: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey { case host, port }
         public var host: String
@@ -719,6 +723,8 @@ public struct Status: APIObject, Equatable {
     /// The unicast DNS domains browsed for peers besides "local." (wide-area DNS-SD); absent
     /// from older daemons.
     public var browseDomains: [String]?
+    /// The campus CA this node trusts (`campus_ca_key`); absent when none is configured.
+    public var campus: StatusCampus?
 
     public struct Hub: APIObject, Equatable {
     public enum CodingKeys: String, CodingKey { case isHub, linked, held }

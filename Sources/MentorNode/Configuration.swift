@@ -54,6 +54,14 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// The default of `max_peer_links`: 256, or on a hub 2,500 (a building of 2,000 nodes and room).
     public var effectiveMaxPeerLinks: Int { maxPeerLinks ?? (hub ? 2_500 : 256) }
     public var effectiveMaxPeerLinksPerAddress: Int { maxPeerLinksPerAddress ?? 8 }
+    /// The campus certifying authority's key (`mentormate-ca key`, PROTOCOL.md §6.8): cards
+    /// carrying a current certificate it signed are shown as its campus's members.
+    public var campusCAKey: PublicKey?
+    /// Show, store and relay only the records of accounts the campus CA certified (this node's
+    /// own accounts aside). Needs `campus_ca_key`.
+    public var requireMembership = false
+    /// Where `mentormate member request` reaches the campus CA (host:port), shown in `status`.
+    public var campusCA: String?
     /// Set by the config file only when the file named it (so flags can tell what to override).
     public var configFile: String?
 
@@ -82,7 +90,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
                               "peer_records_per_second", "api_connections_per_user", "api_subscriptions_per_user", "api_idle_timeout",
                               "passphrase_checks_at_once", "author_storage_mb", "photo_storage_mb",
                               "foreign_accounts_max", "foreign_storage_mb",
-                              "hub", "browse_domain", "max_peer_links", "max_peer_links_per_address"]
+                              "hub", "browse_domain", "max_peer_links", "max_peer_links_per_address",
+                              "campus_ca_key", "require_membership", "campus_ca"]
 
     /// Applies a config file's `key = value` lines (`#` starts a comment; values may be quoted).
     public mutating func apply(file text: String, path: String) throws(FileError) {
@@ -188,6 +197,19 @@ public struct DaemonConfiguration: Sendable, Equatable {
             maxPeerLinks = try Self.wholeNumber(key, value, 1...65_536, unit: " (peer links accepted in all)")
         case "max_peer_links_per_address":
             maxPeerLinksPerAddress = try Self.wholeNumber(key, value, 1...65_536, unit: " (peer links accepted from one IP address)")
+        case "campus_ca_key":
+            guard let key = MembershipCertificate.parseKey(value) else {
+                throw ValueError(message: "campus_ca_key must be a CA key as `mentormate-ca key` prints it (mmca1…), not \"\(value.prefix(70))\"")
+            }
+            campusCAKey = key
+        case "require_membership":
+            switch value.lowercased() {
+            case "true", "yes", "on", "1": requireMembership = true
+            case "false", "no", "off", "0": requireMembership = false
+            default: throw ValueError(message: "require_membership must be true or false, not \"\(value)\"")
+            }
+        case "campus_ca":
+            campusCA = try Self.checkAddress(key, value)
         default:
             throw ValueError(message: "unknown setting \"\(key)\"; known settings: \(Self.keys.joined(separator: ", "))")
         }

@@ -58,6 +58,8 @@ public final class Node: @unchecked Sendable {
     /// The records this node applies and its local accounts changing, published for the peer
     /// manager (`NodeChanges`).
     public let changes: NodeChanges
+    /// The campus's members and, with `require_membership`, who is stored and shown (`Campus`).
+    public let campus: Campus
 
     /// At most `config.passphraseChecksAtOnce` Argon2id runs at a time, node-wide.
     public let passphraseGate: PassphraseGate
@@ -130,6 +132,7 @@ public final class Node: @unchecked Sendable {
         emailDomains = config.emailDomains
         self.replica = replica
         self.nodeKeys = nodeKeys
+        campus = Campus(settings: config.campus, replica: replica, now: config.now, logger: logger)
         passphraseGate = PassphraseGate(slots: config.passphraseChecksAtOnce)
         workGate = PassphraseGate(slots: config.signupWorkAtOnce)
     }

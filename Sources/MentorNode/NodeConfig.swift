@@ -27,6 +27,9 @@ public struct NodeConfig: Sendable {
     /// A hub (`mentormated --hub`, PROTOCOL.md §13.5) holds no accounts: sign-up, login,
     /// import and device linking are refused with `hubRefusal`.
     public var hub = false
+    /// The campus CA's key, whether membership is required, where the CA is reached
+    /// (`campus_ca_key`, `require_membership`, `campus_ca`; `Campus`).
+    public var campus = Campus.Settings()
 
     public init(stateDirectory: String, emailDomains: [String] = [], passphraseCost: Argon2id.Parameters = .moderate,
                 now: @escaping @Sendable () -> UInt64) {

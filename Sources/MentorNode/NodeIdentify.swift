@@ -67,7 +67,7 @@ extension Node {
         guard let tag = PostTags.normalize(name) else { return [] }
         var filter = PostFilter(tag: tag, limit: 3)
         if let me = account(ifAny: caller) {
-            filter.excludedAuthors = (try? replica.blockedAccounts(of: me)).map { Set($0) } ?? []
+            filter.excludedAuthors = (try? hiddenAccounts(of: me)) ?? []
             filter.excluded = (try? replica.hiddenPosts(of: me)) ?? []
         }
         return ((try? replica.posts(filter)) ?? []).map {

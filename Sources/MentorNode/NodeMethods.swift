@@ -82,6 +82,7 @@ extension Node {
         case .games: return try run(API.games, params) { try games($0) }
         case .gameShow: return try run(API.gameShow, params) { try gameShow($0, caller) }
         case .people: return try run(API.people, params) { try people($0, caller) }
+        case .membershipSet: return try run(API.membershipSet, params) { try membershipSet($0, caller) }
         }
     }
 
@@ -285,7 +286,11 @@ extension Node {
         guard let state = try replica.card(of: key) else {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
-        var card = apiCard(state)
+        if campus.settings.requires, try replica.nodeAccount(uid: caller.uid)?.account != key,
+           campus.hiddenAccounts(local: []).contains(key) {
+            throw RPCError(.notFound, "\(key.shortID)… is not a member of this campus (require_membership): its card is not shown here")
+        }
+        var card = shownCard(state)
         (card.followers, card.following) = try followCounts(key)
         card.posts = Int64(try replica.postCount(of: key))
         let viewer = try replica.nodeAccount(uid: caller.uid)?.account
@@ -345,7 +350,7 @@ extension Node {
         let seen = try replica.cardClock(of: me)
         try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, clock: seen, at: now) }
         guard let state = try replica.card(of: me) else { throw RPCError(.internalError, "card missing after write") }
-        return apiCard(state)
+        return shownCard(state)
     }
 
     static let maxChunk = 512 * 1024
@@ -418,14 +423,14 @@ extension Node {
         }
         var excluded: Set<PublicKey> = [me]
         excluded.formUnion(try replica.passes(of: me))
-        excluded.formUnion(try replica.blockedAccounts(of: me))
+        excluded.formUnion(try hiddenAccounts(of: me))
         for s in try replica.pairSummaries(of: me) where s.iLike || s.matched || s.unmatchedBy != nil { excluded.insert(s.other) }
         let index = feedIndex
         let items = ranking.top(limit: limit, filter: filter, excluded: excluded, lookup: { index.candidates[$0] })
         let states = Dictionary(uniqueKeysWithValues: try replica.cards(of: items.map(\.key)).map { ($0.author, $0) })
         return FeedResult(cards: items.compactMap { item in
             states[item.key].map { state in
-                var card = apiCard(state)
+                var card = shownCard(state)
                 if let (score, parts) = compatibility(of: me, with: item.key) { (card.score, card.compatibility) = (score, parts) }
                 return FeedCard(card: card, sharedCourses: item.sharedCourses.map(index.courses.name), nearby: item.nearby)
             }
@@ -580,7 +585,7 @@ extension Node {
         if counts.pending > 0 { problems.append("\(counts.pending) records wait for missing predecessors") }
         if case .unavailable = info.discovery { problems.append("mDNS discovery is \(info.discovery); `mentormate doctor` says what to fix") }
         if let storage = info.storage, storage.degraded { problems.append(Self.storageProblem(storage)) }
-        return Status(
+        var status = Status(
             node: nodeKeys.publicKey.key.id, version: MentorMateVersion.string,
             listen: info.listen.map { Status.Listen(host: $0.host, port: Int64($0.port)) },
             socket: info.socketPath, stateDir: config.stateDirectory,
@@ -599,6 +604,8 @@ extension Node {
             network: info.network.map(Self.networkStatus),
             hub: Status.Hub(isHub: info.isHub, linked: Int64(info.peers.filter(\.hub).count), held: Int64(info.heldInstances)),
             browseDomains: info.browseDomains)
+        status.campus = statusCampus()
+        return status
     }
 }
 

@@ -31,10 +31,11 @@ extension Node {
             guard !wanted.isEmpty else { throw RPCError(.invalidParams, "people: course is empty") }
             filter.courses = Set(courseNames.indices.filter { courseNames[$0].lowercased() == wanted }.map { Int32($0) })
         }
-        var excluded = Set<PublicKey>()
+        var excluded = campus.hiddenAccounts(local: [])
         if let me = try replica.nodeAccount(uid: caller.uid)?.account {
+            excluded.remove(me)
             excluded.insert(me)
-            excluded.formUnion(try replica.blockedAccounts(of: me))
+            excluded.formUnion(try hiddenAccounts(of: me))
         }
         let (people, more) = People.select(index.candidates.values, filter: filter, excluded: excluded, limit: limit,
                                            courseNames: courseNames, name: { index.names[$0] })

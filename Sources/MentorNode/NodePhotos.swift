@@ -67,7 +67,7 @@ extension Node {
         let card = ProfileCard(photos: photos)
         try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, clock: seen, at: now) }
         guard let state = try replica.card(of: me) else { throw RPCError(.internalError, "card missing after write") }
-        return apiCard(state)
+        return shownCard(state)
     }
 
     private static func photoCount(_ n: Int) -> String {

@@ -122,7 +122,7 @@ extension Node {
         let me = try me(caller)
         let limit = Int(request.limit ?? 20)
         guard (1...200).contains(limit) else { throw RPCError(.invalidValue, "limit must be 1 to 200") }
-        let blocked = try replica.blockedAccounts(of: me)
+        let blocked = try hiddenAccounts(of: me)
         if let search = request.search {
             guard request.tag == nil, request.author == nil, request.following != true else {
                 throw RPCError(.invalidValue, "search ranks by relevance; give it alone (with limit)")
@@ -156,7 +156,7 @@ extension Node {
         var ids = try replica.recentPostIDs(limit: 500)
         var random = SeededRandom(seed: config.now() ^ UInt64(caller.uid))
         ids.shuffle(using: &random)
-        let blocked = try replica.blockedAccounts(of: me), hidden = try replica.hiddenPosts(of: me)
+        let blocked = try hiddenAccounts(of: me), hidden = try replica.hiddenPosts(of: me)
         var out: [PostInfo] = []
         for id in ids where out.count < limit && !hidden.contains(id) {
             guard let p = try replica.post(id), !blocked.contains(p.account) else { continue }
@@ -242,7 +242,7 @@ extension Node {
         guard let p = try replica.post(id) else { throw RPCError(.notFound, "no post \(Self.shortPostID(id)) on this node") }
         var info = try postInfo(p, viewer: viewer)
         if withComments {
-            let blocked = try replica.blockedAccounts(of: viewer)
+            let blocked = try hiddenAccounts(of: viewer)
             info.commentList = try replica.comments(of: id, viewer: viewer).filter { !blocked.contains($0.account) }.map { c in try commentInfo(c, onMeetup: false) }
         }
         return info

@@ -126,6 +126,7 @@ public final class PeerManager: @unchecked Sendable {
                                     rules: .init(lookupInterval: settings.photoLookupInterval, answerTimeout: settings.blobAnswerTimeout),
                                     store: PhotoStore(node: node), logger: logger, clock: settings.clock)
         self.pipeline = ApplyPipeline(queue: queue, store: ApplyStore(node: node), budgetGate: budgetGate,
+                                      campus: node.campus, localAccounts: { node.localAccounts() },
                                       recordsPerApply: settings.recordsPerApply, logger: logger, clock: settings.clock,
                                       wallClock: settings.now)
         var listenerSettings = settings.listener

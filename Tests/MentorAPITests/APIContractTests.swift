@@ -191,6 +191,11 @@ import MentorAPI
                     PeopleResult.Person(id: Self.id, name: "Ben", role: "tutor", courses: ["CS 490"], updatedAt: 5),
                     PeopleResult.Person(id: Self.id, name: nil, role: nil, courses: [], updatedAt: 6)], more: true))
                 try roundTrip(API.people, PeopleRequest(), PeopleResult(people: [], more: false))
+            case .membershipSet:
+                var member = Self.card
+                member.member = CardMember(domain: "campus.edu", expires: 1_800_000_000_000)
+                try roundTrip(API.membershipSet, MembershipSetRequest(certificate: "4d4d4301"), member)
+                #expect(try API.membershipSet.json(member).objectValue?["member"] == ["domain": "campus.edu", "expires": 1_800_000_000_000])
             case .chatSend: try roundTrip(API.chatSend, ChatSendRequest(id: Self.id, text: "hi ✓"), Self.message)
             case .chatHistory:
                 try roundTrip(API.chatHistory, ChatHistoryRequest(id: Self.id, limit: 3),
@@ -260,7 +265,7 @@ import MentorAPI
                          "availability": nil, "photo": nil, "photos": nil, "conflicts": [:], "forked": false, "updatedAt": 7,
                          "slots": nil, "gender": nil, "languages": nil, "area": nil, "age": nil, "sign": nil, "preferences": nil,
                          "paused": nil, "score": nil, "compatibility": nil, "matches": nil, "pendingLikes": nil, "contact": nil,
-                         "followers": nil, "following": nil, "posts": nil, "hosted": nil, "attended": nil])
+                         "followers": nil, "following": nil, "posts": nil, "hosted": nil, "attended": nil, "member": nil])
         #expect(try API.feed.params(FeedRequest(limit: 3)) == ["limit": 3])
         #expect(try API.accountWhoami.params(NoParams()) == [:])
     }
@@ -283,7 +288,7 @@ import MentorAPI
         let entry = try API.feed.json(FeedResult(cards: [FeedCard(card: Card(id: "mm1x", updatedAt: 1), sharedCourses: ["A"], nearby: false)]))
         let first = try #require(entry["cards"]?.arrayValue?.first?.objectValue)
         #expect(first["sharedCourses"] == ["A"] && first["nearby"] == false && first["id"] == "mm1x" && first["photo"] == .null)
-        #expect(first.count == 33)
+        #expect(first.count == 34)
         let doctor = try API.doctor.json(DoctorResult(checks: [DoctorCheck(name: "a", ok: true, detail: "d", fix: nil)], ok: true))
         #expect(doctor == ["checks": [["name": "a", "ok": true, "detail": "d"]], "ok": true])
         #expect(try API.blobPut.json(.more(upload: "t")) == ["upload": "t"])
@@ -345,8 +350,8 @@ import MentorAPI
 
     @Test func unknownMethodNamesAreMethodNotFound() {
         #expect(throws: RPCError(.methodNotFound, "unknown method \"nope\"; see docs/API.md for the list")) { try APIMethod.named("nope") }
-        #expect(APIMethod.allCases.count == 67)
-        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 67)
+        #expect(APIMethod.allCases.count == 68)
+        #expect(Set(APIMethod.allCases.map(\.rawValue)).count == 68)
     }
 }
 

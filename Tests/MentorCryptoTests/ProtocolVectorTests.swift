@@ -323,10 +323,16 @@ enum ProtocolVectors {
             problems.append("no vector of type \(schema.type.rawValue) (\(schema.name))")
         }
         let cards = records.filter { $0.type == .profile }
-        let allTags = Set(ProfileCard.Field.allCases.map(\.rawValue))
-        if !cards.contains(where: { r in r.seq == 1 && (try? FieldList.decode(r.body, known: allTags, what: "profile"))
+        // Every field but the membership certificate (18), which comes from a CA once the account
+        // exists and has a vector of its own.
+        let membership = ProfileCard.Field.membership.rawValue
+        let allTags = Set(ProfileCard.Field.allCases.map(\.rawValue)).subtracting([membership])
+        if !cards.contains(where: { r in r.seq == 1 && (try? FieldList.decode(r.body, known: ProfileCard.bodyTags, what: "profile"))
                 .map { Set($0.fields.map(\.tag)) == allTags } == true }) {
             problems.append("no profile card at seq 1 that sets every field")
+        }
+        if !cards.contains(where: { ProfileCard.membership(inBody: $0.body) != nil }) {
+            problems.append("no profile card carrying a membership certificate (field 18)")
         }
         if !cards.contains(where: { $0.seq > 1 }) { problems.append("no partial profile edit (seq > 1)") }
         if Set(records.filter { $0.type == .like }.map(\.author)).count < 2 {
@@ -485,6 +491,7 @@ extension ProtocolVectors {
             if record.type == .device || record.type == .revoke { checkDeviceKeys(record, account: author) }
             if record.type == .note { checkNote(record, account: author) }
             if record.type == .quizResult { checkQuiz(record) }
+            if vector["certificate"] != nil { checkMembership(record) }
             let isSealed = RecordSchemas.schema(for: record.type)?.publicMerge == .sealed
             if isSealed, vector["sender-key"] != nil {
                 checkSealedV2(verified)
@@ -493,6 +500,25 @@ extension ProtocolVectors {
             } else if vector["counterpart-seed"] != nil {
                 fail("a public record has sealed-record lines")
             }
+        }
+
+        /// Section 6.8: the certificate in field 18 is the documented one, signed by the CA the
+        /// seed makes, for the card's account.
+        private mutating func checkMembership(_ record: Record) {
+            guard let seed = bytes("ca-seed"), let caKey = bytes("ca-public-key"), let signed = bytes("certificate-signed"),
+                  let encoded = bytes("certificate"), let ca = try? SigningKeyPair(seed: seed) else {
+                fail("a membership without ca-seed, ca-public-key, certificate-signed and certificate lines"); return
+            }
+            same(caKey, ca.publicKey.bytes, "ca-public-key (SigningKeyPair(seed:).publicKey)")
+            if vector["ca-key"] != MembershipCertificate.printKey(ca.publicKey.key) { fail("ca-key is not the CA key's printed form") }
+            guard let certificate = try? MembershipCertificate(encoded: encoded) else { fail("certificate does not decode"); return }
+            same(encoded, certificate.encoded, "certificate (re-encoded)")
+            same(signed, certificate.signedBytes, "certificate-signed (the certificate without its last 64 bytes)")
+            same(signed, Array(encoded.dropLast(64)), "certificate-signed (the first bytes of certificate)")
+            if !ca.publicKey.isValidSignature(certificate.signature, for: signed) { fail("the certificate's signature does not verify for the CA key") }
+            if certificate.account != record.account { fail("the certificate names another account than the card's") }
+            let card = try? ProfileCard(body: record.body)
+            same(encoded, card?.membership?.encoded ?? [], "certificate (field 18 of the card)")
         }
 
         /// Section 15.4: the score is what the answers give for the day's questions; the day is
@@ -825,7 +851,34 @@ extension ProtocolVectors {
                               anaLikeID: anaLikeID, benLikeID: benLikeID) + deviceSpecs(ana: ana) + photoSpecs(main: photo)
             + blockAndContactSpecs(ana: ana, ben: ben, anaLikeID: anaLikeID, benLikeID: benLikeID)
             + postSpecs(ana: ana, ben: ben, photo: photo) + [followSpec(ana: ana, ben: ben), quizSpec(ben: ben)]
-            + meetupSpecs(ana: ana, ben: ben)
+            + meetupSpecs(ana: ana, ben: ben) + [try membershipSpec(ana: ana)]
+    }
+
+    /// The campus CA of V29: the seed 0x43 ("C") 32 times.
+    static func campusCA() throws -> SigningKeyPair { try SigningKeyPair(seed: [UInt8](repeating: 0x43, count: 32)) }
+
+    /// V29: a card edit carrying a campus membership certificate (field 18, PROTOCOL.md §6.8).
+    static func membershipSpec(ana: Party) throws -> Spec {
+        let ca = try campusCA()
+        let issued = start + 7020 * minute
+        let certificate = try MembershipCertificate.sign(by: ca, account: ana.key, domain: "campus.edu",
+                                                         issued: issued, expires: issued + 365 * 1440 * minute)
+        var card = ProfileCard()
+        card.membership = certificate
+        return Spec(name: "membership", title: "Ana publishes her campus membership",
+                    summary: """
+                    Ana's seq 16 is a card edit (type 1) holding only field 18: a membership certificate the campus \
+                    CA (seed 43 × 32, printed `ca-key`) signed for her account and the domain `campus.edu`, valid for \
+                    365 days from its issue. `certificate-signed` is what the CA signs (the certificate without its \
+                    last 64 bytes); every node checks that signature and that the certificate names the card's \
+                    account before it stores the card. A node whose `campus_ca_key` is this key shows Ana as a member.
+                    """,
+                    author: ana, seq: 16, timestamp: issued + 1000,
+                    content: .devices(.profile, body: card.body, lines: [
+                        ("ca-seed", Hex.encode(ca.seed)), ("ca-public-key", Hex.encode(ca.publicKey.bytes)),
+                        ("ca-key", MembershipCertificate.printKey(ca.publicKey.key)),
+                        ("certificate-signed", Hex.encode(certificate.signedBytes)), ("certificate", Hex.encode(certificate.encoded)),
+                    ]))
     }
 
     /// V25-V28: a meetup, a join, the host's roster (types 14-16, PROTOCOL.md §6.7), and a comment on it.

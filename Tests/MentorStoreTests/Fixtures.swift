@@ -27,8 +27,13 @@ func memoryReplica(unlocking accounts: [SigningKeyPair] = [], settings: Replica.
     return r
 }
 
-/// SQL that takes a replica back from migration 21 (meetups) and the reserved 20.
-let undoMigration23 = """
+/// SQL that takes a replica back from migration 24 (campus memberships).
+let undoMigration24 = """
+    DROP TABLE memberships;
+    """
+
+/// SQL that takes a replica back from migration 23 (meetup events told), and the later ones.
+let undoMigration23 = undoMigration24 + """
     DROP TABLE meetup_told;
     """
 

@@ -53,6 +53,10 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
     private let queue: DispatchQueue
     private let store: ApplyStore
     private let budgetGate: BudgetGate
+    /// The campus's membership rule (`Campus`; nil: none), applied after the budgets.
+    private let campus: Campus?
+    /// The accounts of this node (never declined for membership).
+    private let localAccounts: @Sendable () -> [PublicKey]
     private let logger: any Logger
     /// The monotonic clock (acks, timers) and the wall clock in Unix milliseconds (records
     /// held until due).
@@ -73,12 +77,15 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
 
     /// `queue` is the shell's (its links live there); `budgetGate` is the shell's too (it
     /// also answers `status.storage`).
-    init(queue: DispatchQueue, store: ApplyStore, budgetGate: BudgetGate, recordsPerApply: Int, acceptedBatchesMax: Int = 8,
+    init(queue: DispatchQueue, store: ApplyStore, budgetGate: BudgetGate, campus: Campus? = nil,
+         localAccounts: @escaping @Sendable () -> [PublicKey] = { [] }, recordsPerApply: Int, acceptedBatchesMax: Int = 8,
          logger: any Logger, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
          wallClock: @escaping @Sendable () -> UInt64) {
         self.queue = queue
         self.store = store
         self.budgetGate = budgetGate
+        self.campus = campus
+        self.localAccounts = localAccounts
         self.recordsPerApply = recordsPerApply
         self.acceptedBatchesMax = acceptedBatchesMax
         self.logger = logger
@@ -107,7 +114,8 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
     /// `link.applied(...)` (after `link.accepted()` if it was acknowledged when queued).
     func submit(_ batch: [[UInt8]], from link: Link, linked: (PublicKey) -> Bool) {
         let store = self.store
-        let kept = budgetGate.declinedBeforeVerifying(batch, linked: linked)
+        let afterBudget = budgetGate.declinedBeforeVerifying(batch, linked: linked)
+        let kept = campus.map { $0.declinedBeforeVerifying(afterBudget, local: Set(localAccounts())) } ?? afterBudget
         let checked = VerifiedBatch()
         verifyQueue.async { checked.fill(store.verify(kept)) }
         // Records per second: the bucket pays for the batch now; the ack may go at `ackAt`.
@@ -144,7 +152,16 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
         guard !jobs.isEmpty, !gate.withLock({ stopped }) else { return }
         let verified = jobs.map { $0.checked.wait() }
         var admittedBytes: [PublicKey: Int64] = [:]
-        let budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
+        var budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
+        // The campus's membership rule, over what the budgets admitted (`Campus.admit`).
+        if let campus {
+            let local = Set(localAccounts())
+            for k in jobs.indices {
+                let admitted = budgets[k].admitted
+                let takes = campus.admit(admitted.map { try? verified[k][$0].get() }, local: local)
+                budgets[k].admitted = zip(admitted, takes).filter(\.1).map(\.0)
+            }
+        }
         let store = self.store
         let result = Result<[[ApplyOutcome]], StoreError> { () throws(StoreError) in
             try store.apply(jobs.indices.map { k in

@@ -103,6 +103,11 @@ struct ApplyBatch {
                 admitted = true
             }
         }
+        // A membership certificate counts from the moment its card is stored or held back
+        // (migration 24): its account's first record may be waiting for it (§6.8).
+        if r.type == .profile, let certificate = ProfileCard.membership(inBody: r.body) {
+            try Replica.noteMembership(certificate, in: db)
+        }
         if admitted {
             try ensureRow(&author, r.author)
             if mayBeHeld, try seqTaken(author.id, r.seq) {

@@ -643,6 +643,24 @@ enum ReplicaSchema {
             ) WITHOUT ROWID;
             CREATE INDEX meetup_told_by_meetup ON meetup_told(meetup);
             """)
+        // Campus membership (issue 19 item 5, PROTOCOL.md §6.8): the certificates cards carry,
+        // one row per (account, CA) — the latest-expiring — and at most 4 CAs per account (an
+        // account can only carry certificates for itself, so only its owner fills its rows).
+        // Written when a card holding one is stored or held back, so that a certificate in a
+        // card still waiting for its account's first record already counts. Node-local: the
+        // node's `campus_ca_key` decides which rows mean "member". Nothing to fill: field 18
+        // came with sync v5, so no replica of an older build holds one.
+        m.register(24, "campus memberships", """
+            CREATE TABLE memberships (
+                account     BLOB NOT NULL,
+                ca          BLOB NOT NULL,
+                domain      TEXT NOT NULL,
+                issued      INTEGER NOT NULL,             -- ms
+                expires     INTEGER NOT NULL,             -- ms
+                PRIMARY KEY (account, ca)
+            ) WITHOUT ROWID;
+            CREATE INDEX memberships_by_ca ON memberships(ca);
+            """)
         return m
     }
 

@@ -1,0 +1,190 @@
+import Foundation
+import MentorCore
+import MentorCrypto
+import MentorStore
+import MentorSystem
+
+/// The campus's membership policy (issue 19 item 5; PROTOCOL.md §6.8, OPERATIONS.md "A campus
+/// CA"): which accounts its certifying authority vouches for, and — with `require_membership` —
+/// that only they are stored, relayed and shown here.
+///
+/// - **Members.** An account is a member while this node holds a current certificate for it
+///   signed by `campus_ca_key`, carried in one of its cards (stored or held back: the replica
+///   keeps them in `memberships`, migration 24). Loaded at start, kept here as cards arrive.
+/// - **Admission** (`admit`, on the apply queue, after verification): with `require_membership`,
+///   a record of an account that is neither a member nor this node's own is declined — not
+///   stored, not relayed, no offence, the batch acknowledged like any other — unless it is a
+///   card carrying a current certificate of this campus (that card makes its account a member).
+///   Decided over the whole batch first, so the order of records within it does not matter;
+///   across batches a record declined before its account's certificate arrived comes again
+///   with the next reconciliation round.
+/// - **Cheap refusals** (`declinedBeforeVerifying`, on the peer queue): records (cards aside)
+///   of accounts declined lately are dropped before their signatures are checked; at most
+///   `declinedCapacity` accounts are remembered.
+/// - **Shown** (`hiddenAccounts`): with `require_membership`, the accounts whose cards this
+///   node holds but that are not members now (held from before the setting, or whose
+///   certificate expired) are left out of every list, like blocked ones.
+///
+/// `@unchecked Sendable`: the mutable state is guarded by `lock`; the rest is immutable.
+public final class Campus: @unchecked Sendable {
+    public struct Settings: Sendable, Equatable {
+        /// `campus_ca_key`: nil, nobody is a member and nothing is required.
+        public var caKey: PublicKey?
+        /// `require_membership` (only with a key).
+        public var requireMembership = false
+        /// `campus_ca`: where clients reach the CA service (shown in `status`).
+        public var caAddress: String?
+        public init(caKey: PublicKey? = nil, requireMembership: Bool = false, caAddress: String? = nil) {
+            self.caKey = caKey; self.requireMembership = requireMembership; self.caAddress = caAddress
+        }
+        public var requires: Bool { requireMembership && caKey != nil }
+    }
+
+    public struct Member: Sendable, Equatable {
+        public var domain: String
+        public var expires: UInt64
+    }
+
+    public let settings: Settings
+    static let declinedCapacity = 262_144
+    /// How long the set of held non-members is reused before it is read again (new accounts
+    /// reach the replica without the gate only by this node's own sign-ups and imports).
+    static let hiddenTTL: UInt64 = 10_000
+
+    private let replica: Replica
+    private let now: @Sendable () -> UInt64
+    private let logger: any Logger
+    private let lock = NSLock()
+    private var members: [PublicKey: Member] = [:]
+    private var declined: Set<PublicKey> = []
+    private var declinedRecords = 0
+    private var declinedLogged = false
+    private var version = 0
+    private var hidden: (version: Int, readAt: UInt64, until: UInt64, accounts: Set<PublicKey>)?
+
+    public init(settings: Settings, replica: Replica, now: @escaping @Sendable () -> UInt64, logger: any Logger) {
+        self.settings = settings
+        self.replica = replica
+        self.now = now
+        self.logger = logger
+        guard let ca = settings.caKey else { return }
+        do {
+            for m in try replica.memberships(ca: ca) { members[m.account] = Member(domain: m.domain, expires: m.expires) }
+        } catch {
+            logger.log(.warning, "reading the campus memberships failed; accounts count as members again as their cards arrive",
+                           ["error": "\(error)"])
+        }
+    }
+
+    /// The account's membership of this campus now, if it holds a current certificate.
+    public func member(_ account: PublicKey) -> Member? {
+        guard settings.caKey != nil else { return nil }
+        let now = self.now()
+        return lock.withLock { members[account].flatMap { $0.expires > now ? $0 : nil } }
+    }
+
+    /// Members now, and records declined since start (`status.campus`).
+    public var counts: (members: Int, declinedRecords: Int, declinedAccounts: Int) {
+        let now = self.now()
+        return lock.withLock { (members.values.filter { $0.expires > now }.count, declinedRecords, declined.count) }
+    }
+
+    /// Takes note of a certificate whose signature was verified: one of this campus's counts
+    /// from now on (the replica keeps it too, in the same apply).
+    public func note(_ certificate: MembershipCertificate) {
+        guard let ca = settings.caKey, certificate.ca == ca else { return }
+        lock.withLock {
+            if let known = members[certificate.account], known.expires >= certificate.expires { return }
+            members[certificate.account] = Member(domain: certificate.domain, expires: certificate.expires)
+            declined.remove(certificate.account)
+            version += 1
+        }
+    }
+
+    /// A current certificate of this campus in a verified card, if it carries one.
+    func certificate(in v: VerifiedRecord, at now: UInt64) -> MembershipCertificate? {
+        guard let ca = settings.caKey, v.record.type == .profile,
+              let c = ProfileCard.membership(inBody: v.record.body), c.ca == ca, c.isCurrent(at: now) else { return nil }
+        return c
+    }
+
+    /// On the apply queue, after verification: which of the verified records (nil: refused by
+    /// verification, left to the replica to blame) this node takes. Every current certificate
+    /// of the batch counts first; then, with `require_membership`, records of accounts neither
+    /// local nor members are declined.
+    func admit(_ records: [VerifiedRecord?], local: Set<PublicKey>) -> [Bool] {
+        let now = self.now()
+        for case let v? in records { if let c = certificate(in: v, at: now) { note(c) } }
+        guard settings.requires else { return records.map { _ in true } }
+        var out: [Bool] = []
+        out.reserveCapacity(records.count)
+        var newlyDeclined: [PublicKey] = []
+        var count = 0
+        for v in records {
+            guard let v else { out.append(true); continue }
+            let account = v.record.account
+            if local.contains(account) || member(account) != nil { out.append(true); continue }
+            out.append(false)
+            count += 1
+            newlyDeclined.append(account)
+        }
+        guard count > 0 else { return out }
+        let first = lock.withLock { () -> Bool in
+            declinedRecords += count
+            if declined.count + newlyDeclined.count > Self.declinedCapacity { declined.removeAll(keepingCapacity: true) }
+            declined.formUnion(newlyDeclined)
+            defer { declinedLogged = true }
+            return !declinedLogged
+        }
+        logger.log(first ? .info : .debug,
+                   "records of accounts that are not members of the campus are not stored (require_membership; no fault of the peer)",
+                   ["records": "\(count)", "accounts": "\(Set(newlyDeclined).count)"])
+        return out
+    }
+
+    /// On the peer queue, before verification: drops the records of accounts declined lately
+    /// (cards aside: one may bring the certificate). Never an offence.
+    func declinedBeforeVerifying(_ batch: [[UInt8]], local: Set<PublicKey>) -> [[UInt8]] {
+        guard settings.requires, lock.withLock({ !declined.isEmpty }) else { return batch }
+        var dropped = 0
+        let kept = batch.filter { bytes in
+            // The type is byte 4 in both formats (PROTOCOL.md §4).
+            guard bytes.count > 4, bytes[4] != RecordType.profile.rawValue,
+                  let p = try? RecordPosition.peek(bytes), !local.contains(p.account),
+                  lock.withLock({ declined.contains(p.account) }) else { return true }
+            dropped += 1
+            return false
+        }
+        if dropped > 0 { lock.withLock { declinedRecords += dropped } }
+        return kept
+    }
+
+    /// With `require_membership`: the accounts this node holds a card of that are not members
+    /// now and not this node's (`local`), to leave out of what is shown; empty otherwise.
+    public func hiddenAccounts(local: Set<PublicKey>) -> Set<PublicKey> {
+        guard settings.requires else { return [] }
+        let now = self.now()
+        let cached = lock.withLock { () -> Set<PublicKey>? in
+            guard let h = hidden, h.version == version, now < h.until, now < h.readAt + Self.hiddenTTL else { return nil }
+            return h.accounts
+        }
+        if let cached { return cached.subtracting(local) }
+        let seenVersion = lock.withLock { version }
+        let held: [PublicKey]
+        do { held = try replica.cardAccounts() } catch {
+            logger.log(.warning, "reading the accounts held failed; non-members may be shown until it succeeds", ["error": "\(error)"])
+            return []
+        }
+        let (accounts, until) = lock.withLock { () -> (Set<PublicKey>, UInt64) in
+            var out: Set<PublicKey> = []
+            var until = UInt64.max
+            for a in held {
+                if let m = members[a], m.expires > now { until = min(until, m.expires) } else { out.insert(a) }
+            }
+            hidden = (seenVersion, now, until, out)
+            return (out, until)
+        }
+        _ = until
+        return accounts.subtracting(local)
+    }
+}
