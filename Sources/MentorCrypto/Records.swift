@@ -30,10 +30,7 @@ public struct VerifiedRecord: Sendable, Hashable {
         guard record.author.isValidSignature(record.signature, for: Array(bytes.dropLast(Record.signatureLength))) else {
             throw RecordError(.badSignature, "signature of \(record.author.shortID)… seq \(record.seq) does not verify; the record was altered or forged")
         }
-        // A card's membership certificate (field 18) carries a signature of its own (§6.8).
-        if record.type == .profile, let certificate = ProfileCard.membership(inBody: record.body), !certificate.hasValidSignature {
-            throw RecordError(.invalidBody, "the card's membership certificate from \(MembershipCertificate.printKey(certificate.ca).prefix(16))… does not verify; it was altered or forged")
-        }
+        try Self.checkMembership(record)
         self.init(unchecked: record, encoded: bytes)
     }
 
@@ -51,6 +48,14 @@ public struct VerifiedRecord: Sendable, Hashable {
 
     public static func id(of encoded: [UInt8]) -> [UInt8] { BLAKE2b.hash(encoded, outputLength: 32) }
 
+    /// A card's membership certificate (field 18) carries a signature of its own (§6.8), checked
+    /// with the record's: a forged one is `invalid-body`, the card's author's fault.
+    static func checkMembership(_ record: Record) throws(RecordError) {
+        guard record.type == .profile, let certificate = ProfileCard.membership(inBody: record.body),
+              !certificate.hasValidSignature else { return }
+        throw RecordError(.invalidBody, "the card's membership certificate from \(MembershipCertificate.printKey(certificate.ca).prefix(16))… does not verify; it was altered or forged")
+    }
+
     /// Signs a new record. The body must be a valid body of `type` (it is checked).
     /// `account`: the account a device key signs for (nil: the author is the account).
     public static func sign(type: RecordType, by author: SigningKeyPair, for account: PublicKey? = nil, seq: UInt64, timestamp: UInt64,
@@ -60,6 +65,7 @@ public struct VerifiedRecord: Sendable, Hashable {
         let encoded = message + author.signature(for: message)
         // Decoding our own output checks limits and the schema exactly as a peer would.
         let record = try Record.decode(encoded)
+        try checkMembership(record)
         return VerifiedRecord(unchecked: record, encoded: encoded)
     }
 }

@@ -354,6 +354,12 @@ public final class Node: @unchecked Sendable {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
         let report = try replica.applyReporting(verified: batches.flatMap(\.verified))
         let (outcomes, stored) = (report.outcomes, report.stored)
+        // The campus's certificates among them (each verified: it counts whatever became of
+        // its card — stored, held back, superseded — as in the replica's `memberships`).
+        let now = config.now()
+        for case .success(let v) in batches.flatMap(\.verified) {
+            if let c = campus.certificate(in: v, at: now) { campus.note(c) }
+        }
         queue.sync { afterApply(stored.map(\.record), pairs: report.pairs) }
         var origins: [[UInt8]: UInt64] = [:]
         for batch in batches {

@@ -28,11 +28,11 @@ final class TestNode {
 
     /// A second node over `other`'s state directory and replica file, its clock going on from
     /// `other`'s: the daemon restarted (the directory stays for `other` to remove).
-    init(reopening other: TestNode) throws {
+    init(reopening other: TestNode, configure: (inout NodeConfig) -> Void = { _ in }) throws {
         dir = other.dir
         keepDirectory = true
         wall.set(other.wall.tick())
-        node = try Self.startNode(dir: dir, wall: wall, clock: clock, events: events, runtime: runtime)
+        node = try Self.startNode(dir: dir, wall: wall, clock: clock, events: events, runtime: runtime, configure: configure)
     }
 
     private static func startNode(dir: String, wall: TestClock, clock: ManualClock, events: EventLog, runtime: SettableRuntime,
