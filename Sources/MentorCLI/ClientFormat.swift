@@ -230,6 +230,9 @@ public enum ClientFormat {
             if !parts.isEmpty { pairs.append(("prefers", parts.joined(separator: "; "))) }
         }
         if card[.paused]?.boolValue == true { pairs.append(("paused", "yes: hidden from new feeds")) }
+        if let m = card.object(.member, as: CardMember.self), let domain = m[.domain]?.stringValue {
+            pairs.append(("member", "of \(sanitize(domain))" + (m[.expires]?.intValue.map { " until \(time($0, in: .current).prefix(10))" } ?? "")))
+        }
         return pairs
     }
 
@@ -408,6 +411,15 @@ public enum ClientFormat {
                 pairs.append(("network changed", "at \(time(at, in: zone)) (\(duration((now - at) / 1000)) ago; "
                               + "\(changes) change\(changes == 1 ? "" : "s") since start)"))
             }
+        }
+        if let campus = s.object(.campus, as: StatusCampus.self) {
+            let members = campus[.members]?.intValue ?? 0, declined = campus[.declinedRecords]?.intValue ?? 0
+            var line = "CA " + cell(campus[.caKey]?.stringValue ?? "?", width: 20)
+                + (campus[.requireMembership]?.boolValue == true ? " (members only)" : "")
+                + "; \(members) member\(members == 1 ? "" : "s")"
+            if declined > 0 { line += ", \(declined) record\(declined == 1 ? "" : "s") of non-members not stored" }
+            if let ca = campus[.ca]?.stringValue { line += "\ncodes from \(sanitize(ca))" }
+            pairs.append(("campus", line))
         }
         pairs.append(("uptime", s[.uptime]?.intValue.map(duration) ?? "?"))
         pairs.append(("health", sanitize(text(s[.health]) ?? "?")))

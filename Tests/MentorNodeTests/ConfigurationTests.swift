@@ -1,5 +1,6 @@
 import Testing
 import MentorAPI
+import MentorCore
 @testable import MentorNode
 
 @Suite struct ConfigurationTests {
@@ -125,5 +126,24 @@ import MentorAPI
         } catch {
             #expect(error.message.contains("author_storage_mb must be a whole number of MiB"))
         }
+    }
+}
+
+extension ConfigurationTests {
+    /// The campus keys (OPERATIONS.md "A campus CA"): a CA key in its printed form only, the
+    /// members-only switch, and the CA's address; each bad value named with the fix.
+    @Test func campusKeysParseAndBadValuesAreNamed() throws {
+        var c = DaemonConfiguration.defaults(systemMode: false, environment: ["HOME": "/h"])
+        let key = "mmca1" + String(repeating: "q", count: 52)
+        let printed = MentorCore.MembershipCertificate.printKey(MentorCore.PublicKey(bytes: [UInt8](repeating: 7, count: 32))!)
+        try c.apply(file: "campus_ca_key = \(printed)\nrequire_membership = yes\ncampus_ca = [::1]:7400\n", path: "t.conf")
+        #expect(c.campusCAKey?.bytes == [UInt8](repeating: 7, count: 32) && c.requireMembership && c.campusCA == "[::1]:7400")
+        #expect(throws: DaemonConfiguration.FileError.self) { try c.apply(file: "campus_ca_key = \(key)\n", path: "t.conf") }
+        do { try c.set("campus_ca_key", "mm1" + String(repeating: "q", count: 58)) } catch {
+            #expect(error.message.contains("mentormate-ca key"))
+        }
+        #expect(throws: DaemonConfiguration.ValueError.self) { try c.set("require_membership", "maybe") }
+        #expect(throws: DaemonConfiguration.ValueError.self) { try c.set("campus_ca", "ca.campus.edu") }
+        #expect(DaemonConfiguration.keys.contains("campus_ca_key") && DaemonConfiguration.keys.contains("require_membership"))
     }
 }
