@@ -112,10 +112,21 @@ public final class Campus: @unchecked Sendable {
     /// verification, left to the replica to blame) this node takes. Every current certificate
     /// of the batch counts first; then, with `require_membership`, records of accounts neither
     /// local nor members are declined.
-    func admit(_ records: [VerifiedRecord?], local: Set<PublicKey>) -> [Bool] {
+    ///
+    /// `readmitted`: the keys (the account, and the key that signed its certificate's card) of
+    /// accounts this node declined lately that a certificate of this batch makes members: their
+    /// earlier records are worth asking the peer for again now (`want`, PROTOCOL.md §6.8) rather
+    /// than at the next round.
+    func admit(_ records: [VerifiedRecord?], local: Set<PublicKey>) -> (takes: [Bool], readmitted: [PublicKey]) {
         let now = self.now()
-        for case let v? in records { if let c = certificate(in: v, at: now) { note(c) } }
-        guard settings.requires else { return records.map { _ in true } }
+        var readmitted: Set<PublicKey> = []
+        for case let v? in records {
+            guard let c = certificate(in: v, at: now) else { continue }
+            if lock.withLock({ declined.contains(c.account) }) { readmitted.formUnion([c.account, v.record.author]) }
+            note(c)
+        }
+        let again = readmitted.sorted()
+        guard settings.requires else { return (records.map { _ in true }, again) }
         var out: [Bool] = []
         out.reserveCapacity(records.count)
         var newlyDeclined: [PublicKey] = []
@@ -128,7 +139,7 @@ public final class Campus: @unchecked Sendable {
             count += 1
             newlyDeclined.append(account)
         }
-        guard count > 0 else { return out }
+        guard count > 0 else { return (out, again) }
         let first = lock.withLock { () -> Bool in
             declinedRecords += count
             if declined.count + newlyDeclined.count > Self.declinedCapacity { declined.removeAll(keepingCapacity: true) }
@@ -139,7 +150,7 @@ public final class Campus: @unchecked Sendable {
         logger.log(first ? .info : .debug,
                    "records of accounts that are not members of the campus are not stored (require_membership; no fault of the peer)",
                    ["records": "\(count)", "accounts": "\(Set(newlyDeclined).count)"])
-        return out
+        return (out, again)
     }
 
     /// On the peer queue, before verification: drops the records of accounts declined lately

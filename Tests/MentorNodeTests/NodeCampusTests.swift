@@ -50,7 +50,7 @@ import MentorStore
         let (ana, cy) = try Self.records()
         // Ana's first card comes before the card with her certificate: both are taken.
         let batch = [ana[0], cy[0], cy[1], ana[1]]
-        #expect(t.node.campus.admit(Self.verified(t, batch), local: []) == [true, false, false, true])
+        #expect(t.node.campus.admit(Self.verified(t, batch), local: []).takes == [true, false, false, true])
         #expect(t.node.campus.member(Self.ana.publicKey.key)?.domain == "campus.edu")
         #expect(t.node.campus.member(Self.cy.publicKey.key) == nil)
         #expect(t.node.campus.counts.declinedRecords == 2)
@@ -58,28 +58,30 @@ import MentorStore
         // goes on to verification: it could bring a certificate.
         #expect(t.node.campus.declinedBeforeVerifying(cy, local: []) == [cy[0]])
         // This node's own accounts are never declined.
-        #expect(t.node.campus.admit(Self.verified(t, cy), local: [Self.cy.publicKey.key]) == [true, true])
+        #expect(t.node.campus.admit(Self.verified(t, cy), local: [Self.cy.publicKey.key]).takes == [true, true])
         // Once Cy is certified, his records are taken again.
         var w = RecordWriter(keys: Self.cy, lastSeq: 2)
         var edit = ProfileCard()
         edit.membership = try Self.certificate(Self.cy)
         let c3 = try w.profile(edit, at: Self.issued + 5).encoded
-        #expect(t.node.campus.admit(Self.verified(t, [cy[1], c3]), local: []) == [true, true])
+        // ... and asked for again: Cy was declined, and his certificate arrived.
+        let again = t.node.campus.admit(Self.verified(t, [cy[1], c3]), local: [])
+        #expect(again.takes == [true, true] && again.readmitted == [Self.cy.publicKey.key])
         #expect(t.node.campus.declinedBeforeVerifying(cy, local: []) == cy)
     }
 
     @Test func onlyCurrentCertificatesOfTheTrustedCACount() throws {
         let t = try Self.campusNode()
         let (other, _) = try Self.records(anaCertificate: try Self.certificate(Self.ana, by: Self.otherCA))
-        #expect(t.node.campus.admit(Self.verified(t, other), local: []) == [false, false])
+        #expect(t.node.campus.admit(Self.verified(t, other), local: []).takes == [false, false])
         let expired = try Self.certificate(Self.ana, days: 1, issued: 1_700_000_000_000)
         let (old, _) = try Self.records(anaCertificate: expired)
-        #expect(t.node.campus.admit(Self.verified(t, old), local: []) == [false, false])
+        #expect(t.node.campus.admit(Self.verified(t, old), local: []).takes == [false, false])
         #expect(t.node.campus.member(Self.ana.publicKey.key) == nil)
         // Without require_membership nothing is declined; a certificate still makes a member.
         let open = try Self.campusNode(require: false)
         let (ana, cy) = try Self.records()
-        #expect(open.node.campus.admit(Self.verified(open, ana + cy), local: []) == [true, true, true, true])
+        #expect(open.node.campus.admit(Self.verified(open, ana + cy), local: []) == ([true, true, true, true], []))
         #expect(open.node.campus.member(Self.ana.publicKey.key) != nil)
     }
 

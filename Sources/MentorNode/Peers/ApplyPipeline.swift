@@ -154,12 +154,14 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
         var admittedBytes: [PublicKey: Int64] = [:]
         var budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
         // The campus's membership rule, over what the budgets admitted (`Campus.admit`).
+        var readmitted = jobs.map { _ in [PublicKey]() }
         if let campus {
             let local = Set(localAccounts())
             for k in jobs.indices {
                 let admitted = budgets[k].admitted
-                let takes = campus.admit(admitted.map { try? verified[k][$0].get() }, local: local)
+                let (takes, again) = campus.admit(admitted.map { try? verified[k][$0].get() }, local: local)
                 budgets[k].admitted = zip(admitted, takes).filter(\.1).map(\.0)
+                readmitted[k] = again
             }
         }
         let store = self.store
@@ -173,13 +175,14 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
             let admitted = indices.map { job.kept[$0] }
             let batchResult = result.map { $0[k] }
             budgetGate.countStored(admitted, classes, try? batchResult.get())
-            queue.async { self.applied(batchResult, of: job, admitted: admitted, overBudget: overBudget) }
+            let again = readmitted[k]
+            queue.async { self.applied(batchResult, of: job, admitted: admitted, overBudget: overBudget, readmitted: again) }
         }
     }
 
     /// On `queue`: a batch's outcome goes to its link's session (acknowledged, deferred, blamed).
     private func applied(_ result: Result<[ApplyOutcome], StoreError>, of job: ApplyBacklog.Job,
-                         admitted: [[UInt8]], overBudget: [PublicKey]) {
+                         admitted: [[UInt8]], overBudget: [PublicKey], readmitted: [PublicKey] = []) {
         if job.accepted { acceptedBatches -= 1 }
         guard let shell, let link = openLink(job.key, job.serial) else { return }
         switch result {
@@ -190,6 +193,9 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
             let verdict = PeerManager.RefusalVerdict(outcomes, admitted)   // outcomes are those of the admitted records
             let refused = verdict.offences
             noteNotNow(verdict, from: link)
+            // Accounts declined until a certificate of this batch made them members: ask for
+            // their earlier records now (`Campus.admit`).
+            if !readmitted.isEmpty { link.deferred(readmitted) }
             // Records per second: the ack waits until the bucket has paid for the batch (an ack
             // sent when the batch was queued has nothing left to wait for).
             let delay = refused == 0 ? job.ackAt.map { max(.zero, $0 - clock()) } : nil
