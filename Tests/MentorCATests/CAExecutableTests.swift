@@ -134,3 +134,28 @@ extension CAExecutableTests {
         #expect(try Self.run(["release", "--dir", dir, "ana@campus.edu"]).status == 0, "the directory is free once serve ended")
     }
 }
+
+extension CAExecutableTests {
+    static var packageRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    /// Every subcommand and option `--help` shows is in the completion and the man page.
+    @Test func theCompletionAndTheManPageNameEverySubcommandAndOption() throws {
+        let completion = try String(contentsOfFile: Self.packageRoot + "/completion/mentormate-ca.bash", encoding: .utf8)
+        let manual = try String(contentsOfFile: Self.packageRoot + "/man/man8/mentormate-ca.8", encoding: .utf8)
+            .replacingOccurrences(of: "\\-", with: "-")
+        for subcommand in ["init", "key", "serve", "issue", "release", "list"] {
+            #expect(completion.contains(subcommand), "completion lacks \(subcommand)")
+            #expect(manual.contains(".B \(subcommand)") || manual.contains("B mentormate-ca \(subcommand)"), "the man page lacks \(subcommand)")
+            let help = try Self.run([subcommand, "--help"]).output
+            let options = Set(help.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "," || $0 == "[" || $0 == "]" })
+                .filter { $0.hasPrefix("--") }.map(String.init))
+            #expect(!options.isEmpty)
+            for option in options {
+                #expect(completion.contains(option), "completion lacks \(subcommand) \(option)")
+                #expect(manual.contains(option), "the man page lacks \(subcommand) \(option)")
+            }
+        }
+    }
+}
