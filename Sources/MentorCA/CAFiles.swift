@@ -192,6 +192,9 @@ public struct CADirectory: Sendable {
             if try Syscall.status(keyPath) != nil {
                 throw CASetupError("\(keyPath) already exists: this directory holds a CA already, and a new key would void every certificate it signed. Use it as it is (`mentormate-ca key --dir \(path)`), or give a new directory")
             }
+            if try Syscall.status(secretPath) != nil || Syscall.status(statePath) != nil {
+                throw CASetupError("\(path) holds a CA's \(Self.secretName) or \(Self.stateName) but no \(Self.keyName): restore the key from the backup of this directory, or give a new directory to --dir")
+            }
         } catch let error as CASetupError {
             throw error
         } catch {
