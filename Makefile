@@ -2,7 +2,7 @@
 # units (and the user's mentormate-notify.service) and their companions, a commented default
 # config, the man pages and bash completion.
 #
-#   make                      # swift build -c release (mentormated and mentormate)
+#   make                      # swift build -c release (mentormated, mentormate, mentormate-ca)
 #   sudo make install         # into /usr/local (units into /usr/local/lib/systemd/...)
 #   sudo make uninstall       # removes what install put there; keeps /var/lib/mentormate
 #
@@ -35,7 +35,7 @@ SKIP_BUILD  ?=
 BUILD_DIR   ?=
 INSTALL     ?= install
 
-PROGRAMS = mentormated mentormate
+PROGRAMS = mentormated mentormate mentormate-ca
 # Rewrites the paths the units and the config name to the ones chosen here.
 SUBST = sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|/etc/mentormate/|$(SYSCONFDIR)/mentormate/|g'
 
@@ -45,7 +45,9 @@ CONF = $(DESTDIR)$(SYSCONFDIR)/mentormate/mentormated.conf
 FILES = \
 	$(DESTDIR)$(BINDIR)/mentormated \
 	$(DESTDIR)$(BINDIR)/mentormate \
+	$(DESTDIR)$(BINDIR)/mentormate-ca \
 	$(DESTDIR)$(UNITDIR)/mentormated.service \
+	$(DESTDIR)$(UNITDIR)/mentormate-ca.service \
 	$(DESTDIR)$(UNITDIR)/mentormated.socket \
 	$(DESTDIR)$(USERUNITDIR)/mentormated.service \
 	$(DESTDIR)$(USERUNITDIR)/mentormated.socket \
@@ -54,8 +56,10 @@ FILES = \
 	$(DESTDIR)$(TMPFILESDIR)/mentormate.conf \
 	$(DESTDIR)$(MANDIR)/man1/mentormate.1 \
 	$(DESTDIR)$(MANDIR)/man8/mentormated.8 \
+	$(DESTDIR)$(MANDIR)/man8/mentormate-ca.8 \
 	$(DESTDIR)$(BASHCOMPDIR)/mentormate \
 	$(DESTDIR)$(BASHCOMPDIR)/mentormated \
+	$(DESTDIR)$(BASHCOMPDIR)/mentormate-ca \
 	$(DESTDIR)$(DOCDIR)/OPERATIONS.md \
 	$(DESTDIR)$(DOCDIR)/API.md \
 	$(DESTDIR)$(DOCDIR)/mentormated.conf.example
@@ -68,6 +72,7 @@ build:
 ifeq ($(SKIP_BUILD),)
 	$(SWIFT) build $(SWIFTFLAGS) --product mentormated
 	$(SWIFT) build $(SWIFTFLAGS) --product mentormate
+	$(SWIFT) build $(SWIFTFLAGS) --product mentormate-ca
 endif
 
 install: build
@@ -81,17 +86,20 @@ install: build
 	$(INSTALL) -d -m 755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(USERUNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR)
 	$(SUBST) systemd/mentormated.service > $(DESTDIR)$(UNITDIR)/mentormated.service
 	$(SUBST) systemd/mentormated.socket > $(DESTDIR)$(UNITDIR)/mentormated.socket
+	$(SUBST) systemd/mentormate-ca.service > $(DESTDIR)$(UNITDIR)/mentormate-ca.service
 	$(SUBST) systemd/user/mentormated.service > $(DESTDIR)$(USERUNITDIR)/mentormated.service
 	$(SUBST) systemd/user/mentormated.socket > $(DESTDIR)$(USERUNITDIR)/mentormated.socket
 	$(SUBST) systemd/user/mentormate-notify.service > $(DESTDIR)$(USERUNITDIR)/mentormate-notify.service
-	chmod 644 $(DESTDIR)$(UNITDIR)/mentormated.* $(DESTDIR)$(USERUNITDIR)/mentormated.* $(DESTDIR)$(USERUNITDIR)/mentormate-notify.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/mentormated.* $(DESTDIR)$(UNITDIR)/mentormate-ca.service $(DESTDIR)$(USERUNITDIR)/mentormated.* $(DESTDIR)$(USERUNITDIR)/mentormate-notify.service
 	$(INSTALL) -m 644 systemd/mentormate.sysusers $(DESTDIR)$(SYSUSERSDIR)/mentormate.conf
 	$(INSTALL) -m 644 systemd/mentormate.tmpfiles $(DESTDIR)$(TMPFILESDIR)/mentormate.conf
 	$(INSTALL) -d -m 755 $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(DOCDIR)
 	$(INSTALL) -m 644 man/man1/mentormate.1 $(DESTDIR)$(MANDIR)/man1/mentormate.1
 	$(INSTALL) -m 644 man/man8/mentormated.8 $(DESTDIR)$(MANDIR)/man8/mentormated.8
+	$(INSTALL) -m 644 man/man8/mentormate-ca.8 $(DESTDIR)$(MANDIR)/man8/mentormate-ca.8
 	$(INSTALL) -m 644 completion/mentormate.bash $(DESTDIR)$(BASHCOMPDIR)/mentormate
 	$(INSTALL) -m 644 completion/mentormate.bash $(DESTDIR)$(BASHCOMPDIR)/mentormated
+	$(INSTALL) -m 644 completion/mentormate-ca.bash $(DESTDIR)$(BASHCOMPDIR)/mentormate-ca
 	$(INSTALL) -m 644 docs/OPERATIONS.md docs/API.md $(DESTDIR)$(DOCDIR)/
 	$(SUBST) config/mentormated.conf > $(DESTDIR)$(DOCDIR)/mentormated.conf.example
 	chmod 644 $(DESTDIR)$(DOCDIR)/mentormated.conf.example
@@ -151,6 +159,7 @@ ifeq ($(SKIP_BUILD),)
 	@command -v $(SWIFT) >/dev/null || { echo "make deb: $(SWIFT) is not on PATH; the Swift 6.3 toolchain builds the programs (scripts/deps)" >&2; exit 1; }
 	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormated
 	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormate
+	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormate-ca
 endif
 	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build $(DEB_SWIFTFLAGS) --show-bin-path)"; \
 	[ -d "$$bin" ] || { echo "make deb: $$bin does not exist; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \

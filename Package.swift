@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "mentormated", targets: ["mentormated"]),
         .executable(name: "mentormate", targets: ["mentormate"]),
         .executable(name: "mentormate-bench", targets: ["mentormate-bench"]),
+        .executable(name: "mentormate-ca", targets: ["mentormate-ca"]),
         // The fuzz entry points, for the libFuzzer harnesses in Fuzz/ (a package of its own).
         .library(name: "MentorFuzzTargets", targets: ["MentorFuzzTargets"]),
     ],
@@ -54,11 +55,20 @@ let package = Package(
                 dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorSystem", "MentorAPI", "MentorNet"],
                 path: "Sources/MentorNode"),
 
+        // The campus certifying authority (`mentormate-ca`): its wire, the client nodes' CLI uses
+        // (`CAClient`), minimal SMTP submission, the service and its TCP server. No SQLite: its
+        // state is one JSON file, so the client that links `CAClient` stays free of it.
+        .target(name: "MentorCA", dependencies: ["MentorCore", "MentorCrypto", "MentorSystem", "MentorAPI"],
+                path: "Sources/MentorCA"),
+
         .executableTarget(name: "mentormated",
                           dependencies: ["MentorCore", "MentorCrypto", "MentorStore", "MentorSystem", "MentorAPI",
                                          "MentorArguments", "MentorNet", "MentorNode"],
                           path: "Daemon"),
         .executableTarget(name: "mentormate", dependencies: ["MentorSystem", "MentorAPI", "MentorCLI"], path: "Client"),
+        .executableTarget(name: "mentormate-ca",
+                          dependencies: ["MentorCore", "MentorCrypto", "MentorSystem", "MentorAPI", "MentorArguments", "MentorCA"],
+                          path: "CA"),
 
         // Benchmarks and test helper programs.
         .executableTarget(name: "mentormate-bench",
@@ -99,6 +109,8 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["MentorSystem", "MentorAPI"], path: "Tests/EndToEndTests"),
         .testTarget(name: "MentorSystemTests", dependencies: ["MentorSystem"], path: "Tests/MentorSystemTests"),
         .testTarget(name: "MentorAPITests", dependencies: ["MentorAPI"], path: "Tests/MentorAPITests"),
+        .testTarget(name: "MentorCATests", dependencies: ["MentorCA", "MentorCore", "MentorCrypto", "MentorSystem", "MentorAPI"],
+                    path: "Tests/MentorCATests"),
         .testTarget(name: "MentorStoreTests", dependencies: ["MentorStore", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorStoreTests"),
     ],

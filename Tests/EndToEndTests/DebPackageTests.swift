@@ -135,7 +135,7 @@ import Glibc
         let dpkgDeb = try EndToEndTests.program("dpkg-deb", package: "dpkg")
         let tree = e2e.path("tree")
         _ = try Self.capture([dpkgDeb, "--extract", built.deb, tree])
-        for program in ["mentormated", "mentormate"] {
+        for program in ["mentormated", "mentormate", "mentormate-ca"] {
             let path = tree + "/usr/bin/" + program
             let linked = try Self.capture(["/usr/bin/ldd", path])
             #expect(!linked.contains("swift") && !linked.contains("libFoundation") && !linked.contains("libdispatch")
@@ -158,7 +158,7 @@ import Glibc
         let end = daemon.terminate(timeout: .seconds(15))
         #expect(end?.exitCode == 0, "the packaged daemon at SIGTERM: \(end.map(\.description) ?? "still running"); log:\n\(daemon.log)")
         // The manual pages name the same version (they are written by hand).
-        for page in ["man/man1/mentormate.1", "man/man8/mentormated.8"] {
+        for page in ["man/man1/mentormate.1", "man/man8/mentormated.8", "man/man8/mentormate-ca.8"] {
             let text = e2e.read(EndToEndTests.packageRoot + "/" + page)
             #expect(text.split(separator: "\n").first?.contains("MentorMate \(built.version)") == true,
                     "\(page)'s .TH line names another version than Version.swift (\(built.version))")
@@ -321,14 +321,17 @@ import Glibc
             return lstat(root + path, &st) == 0 && st.st_mode & S_IFMT != S_IFDIR
         })
         let expected: Set<String> = [
-            "/usr/bin/mentormated", "/usr/bin/mentormate",
+            "/usr/bin/mentormated", "/usr/bin/mentormate", "/usr/bin/mentormate-ca",
             "/lib/systemd/system/mentormated.service", "/lib/systemd/system/mentormated.socket",
+            "/lib/systemd/system/mentormate-ca.service",
             "/usr/lib/systemd/user/mentormated.service", "/usr/lib/systemd/user/mentormated.socket",
             "/usr/lib/systemd/user/mentormate-notify.service",
             "/usr/lib/sysusers.d/mentormate.conf", "/usr/lib/tmpfiles.d/mentormate.conf",
             "/etc/mentormate/mentormated.conf",
             "/usr/share/man/man1/mentormate.1.gz", "/usr/share/man/man8/mentormated.8.gz",
+            "/usr/share/man/man8/mentormate-ca.8.gz",
             "/usr/share/bash-completion/completions/mentormate", "/usr/share/bash-completion/completions/mentormated",
+            "/usr/share/bash-completion/completions/mentormate-ca",
             "/usr/share/doc/mentormate/copyright", "/usr/share/doc/mentormate/changelog.gz",
             "/usr/share/doc/mentormate/OPERATIONS.md.gz", "/usr/share/doc/mentormate/API.md.gz",
             "/usr/share/doc/mentormate/mentormated.conf.example",
@@ -362,6 +365,9 @@ import Glibc
         for (link, target) in links {
             #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: root + link)) == target, "\(link) → \(target) (enabled)")
         }
+        #expect(Self.attributes(root + "/etc/systemd/system/multi-user.target.wants/mentormate-ca.service") == nil,
+                "mentormate-ca.service is shipped, not enabled (a campus runs one CA, set up by hand)")
+        #expect(e2e.read(root + "/lib/systemd/system/mentormate-ca.service").contains("\nExecStart=/usr/bin/mentormate-ca serve --dir /var/lib/mentormate-ca\n"))
         for userLink in ["/etc/systemd/user/default.target.wants/mentormated.service",
                          "/etc/systemd/user/default.target.wants/mentormate-notify.service"] {
             #expect(Self.attributes(root + userLink) == nil, "\(userLink): user units are not enabled for everyone")

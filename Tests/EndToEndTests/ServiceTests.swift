@@ -113,7 +113,8 @@ extension EndToEndTests {
         // Documentation=man:... is checked too: against the installed man pages.
         let manpath = ["MANPATH": root + "/usr/local/share/man"]
 
-        let verified = try Self.run(e2e, [analyze, "verify", service, system + "/mentormated.socket"], environment: manpath)
+        let verified = try Self.run(e2e, [analyze, "verify", service, system + "/mentormated.socket", system + "/mentormate-ca.service"],
+                                    environment: manpath)
         #expect(verified.status.exitCode == 0 && verified.output.isEmpty, "systemd-analyze verify (system units): \(verified.status)\n\(verified.output)")
 
         let runtime = e2e.path("xdg-runtime")
@@ -185,13 +186,16 @@ extension EndToEndTests {
         let dest = e2e.path("dest")
         _ = try Self.makeInstall(e2e, destdir: dest)
         let expected: Set<String> = [
-            "usr/local/bin/mentormated", "usr/local/bin/mentormate",
+            "usr/local/bin/mentormated", "usr/local/bin/mentormate", "usr/local/bin/mentormate-ca",
             "usr/local/lib/systemd/system/mentormated.service", "usr/local/lib/systemd/system/mentormated.socket",
+            "usr/local/lib/systemd/system/mentormate-ca.service",
             "usr/local/lib/systemd/user/mentormated.service", "usr/local/lib/systemd/user/mentormated.socket",
             "usr/local/lib/systemd/user/mentormate-notify.service",
             "usr/local/lib/sysusers.d/mentormate.conf", "usr/local/lib/tmpfiles.d/mentormate.conf",
             "usr/local/share/man/man1/mentormate.1", "usr/local/share/man/man8/mentormated.8",
+            "usr/local/share/man/man8/mentormate-ca.8",
             "usr/local/share/bash-completion/completions/mentormate", "usr/local/share/bash-completion/completions/mentormated",
+            "usr/local/share/bash-completion/completions/mentormate-ca",
             "usr/local/share/doc/mentormate/OPERATIONS.md", "usr/local/share/doc/mentormate/API.md",
             "usr/local/share/doc/mentormate/mentormated.conf.example",
             "etc/mentormate/mentormated.conf",
@@ -215,6 +219,7 @@ extension EndToEndTests {
         #expect(e2e.read(usr + "/usr/lib/systemd/user/mentormated.service").contains("ExecStart=/usr/bin/mentormated\n"))
         #expect(e2e.read(usr + "/usr/lib/systemd/user/mentormate-notify.service").contains("ExecStart=/usr/bin/mentormate notify\n"))
         #expect(FileManager.default.isExecutableFile(atPath: usr + "/usr/bin/mentormate"))
+        #expect(e2e.read(usr + "/usr/lib/systemd/system/mentormate-ca.service").contains("ExecStart=/usr/bin/mentormate-ca serve --dir /var/lib/mentormate-ca\n"))
 
         // A second install keeps an edited config.
         try "listen = 0.0.0.0:4711\n".write(toFile: usr + "/etc/mentormate/mentormated.conf", atomically: true, encoding: .utf8)
@@ -234,7 +239,8 @@ extension EndToEndTests {
         // The documented default builds in release mode first (dry run: nothing is built here).
         let dry = try Self.run(e2e, [make, "-n", "install", "DESTDIR=\(e2e.path("dry"))"], directory: Self.packageRoot)
         #expect(dry.output.contains("swift build -c release --product mentormated")
-                && dry.output.contains("swift build -c release --product mentormate\n"), "\(dry.output)")
+                && dry.output.contains("swift build -c release --product mentormate\n")
+                && dry.output.contains("swift build -c release --product mentormate-ca\n"), "\(dry.output)")
     }
 
     // MARK: Readiness and watchdog
