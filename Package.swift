@@ -47,7 +47,7 @@ let package = Package(
         // Only the client links it (`mentormated` does not).
         // MentorCrypto: an account export file is encrypted by the client itself, so the account key
         // leaves the daemon only to its owner's process and never touches a disk unencrypted.
-        .target(name: "MentorCLI", dependencies: ["MentorAPI", "MentorArguments", "MentorCrypto"], path: "Sources/MentorCLI"),
+        .target(name: "MentorCLI", dependencies: ["MentorAPI", "MentorArguments", "MentorCrypto", "MentorCA"], path: "Sources/MentorCLI"),
         // Sockets, the event loop and the API server.
         .target(name: "MentorNet", dependencies: ["CDNSSD", "MentorSystem", "MentorAPI", "MentorCrypto"], path: "Sources/MentorNet"),
         // The node: accounts, profiles, feed, likes, chat — the API's methods over the replica.

@@ -28,6 +28,7 @@ extension MentormateCLI {
                     Comment.Add.self, Comment.Delete.self, Comment.Hide.self, Posts.self, Explore.self]),
          ("MEETUPS", [Meetup.Create.self, Meetup.Edit.self, Meetup.Cancel.self, Meetup.Show.self, Meetup.Join.self, Meetup.Leave.self, Meetup.Comment.self,
                       Meetups.self]),
+         ("CAMPUS", [Member.Show.self, Member.Request.self, Member.Verify.self, Member.Set.self]),
          ("SETTINGS", [Settings.Show.self, Settings.Set.self, Notify.self]),
          ("NODE", [Peers.self, Status.self, Doctor.self])]
     }
