@@ -95,7 +95,7 @@ public struct CAConfig: Sendable, Equatable {
             allowSubdomains = value == "true"
         case "listen", "smtp":
             do { _ = try HostPort.parse(value) } catch {
-                throw CASetupError("\(place): \(key): \(error.description) (e.g. \(key == "listen" ? "[::]:4712" : "127.0.0.1:25"))")
+                throw CASetupError("\(place): \(error.description) (e.g. \(key == "listen" ? "[::]:4712" : "127.0.0.1:25"))")
             }
             if key == "listen" { listen = value } else { smtp = value }
         case "from":
@@ -125,6 +125,8 @@ public struct CAConfig: Sendable, Equatable {
     public var fileText: String {
         let d = CAConfig(domain: domain)
         func line(_ key: String, _ value: String, _ isDefault: Bool) -> String { (isDefault ? "#" : "") + "\(key) = \(value)\n" }
+        let rates = line("requests_per_address_per_hour", String(requestsPerAddressPerHour), requestsPerAddressPerHour == d.requestsPerAddressPerHour)
+            + line("requests_per_client_per_hour", String(requestsPerClientPerHour), requestsPerClientPerHour == d.requestsPerClientPerHour)
         return """
             # ca.conf — settings of mentormate-ca (mentormate-ca(8), docs/OPERATIONS.md "A campus CA").
             # One `key = value` a line; `#` starts a comment. An unknown key or a bad value stops
@@ -150,8 +152,7 @@ public struct CAConfig: Sendable, Equatable {
             # Wrong tries a code survives; the next try voids it.
             \(line("attempts_per_code", String(attemptsPerCode), attemptsPerCode == d.attemptsPerCode))
             # Codes mailed to one address, and asked for by one client IP, per hour.
-            \(line("requests_per_address_per_hour", String(requestsPerAddressPerHour), requestsPerAddressPerHour == d.requestsPerAddressPerHour))
-            \(line("requests_per_client_per_hour", String(requestsPerClientPerHour), requestsPerClientPerHour == d.requestsPerClientPerHour))
+            \(rates)
             # Unused codes held at once; when full of live ones, requests are refused (rate-limited).
             \(line("max_pending_codes", String(maxPendingCodes), maxPendingCodes == d.maxPendingCodes))
             # Connections served at once; more are answered "busy".

@@ -117,7 +117,6 @@ public final class CAServer: @unchecked Sendable {
             work.enter()
             DispatchQueue.global().async { [self] in
                 serve(job.connection)
-                active.subtract(1, ordering: .relaxed)
                 work.leave()
             }
         }
@@ -126,8 +125,12 @@ public final class CAServer: @unchecked Sendable {
     /// `@unchecked Sendable`: the connection moves to the worker, and only the worker uses it.
     private struct Job: @unchecked Sendable { let connection: LineSocket }
 
+    /// Serves one connection; its slot is free again before the client sees the close.
     private func serve(_ connection: LineSocket) {
-        defer { connection.close() }
+        defer {
+            active.subtract(1, ordering: .relaxed)
+            connection.close()
+        }
         let end = ContinuousClock.now + deadline
         let line: [UInt8]
         do { line = try connection.readLine(deadline: end) } catch {

@@ -12,8 +12,9 @@ import Glibc
 final class RunningServer: @unchecked Sendable {
     let server: CAServer
     private let done = DispatchSemaphore(value: 0)
-    init(_ service: CAService) throws {
-        server = try CAServer(service: service, host: "127.0.0.1", port: 0, logger: DiscardingLogger(), deadline: .seconds(2))
+    init(_ service: CAService, maxConnections: Int? = nil) throws {
+        server = try CAServer(service: service, host: "127.0.0.1", port: 0, logger: DiscardingLogger(),
+                              maxConnections: maxConnections, deadline: .seconds(2))
         let thread = Thread { [server, done] in server.run(); done.signal() }
         thread.start()
     }
@@ -89,6 +90,21 @@ final class RunningServer: @unchecked Sendable {
         let long = "{\"op\":\"info\",\"pad\":\"" + String(repeating: "x", count: 5000) + "\"}\n"
         #expect(try running.raw(Array(long.utf8)).isEmpty)
         // The server still serves.
+        #expect(try running.client.info().domain == "campus.edu")
+    }
+
+    @Test func connectionsBeyondTheLimitAreAnsweredBusyAndASilentClientIsDroppedAtTheDeadline() throws {
+        let f = try Fixture()
+        defer { f.cleanup() }
+        let running = try RunningServer(f.service, maxConnections: 1)
+        defer { running.stop() }
+        // A client that connects and says nothing holds the one slot...
+        let silent = try LineSocket.connect(host: "127.0.0.1", port: running.server.port, deadline: .now + .seconds(5), maxLine: 4096)
+        defer { silent.close() }
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(refusal { try running.client.info() }?.code == .busy)
+        // ...until the connection's deadline (2 s here) closes it without an answer.
+        #expect(throws: LineSocketFailure.self) { try silent.readLine(deadline: .now + .seconds(5)) }
         #expect(try running.client.info().domain == "campus.edu")
     }
 
