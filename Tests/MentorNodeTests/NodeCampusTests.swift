@@ -5,6 +5,7 @@ import MentorCore
 import MentorCrypto
 import MentorStore
 @testable import MentorNode
+import MentorSystem
 
 /// Campus membership on a node (issue 19 item 5; PROTOCOL.md §6.8, OPERATIONS.md "A campus
 /// CA"): who counts as a member, what `require_membership` takes and leaves, what is shown.
@@ -177,5 +178,67 @@ import MentorStore
         #expect(card["member"]?["expires"] == .int(Int64(Self.issued + 365 * Self.day)))
         #expect(try t.node.replica.card(of: me)?.card.membership?.account == me)
         #expect(try t.call(1001, "status")["campus"]?["members"] == 1)
+    }
+}
+
+extension ApplyPipelineTests {
+    /// The campus's rule inside the real pipeline (a real replica verifies, a stand-in applies):
+    /// after the budgets, a members-only node takes members' records and declines the others —
+    /// acknowledged like any batch, no offence — and a batch bringing the certificate of an
+    /// account it declined asks the link for that account's records again (`want`). Records
+    /// of strangers go through the budget gate too, whose counts must follow what is declined
+    /// (a count for each admitted record: it once indexed past the batch and crashed).
+    @Test func aMembersOnlyPipelineDeclinesNonMembersAndAsksForAReadmittedAccountAgain() throws {
+        let wall: UInt64 = 1_800_000_000_000
+        let clock = ManualClock()
+        let replica = try Replica(path: ":memory:")
+        let campus = Campus(settings: .init(caKey: NodeCampusTests.ca.publicKey.key, requireMembership: true),
+                            replica: replica, now: { wall }, logger: DiscardingLogger())
+        let applied = AppliedCounter()
+        let store = ApplyStore(verify: { replica.verify($0) },
+                               apply: { (batches) throws(StoreError) in
+                                   applied.add(batches.map(\.verified.count).reduce(0, +))
+                                   return batches.map { $0.verified.map { _ in ApplyOutcome.applied } }
+                               },
+                               nextDue: { () throws(StoreError) in nil }, releaseDue: { () throws(StoreError) in 0 })
+        let gate = BudgetGate(replica: replica, localAccounts: { [] }, authorBudget: 64 << 20,
+                              budget: .init(maxAccounts: 1_000, maxBytes: 1 << 30), logger: DiscardingLogger())
+        let queue = DispatchQueue(label: "campus pipeline")
+        let pipeline = ApplyPipeline<FakeShell>(queue: queue, store: store, budgetGate: gate, campus: campus, localAccounts: { [] },
+                                                recordsPerApply: 1024, logger: DiscardingLogger(), clock: { clock.now }, wallClock: { wall })
+        let shell = FakeShell()
+        pipeline.shell = shell
+        let link = FakeLink(serial: 1, now: clock.now)
+        shell.add(link)
+        func submit(_ batch: [[UInt8]]) {
+            queue.sync { pipeline.submit(batch, from: link, linked: { _ in false }) }
+            pipeline.applyQueue.sync {}
+            queue.sync {}
+        }
+        let (ana, cy) = try NodeCampusTests.records()
+        submit([cy[0], ana[0], cy[1], ana[1]])
+        #expect(applied.count == 2, "Ana's two records are applied, Cy's two declined")
+        #expect(link.outcomes == [.init(stored: 2, refused: 0, holdAck: false)], "declined is no offence: \(link.outcomes)")
+        #expect(gate.storage.accounts == 1, "the budget counts Ana's account only")
+        #expect(campus.counts.declinedRecords == 2)
+        // Cy's follow offered again is dropped before it is verified; his card is not.
+        submit([cy[1]])
+        #expect(applied.count == 2 && campus.counts.declinedRecords == 3)
+        // Cy's certificate arrives: taken, and Cy's earlier records are asked for again.
+        var w = RecordWriter(keys: NodeCampusTests.cy, lastSeq: 2)
+        var edit = ProfileCard()
+        edit.membership = try NodeCampusTests.certificate(NodeCampusTests.cy)
+        submit([try w.profile(edit, at: NodeCampusTests.issued + 9).encoded])
+        #expect(applied.count == 3)
+        #expect(link.deferredAuthors == [[NodeCampusTests.cy.publicKey.key]], "\(link.deferredAuthors)")
+        submit(cy)
+        #expect(applied.count == 5, "Cy's records are taken now")
+    }
+
+    final class AppliedCounter: @unchecked Sendable {   // `n` only under `lock`
+        private let lock = NSLock()
+        private var n = 0
+        func add(_ k: Int) { lock.withLock { n += k } }
+        var count: Int { lock.withLock { n } }
     }
 }

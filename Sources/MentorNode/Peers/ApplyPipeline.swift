@@ -152,29 +152,35 @@ final class ApplyPipeline<Shell: ApplyShell>: @unchecked Sendable {
         guard !jobs.isEmpty, !gate.withLock({ stopped }) else { return }
         let verified = jobs.map { $0.checked.wait() }
         var admittedBytes: [PublicKey: Int64] = [:]
-        var budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
-        // The campus's membership rule, over what the budgets admitted (`Campus.admit`).
+        let budgets = jobs.map { budgetGate.withinBudget($0.kept, admittedBytes: &admittedBytes) }
+        // The campus's membership rule, over what the budgets admitted (`Campus.admit`): which
+        // of each batch's admitted records are applied.
+        var takes = budgets.map { $0.admitted.map { _ in true } }
         var readmitted = jobs.map { _ in [PublicKey]() }
         if let campus {
             let local = Set(localAccounts())
             for k in jobs.indices {
-                let admitted = budgets[k].admitted
-                let (takes, again) = campus.admit(admitted.map { try? verified[k][$0].get() }, local: local)
-                budgets[k].admitted = zip(admitted, takes).filter(\.1).map(\.0)
-                readmitted[k] = again
+                (takes[k], readmitted[k]) = campus.admit(budgets[k].admitted.map { try? verified[k][$0].get() }, local: local)
             }
         }
+        let applying = jobs.indices.map { k in zip(budgets[k].admitted, takes[k]).filter(\.1).map(\.0) }
         let store = self.store
         let result = Result<[[ApplyOutcome]], StoreError> { () throws(StoreError) in
             try store.apply(jobs.indices.map { k in
-                (verified: budgets[k].admitted.map { verified[k][$0] }, origin: jobs[k].serial)
+                (verified: applying[k].map { verified[k][$0] }, origin: jobs[k].serial)
             })
         }
         for (k, job) in jobs.enumerated() {
             let (indices, overBudget, classes) = budgets[k]
-            let admitted = indices.map { job.kept[$0] }
             let batchResult = result.map { $0[k] }
-            budgetGate.countStored(admitted, classes, try? batchResult.get())
+            // The budgets count every record they admitted: a record the campus declined was
+            // not stored (a new account it counted is given back).
+            let counted = (try? batchResult.get()).map { outcomes -> [ApplyOutcome] in
+                var next = outcomes.makeIterator()
+                return takes[k].map { $0 ? next.next() ?? .duplicate : .duplicate }
+            }
+            budgetGate.countStored(indices.map { job.kept[$0] }, classes, counted)
+            let admitted = applying[k].map { job.kept[$0] }
             let again = readmitted[k]
             queue.async { self.applied(batchResult, of: job, admitted: admitted, overBudget: overBudget, readmitted: again) }
         }
