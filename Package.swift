@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(name: "MentorCryptoTests", dependencies: ["MentorCrypto", "MentorCore"],
                     path: "Tests/MentorCryptoTests"),
         .testTarget(name: "MentorNetTests", dependencies: ["MentorNet", "MentorSystem", "MentorAPI", "CPosix", "MentorCrypto"], path: "Tests/MentorNetTests"),
-        .testTarget(name: "MentorCLITests", dependencies: ["MentorCLI", "MentorArguments", "MentorAPI"],
+        .testTarget(name: "MentorCLITests", dependencies: ["MentorCLI", "MentorArguments", "MentorAPI", "MentorCA", "MentorCore", "MentorCrypto"],
                     path: "Tests/MentorCLITests"),
         .testTarget(name: "MentorNodeTests", dependencies: ["MentorNode", "MentorSystem", "MentorAPI", "MentorCrypto", "MentorCore"],
                     path: "Tests/MentorNodeTests"),

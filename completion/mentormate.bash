@@ -12,7 +12,7 @@ _mentormate() {
     fi
 
     local global="--socket --json --help -h --version"
-    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch people block unblock blocked follow unfollow followers following chat post comment posts explore identify quiz leaderboard games game meetup meetups settings notify peers status doctor help"
+    local commands="signup login logout whoami account device profile feed swipe like pass undo matches unmatch people block unblock blocked follow unfollow followers following chat post comment posts explore identify quiz leaderboard games game meetup meetups member settings notify peers status doctor help"
 
     case "$prev" in
         --socket|--photo|--import|--save-photos)
@@ -44,7 +44,7 @@ _mentormate() {
             -*) continue ;;
         esac
         if [[ -z "$cmd" ]]; then cmd="$w"
-        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment || "$cmd" == game ) && -z "$sub" ]]; then
+        elif [[ ( "$cmd" == profile || "$cmd" == device || "$cmd" == account || "$cmd" == settings || "$cmd" == post || "$cmd" == comment || "$cmd" == game || "$cmd" == member ) && -z "$sub" ]]; then
             sub="$w"; [[ "$cmd $sub" == "profile photo" ]] || break
         elif [[ "$cmd $sub" == "profile photo" && -z "$sub2" ]]; then sub2="$w"; break
         else break
@@ -98,6 +98,11 @@ _mentormate() {
             case "$sub" in
                 create) opts="--title --game --course --at --duration --place --seats --age --adults-only --about" ;;
                 edit) opts="--title --game --course --at --duration --place --seats --age --adults-only --no-age-limit --about" ;;
+            esac ;;
+        member)
+            if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "show request verify set" -- "$cur")); return; fi
+            case "$sub" in
+                request|verify) opts="--ca" ;;
             esac ;;
         post)
             if [[ -z "$sub" ]]; then COMPREPLY=($(compgen -W "create show edit delete like unlike hide" -- "$cur")); return; fi

@@ -60,6 +60,9 @@ public protocol ClientHost: AnyObject {
     func readInputLine() -> String?
     /// An environment variable (default: none).
     func environment(_ name: String) -> String?
+    /// The campus CA at `address` (HOST:PORT) for `member request|verify` (default: a
+    /// `CAClient`, over TCP from this process; `MemberCommands.swift`).
+    func campusCA(at address: String) throws(ClientError) -> any CampusCA
     /// The path of the program `name` on PATH; nil when there is none (default: nil).
     func findProgram(_ name: String) -> String?
     /// Runs `argv` (`argv[0]` a path from `findProgram`) as argv, never through a shell, and

@@ -160,6 +160,9 @@ public enum ClientFormat {
             pairs.append(("availability", sanitize(availability, keepNewlines: true)))
         }
         pairs += cardFields(card)
+        if let m = card.object(.member, as: CardMember.self), let domain = m[.domain]?.stringValue {
+            pairs.append(("member", "of \(sanitize(domain))" + (m[.expires]?.intValue.map { " until \(time($0, in: zone).prefix(10))" } ?? "")))
+        }
         if let contact = card[.contact]?.stringValue { pairs.append(("contact", sanitize(contact))) }
         // Every photo, numbered as `profile photo remove|order` take them (a daemon before photo
         // lists sends only `photo`).
@@ -230,9 +233,6 @@ public enum ClientFormat {
             if !parts.isEmpty { pairs.append(("prefers", parts.joined(separator: "; "))) }
         }
         if card[.paused]?.boolValue == true { pairs.append(("paused", "yes: hidden from new feeds")) }
-        if let m = card.object(.member, as: CardMember.self), let domain = m[.domain]?.stringValue {
-            pairs.append(("member", "of \(sanitize(domain))" + (m[.expires]?.intValue.map { " until \(time($0, in: .current).prefix(10))" } ?? "")))
-        }
         return pairs
     }
 

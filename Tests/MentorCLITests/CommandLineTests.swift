@@ -95,6 +95,15 @@ final class CLIFakeHost: ClientHost {
     func findProgram(_ name: String) -> String? { programs[name] }
     func runProgram(_ argv: [String]) throws(ClientError) -> Int32 { ran.append(argv); return programStatus }
 
+    /// `member request|verify`: the CA a test stands up, and the addresses asked for.
+    var fakeCA: (any CampusCA)?
+    var campusCAAddresses: [String] = []
+    func campusCA(at address: String) throws(ClientError) -> any CampusCA {
+        campusCAAddresses.append(address)
+        guard let fakeCA else { throw ClientError("no campus CA in this test") }
+        return fakeCA
+    }
+
     var stdout: String { out.joined(separator: "\n") }
     var stderr: String { err.joined(separator: "\n") }
 
