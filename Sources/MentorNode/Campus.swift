@@ -22,8 +22,8 @@ import MentorSystem
 ///   of accounts declined lately are dropped before their signatures are checked; at most
 ///   `declinedCapacity` accounts are remembered.
 /// - **Shown** (`hiddenAccounts`): with `require_membership`, the accounts whose cards this
-///   node holds but that are not members now (held from before the setting, or whose
-///   certificate expired) are left out of every list, like blocked ones.
+///   node holds but that are not members now (held from before the setting, whose certificate
+///   expired, or this node's own not certified) are left out of every list, like blocked ones.
 ///
 /// `@unchecked Sendable`: the mutable state is guarded by `lock`; the rest is immutable.
 public final class Campus: @unchecked Sendable {
@@ -47,9 +47,6 @@ public final class Campus: @unchecked Sendable {
 
     public let settings: Settings
     static let declinedCapacity = 262_144
-    /// How long the set of held non-members is reused before it is read again (new accounts
-    /// reach the replica without the gate only by this node's own sign-ups and imports).
-    static let hiddenTTL: UInt64 = 10_000
 
     private let replica: Replica
     private let now: @Sendable () -> UInt64
@@ -59,8 +56,9 @@ public final class Campus: @unchecked Sendable {
     private var declined: Set<PublicKey> = []
     private var declinedRecords = 0
     private var declinedLogged = false
-    private var version = 0
-    private var hidden: (version: Int, readAt: UInt64, until: UInt64, accounts: Set<PublicKey>)?
+    /// The held accounts that are not members (`hiddenAccounts`), read once then kept here.
+    private struct Hidden { var accounts: Set<PublicKey>; var nextExpiry: UInt64 }
+    private var hidden: Hidden?
 
     public init(settings: Settings, replica: Replica, now: @escaping @Sendable () -> UInt64, logger: any Logger) {
         self.settings = settings
@@ -97,7 +95,11 @@ public final class Campus: @unchecked Sendable {
             if let known = members[certificate.account], known.expires >= certificate.expires { return }
             members[certificate.account] = Member(domain: certificate.domain, expires: certificate.expires)
             declined.remove(certificate.account)
-            version += 1
+            if var h = hidden {
+                if certificate.expires > now() { h.accounts.remove(certificate.account) }
+                h.nextExpiry = min(h.nextExpiry, certificate.expires)
+                hidden = h
+            }
         }
     }
 
@@ -170,32 +172,45 @@ public final class Campus: @unchecked Sendable {
         return kept
     }
 
-    /// With `require_membership`: the accounts this node holds a card of that are not members
-    /// now and not this node's (`local`), to leave out of what is shown; empty otherwise.
-    public func hiddenAccounts(local: Set<PublicKey>) -> Set<PublicKey> {
+    /// With `require_membership`: the accounts to leave out of what `viewer` is shown — those
+    /// this node holds a card of that are not members now, and this node's own accounts
+    /// (`locals`) that are not — never `viewer`; empty otherwise.
+    ///
+    /// The accounts held are read once (`Replica.cardAccounts`, a pass over every account:
+    /// ~100 ms at 50,000, `mentormate-bench campus`); after that the set only changes in
+    /// memory — with `require_membership` a stranger's account reaches the replica only as a
+    /// member, so the set shrinks when a certificate arrives (`note`) and grows when a member's
+    /// certificate expires (the members are looked over once per expiry, not per request).
+    public func hiddenAccounts(viewer: PublicKey?, locals: Set<PublicKey>) -> Set<PublicKey> {
         guard settings.requires else { return [] }
         let now = self.now()
-        let cached = lock.withLock { () -> Set<PublicKey>? in
-            guard let h = hidden, h.version == version, now < h.until, now < h.readAt + Self.hiddenTTL else { return nil }
-            return h.accounts
-        }
-        if let cached { return cached.subtracting(local) }
-        let seenVersion = lock.withLock { version }
-        let held: [PublicKey]
-        do { held = try replica.cardAccounts() } catch {
-            logger.log(.warning, "reading the accounts held failed; non-members may be shown until it succeeds", ["error": "\(error)"])
-            return []
-        }
-        let (accounts, until) = lock.withLock { () -> (Set<PublicKey>, UInt64) in
-            var out: Set<PublicKey> = []
-            var until = UInt64.max
-            for a in held {
-                if let m = members[a], m.expires > now { until = min(until, m.expires) } else { out.insert(a) }
+        if lock.withLock({ hidden == nil }) {
+            let held: [PublicKey]
+            do { held = try replica.cardAccounts() } catch {
+                logger.log(.warning, "reading the accounts held failed; non-members may be shown until it succeeds", ["error": "\(error)"])
+                return []
             }
-            hidden = (seenVersion, now, until, out)
-            return (out, until)
+            lock.withLock {
+                guard hidden == nil else { return }
+                hidden = Hidden(accounts: Set(held.filter { members[$0].map { $0.expires <= now } ?? true }), nextExpiry: nextExpiry(after: now))
+            }
         }
-        _ = until
-        return accounts.subtracting(local)
+        return lock.withLock {
+            guard var h = hidden else { return [] }
+            if now >= h.nextExpiry {
+                for (account, m) in members where m.expires <= now { h.accounts.insert(account) }
+                h.nextExpiry = nextExpiry(after: now)
+                hidden = h
+            }
+            var out = h.accounts
+            for account in locals where members[account].map({ $0.expires <= now }) ?? true { out.insert(account) }
+            if let viewer { out.remove(viewer) }
+            return out
+        }
+    }
+
+    /// The earliest expiry after `now` among the members (under `lock`).
+    private func nextExpiry(after now: UInt64) -> UInt64 {
+        members.values.lazy.map(\.expires).filter { $0 > now }.min() ?? .max
     }
 }

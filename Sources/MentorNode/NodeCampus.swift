@@ -16,7 +16,13 @@ extension Node {
     /// The accounts left out of what `me` is shown: those it blocks and, with
     /// `require_membership`, the non-members this node holds (never `me`).
     func hiddenAccounts(of me: PublicKey) throws -> Set<PublicKey> {
-        try replica.blockedAccounts(of: me).union(campus.hiddenAccounts(local: [me]))
+        try replica.blockedAccounts(of: me).union(campusHidden(viewer: me))
+    }
+
+    /// With `require_membership`, the non-members to leave out of what `viewer` (nil: a user
+    /// without an account here) is shown. On `queue`.
+    func campusHidden(viewer: PublicKey?) -> Set<PublicKey> {
+        campus.hiddenAccounts(viewer: viewer, locals: localKeys)
     }
 
     /// `membership.set`: checks the certificate — its form, the CA's signature, that it names the

@@ -235,7 +235,7 @@ extension Node {
         filter.topic = Meetup.Topic(kind: .game, name: game)
         filter.limit = 20
         let viewer = account(ifAny: caller)
-        filter.excludedHosts = viewer.map { (try? hiddenAccounts(of: $0)) ?? [] } ?? campus.hiddenAccounts(local: [])
+        filter.excludedHosts = viewer.map { (try? hiddenAccounts(of: $0)) ?? [] } ?? campusHidden(viewer: nil)
         return ((try? replica.meetups(filter)) ?? []).compactMap { try? meetupInfo($0, viewer: viewer, attendees: false) }
     }
 
@@ -300,7 +300,7 @@ extension Node {
         }
         let status = m.cancelled ? "cancelled" : m.ends <= now ? "ended" : m.start <= now ? "under way" : m.taken >= m.seats ? "full" : "open"
         let you = m.host == viewer ? "host" : people.first { $0.account == viewer }.map { place($0.place) }
-        let blocked = attendees ? viewer.flatMap { try? hiddenAccounts(of: $0) } ?? campus.hiddenAccounts(local: []) : []
+        let blocked = attendees ? viewer.flatMap { try? hiddenAccounts(of: $0) } ?? campusHidden(viewer: nil) : []
         return MeetupInfo(
             id: Self.shortMeetupID(m.id), host: m.host.id, hostName: names[m.host], title: m.title,
             kind: m.topic.kind == .game ? "game" : "course", topic: m.topic.name, start: Int64(clamping: m.start), ends: Int64(clamping: m.ends),

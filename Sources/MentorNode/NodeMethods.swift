@@ -287,7 +287,7 @@ extension Node {
             throw RPCError(.notFound, "\(key.shortID)… has no profile card on this node yet")
         }
         if campus.settings.requires, try replica.nodeAccount(uid: caller.uid)?.account != key,
-           campus.hiddenAccounts(local: []).contains(key) {
+           campusHidden(viewer: nil).contains(key) {
             throw RPCError(.notFound, "\(key.shortID)… is not a member of this campus (require_membership): its card is not shown here")
         }
         var card = shownCard(state)

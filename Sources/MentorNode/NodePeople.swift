@@ -31,7 +31,7 @@ extension Node {
             guard !wanted.isEmpty else { throw RPCError(.invalidParams, "people: course is empty") }
             filter.courses = Set(courseNames.indices.filter { courseNames[$0].lowercased() == wanted }.map { Int32($0) })
         }
-        var excluded = campus.hiddenAccounts(local: [])
+        var excluded = campusHidden(viewer: nil)
         if let me = try replica.nodeAccount(uid: caller.uid)?.account {
             excluded.remove(me)
             excluded.insert(me)

@@ -128,6 +128,11 @@ import MentorSystem
         let status = try t.call(1001, "status")["campus"]
         #expect(status?["requireMembership"] == true && status?["members"] == 1 && status?["ca"] == "[::1]:7400")
         #expect(status?["caKey"]?.stringValue == MembershipCertificate.printKey(Self.ca.publicKey.key))
+        // Another user of this node, not certified, is hidden from Ben but sees their own card.
+        let dee = try #require(try t.call(1002, "account.signup", ["email": "dee@uni.edu", "name": "Dee", "role": "tutor"])["id"]?.stringValue)
+        #expect(try t.call(1002, "profile.show")["id"]?.stringValue == dee)
+        #expect(t.error(1001, "profile.show", ["id": .string(dee)])?.code == RPCError.Code.notFound.rawValue)
+        #expect(try t.call(1002, "people")["people"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [anaID])
         // A year on, Ana's certificate has expired: she is hidden too.
         t.wall.advance(days: 400)
         #expect(try t.call(1001, "people")["people"]?.arrayValue?.isEmpty == true)

@@ -25,26 +25,7 @@ final class CaptureRelay: @unchecked Sendable {
     init(targetPort: Int, limit: Int = 64 << 20) throws {
         self.targetPort = UInt16(targetPort)
         self.limit = limit
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw E2EError("relay socket: \(String(cString: strerror(errno)))") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        var address = CaptureRelay.loopback(port: 0)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(fd, 16) == 0 else {
-            let why = String(cString: strerror(errno))
-            close(fd)
-            throw E2EError("relay bind/listen: \(why)")
-        }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        listenFD = fd
-        port = Int(UInt16(bigEndian: actual.sin_port))
+        (listenFD, port) = try loopbackListener(backlog: 16, what: "relay")
         start { [self] in acceptLoop() }
     }
 
@@ -185,4 +166,31 @@ func accountKeyBytes(_ id: String) throws -> [UInt8] {
     }
     guard bytes.count == 32 else { throw E2EError("\(id) decoded to \(bytes.count) bytes") }
     return bytes
+}
+
+/// A TCP socket listening on 127.0.0.1 at a port the kernel picks (`SO_REUSEADDR`, close on
+/// exec): the descriptor and the port. For the tests' stand-in servers (`CaptureRelay`,
+/// `SMTPCapture`).
+func loopbackListener(backlog: Int32, what: String) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw E2EError("\(what) socket: \(String(cString: strerror(errno)))") }
+    var one: Int32 = 1
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0, listen(fd, backlog) == 0 else {
+        let why = String(cString: strerror(errno))
+        close(fd)
+        throw E2EError("\(what) bind/listen: \(why)")
+    }
+    var actual = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &actual) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return (fd, Int(UInt16(bigEndian: actual.sin_port)))
 }

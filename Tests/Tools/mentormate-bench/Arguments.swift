@@ -69,6 +69,9 @@ enum Usage {
           hub       One hub and N client daemons over loopback (50, 200, 500): the hub's memory
                     and CPU per client, push latency p50/p99 to every client, extrapolated
                     to 2,000 clients.
+          campus    Membership certificates at campus shape (1,000 to 50,000 accounts): verify
+                    and apply cost of a certified card against a plain one, and the reads over
+                    every account (members at start, accounts held) as the count grows.
           discovery In the multi-host lab (root): time from starting a daemon on a fresh host
                     to it being listed in `peers`, and its card readable, on another host.
           work      An account's proof of work on one core: hash rate, search time at a

@@ -60,6 +60,19 @@ case .argument(PeersCommand.name)?:
         printError("error: \(error)\nRun `mentormate-bench \(PeersCommand.name) --help` for usage.")
         status = 2
     }
+case .argument(CampusCommand.name)?:
+    do {
+        switch try CampusCommand.parse(tokens.dropFirst()) {
+        case .help:
+            print(CampusCommand.help)
+            status = 0
+        case .run(let command):
+            status = command.run() ? 0 : 1
+        }
+    } catch {
+        printError("error: \(error)\nRun `mentormate-bench \(CampusCommand.name) --help` for usage.")
+        status = 2
+    }
 case .argument(HubCommand.name)?:
     do {
         switch try HubCommand.parse(tokens.dropFirst()) {
