@@ -2,7 +2,7 @@
 # units (and the user's mentormate-notify.service) and their companions, a commented default
 # config, the man pages and bash completion.
 #
-#   make                      # swift build -c release (mentormated, mentormate, mentormate-ca)
+#   make                      # release build (scripts/build-release): mentormated, mentormate, mentormate-ca
 #   sudo make install         # into /usr/local (units into /usr/local/lib/systemd/...)
 #   sudo make uninstall       # removes what install put there; keeps /var/lib/mentormate
 #
@@ -30,7 +30,9 @@ SYSCONFDIR  ?= /etc
 DESTDIR     ?=
 
 SWIFT       ?= swift
-SWIFTFLAGS  ?= -c release
+# The release build is scripts/build-release's: the flags and the scratch path (.build/static)
+# scripts/run and scripts/demo use too, so whichever builds second only relinks.
+RELEASE     = SWIFT="$(SWIFT)" bash scripts/build-release
 SKIP_BUILD  ?=
 BUILD_DIR   ?=
 INSTALL     ?= install
@@ -70,13 +72,11 @@ all: build
 
 build:
 ifeq ($(SKIP_BUILD),)
-	$(SWIFT) build $(SWIFTFLAGS) --product mentormated
-	$(SWIFT) build $(SWIFTFLAGS) --product mentormate
-	$(SWIFT) build $(SWIFTFLAGS) --product mentormate-ca
+	$(RELEASE) $(PROGRAMS) >/dev/null
 endif
 
 install: build
-	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build $(SWIFTFLAGS) --show-bin-path)"; \
+	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(RELEASE))"; \
 	for p in $(PROGRAMS); do \
 	  [ -x "$$bin/$$p" ] || { echo "make install: $$bin/$$p is missing; run make (or give BUILD_DIR=)" >&2; exit 1; }; \
 	done; \
@@ -136,16 +136,14 @@ uninstall:
 # changelog for VERSION, and runs dpkg-buildpackage there: debhelper installs the files through
 # `make install PREFIX=/usr`, writes the maintainer scripts and computes Depends. The .deb lands
 # in DEB_OUT (default: here). VERSION is MentorMateVersion.string (Sources/MentorAPI/Version.swift),
-# the one the programs print with --version. DEB_SCRATCH is the release build's own scratch path
-# (kept between runs, so a second `make deb` only relinks what changed); DEB_STAGE is scratch
+# the one the programs print with --version. The release build is scripts/build-release's, in
+# .build/static (kept between runs, so a second `make deb` only relinks what changed; -z now binds
+# every symbol at start, for lintian's hardening-no-bindnow); DEB_STAGE is scratch
 # for dpkg-buildpackage (it writes the .deb, .buildinfo and .changes next to the staged tree). SKIP_BUILD=1 and BUILD_DIR=DIR package programs already built in DIR.
 VERSION     := $(shell sed -n 's/^ *public static let string = "\(.*\)"$$/\1/p' Sources/MentorAPI/Version.swift)
 DEB_ARCH    := $(shell dpkg --print-architecture 2>/dev/null)
-DEB_SCRATCH ?= .build/deb
 DEB_STAGE   ?= .build/deb-stage
 DEB_OUT     ?= .
-# -z now: every symbol bound at start, so the GOT can be read-only (lintian's hardening-no-bindnow).
-DEB_SWIFTFLAGS ?= -c release --static-swift-stdlib --scratch-path $(DEB_SCRATCH) -Xlinker -z -Xlinker now
 DEB         = mentormate_$(VERSION)_$(DEB_ARCH).deb
 DEB_TOOLS   = dpkg-buildpackage:dpkg-dev dh:debhelper dpkg-shlibdeps:dpkg-dev
 
@@ -157,17 +155,15 @@ deb:
 	done
 ifeq ($(SKIP_BUILD),)
 	@command -v $(SWIFT) >/dev/null || { echo "make deb: $(SWIFT) is not on PATH; the Swift 6.3 toolchain builds the programs (scripts/deps)" >&2; exit 1; }
-	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormated
-	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormate
-	$(SWIFT) build $(DEB_SWIFTFLAGS) --product mentormate-ca
+	$(RELEASE) $(PROGRAMS) >/dev/null
 endif
-	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(SWIFT) build $(DEB_SWIFTFLAGS) --show-bin-path)"; \
+	@bin="$(BUILD_DIR)"; [ -n "$$bin" ] || bin="$$($(RELEASE))"; \
 	[ -d "$$bin" ] || { echo "make deb: $$bin does not exist; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \
 	bin="$$(cd "$$bin" && pwd)"; \
 	for p in $(PROGRAMS); do \
 	  [ -x "$$bin/$$p" ] || { echo "make deb: $$bin/$$p is missing; run make deb without SKIP_BUILD, or give BUILD_DIR=" >&2; exit 1; }; \
 	  if ldd "$$bin/$$p" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|not found'; then \
-	    echo "make deb: $$bin/$$p needs the libraries above, which no Debian package provides; build it with --static-swift-stdlib (DEB_SWIFTFLAGS)" >&2; exit 1; \
+	    echo "make deb: $$bin/$$p needs the libraries above, which no Debian package provides; build it with scripts/build-release (--static-swift-stdlib)" >&2; exit 1; \
 	  fi; \
 	done; \
 	set -e; \

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// Issue 19 item 1: the Debian package. `make deb` is run once for the whole suite (the release
-/// build with the Swift runtime linked statically takes minutes when cold, seconds when its
-/// scratch path `.build/deb` is warm); the tests then read the package with the real dpkg-deb,
+/// build with the Swift runtime linked statically, `scripts/build-release`, takes minutes when
+/// cold, seconds when its scratch path `.build/static` is warm — and the README's `scripts/run`
+/// then reuses it, `ReadmeTests`); the tests then read the package with the real dpkg-deb,
 /// lintian and dpkg, and install, upgrade, remove and purge it in a throwaway root
 /// (`dpkg --root=DIR --force-script-chrootless`: the maintainer scripts run on this machine with
 /// `DPKG_ROOT=DIR`, as in a bootstrap, and systemd does not run there).

@@ -115,6 +115,15 @@ extension EndToEndTests {
         let varLib = "/var/lib/mentormate"
         let hadVarLib = FileManager.default.fileExists(atPath: varLib)
         defer { if !hadVarLib { rmdir(varLib) } }
+        // Over the suite's release build when it has one (`.build/static`, made by `make deb`
+        // in DebPackageTests, which runs first): the clone is seen at this repository's path with
+        // its `.build` an overlay on the suite's, as for `bash scripts/test` below, so the
+        // README's release build (`scripts/build-release`, the same flags and scratch path) only
+        // relinks what the clone changes. Otherwise the clone's own `.build` (kept between runs).
+        let suiteBuild = LabHosts.repository + "/.build"
+        let sharesRelease = FileManager.default.fileExists(atPath: suiteBuild + "/static/release")
+        let runOverlay = Self.readmeBase + "/overlay-run"
+        defer { if sharesRelease { _ = try? e2e.tool(["/bin/rm", "-rf", runOverlay], timeout: .seconds(120)) } }
         let namespace = """
             set -e
             ip link set lo up
@@ -124,19 +133,31 @@ extension EndToEndTests {
               mkdir -p "$d"; mount -t tmpfs -o mode=0755 tmpfs "$d"
             done
             mkdir -p /var/lib/mentormate; mount -t tmpfs -o mode=0700 tmpfs /var/lib/mentormate
-            cd "$0"
-            exec bash -c "$1"
+            clone="$0"; line="$1"; repo="$2"; lower="$3"; overlay="$4"
+            if [ -n "$lower" ]; then
+              rm -rf "$overlay"; mkdir -p "$overlay/upper" "$overlay/work" "$overlay/tmp" "$clone/.build"
+              mount -t overlay overlay -o "lowerdir=$lower,upperdir=$overlay/upper,workdir=$overlay/work" "$clone/.build"
+              rm -f "$clone/.build/.lock"
+              chmod 1777 "$overlay/tmp"; mount --bind "$overlay/tmp" /tmp
+              mkdir -p "$repo"; mount --rbind "$clone" "$repo"
+              cd "$repo"
+            else
+              cd "$clone"
+            fi
+            exec bash -c "$line"
             """
         var env = ChildProcess.baseEnvironment
         env["XDG_RUNTIME_DIR"] = nil
         env["PATH"] = "/usr/local/bin:" + (env["PATH"] ?? "/usr/bin:/bin")
         let runLog = e2e.path("run.err")
-        let run = try ChildProcess(["/usr/bin/unshare", "-m", "-n", "--propagation", "private", "/bin/bash", "-c", namespace, clone, start[0]],
+        let run = try ChildProcess(["/usr/bin/unshare", "-m", "-n", "--propagation", "private", "/bin/bash", "-c", namespace, clone, start[0],
+                                    LabHosts.repository, sharesRelease ? suiteBuild : "", runOverlay],
                                    environment: env, stdout: .file(e2e.path("run.out")), stderr: .file(runLog))
         defer { if run.wait(timeout: .zero) == nil { _ = run.kill() } }
         let (log, took, served) = labPoll(timeout: .seconds(50 * 60), interval: .seconds(1), { e2e.read(runLog) },
                                           until: { $0.contains("Stop it with Ctrl-C.") || run.wait(timeout: .zero) != nil })
-        print("readme: `\(start[0])` served after \(took)")
+        let builds = log.split(separator: "\n").filter { $0.hasPrefix("Build of product") }.joined(separator: "; ")
+        print("readme: `\(start[0])` served after \(took)\(sharesRelease ? " over the suite's release build" : " (the clone's own build)"): \(builds)")
         try #require(served && run.wait(timeout: .zero) == nil, "scripts/run did not get to serving:\n\(log.suffix(4000))")
         #expect(log.contains("scripts/run: mDNS: on — started avahi-daemon"), "Avahi installed but not running is started:\n\(log.suffix(3000))")
         #expect(log.contains("  mentormated is running; its socket is /run/mentormate/api.sock"), "\(log.suffix(3000))")
@@ -193,7 +214,6 @@ extension EndToEndTests {
         // With the suite's build as the lower layer of the clone's `.build` when there is one.
         let testLine = start[1].components(separatedBy: "#")[0].trimmingCharacters(in: .whitespaces) + " --filter Bech32Tests"
         let testOut = e2e.path("test.out")
-        let suiteBuild = LabHosts.repository + "/.build"
         let sharesBuild = FileManager.default.fileExists(atPath: suiteBuild)
             && URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().path
                 .hasPrefix(URL(fileURLWithPath: suiteBuild).resolvingSymlinksInPath().path + "/")
