@@ -236,11 +236,13 @@ extension EndToEndTests {
         #expect(removedUsr.status.exitCode == 0, "\(removedUsr.output)")
         #expect(Self.files(under: usr) == ["etc/mentormate/mentormated.conf"], "\(Self.files(under: usr).sorted())")
 
-        // The documented default builds in release mode first (dry run: nothing is built here).
+        // The documented default builds in release mode first (dry run: nothing is built here),
+        // with scripts/build-release.
         let dry = try Self.run(e2e, [make, "-n", "install", "DESTDIR=\(e2e.path("dry"))"], directory: Self.packageRoot)
-        #expect(dry.output.contains("swift build -c release --product mentormated")
-                && dry.output.contains("swift build -c release --product mentormate\n")
-                && dry.output.contains("swift build -c release --product mentormate-ca\n"), "\(dry.output)")
+        #expect(dry.output.contains("bash scripts/build-release mentormated mentormate mentormate-ca"), "\(dry.output)")
+        // ... scripts/build-release's: the shipped flags, in the scratch path scripts/run and make deb share.
+        let script = try String(contentsOfFile: Self.packageRoot + "/scripts/build-release", encoding: .utf8)
+        #expect(script.contains("flags=(-c release --static-swift-stdlib --scratch-path .build/static -Xlinker -z -Xlinker now)"), "\(script)")
     }
 
     // MARK: Readiness and watchdog
