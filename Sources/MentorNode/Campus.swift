@@ -56,6 +56,8 @@ public final class Campus: @unchecked Sendable {
     private var declined: Set<PublicKey> = []
     private var declinedRecords = 0
     private var declinedLogged = false
+    /// Members now, until the earliest of their certificates expires (`counts`; 0: count again).
+    private var memberCount: (value: Int, validUntil: UInt64) = (0, 0)
     /// The held accounts that are not members (`hiddenAccounts`), read once then kept here.
     private struct Hidden { var accounts: Set<PublicKey>; var nextExpiry: UInt64 }
     private var hidden: Hidden?
@@ -81,10 +83,20 @@ public final class Campus: @unchecked Sendable {
         return lock.withLock { members[account].flatMap { $0.expires > now ? $0 : nil } }
     }
 
-    /// Members now, and records declined since start (`status.campus`).
+    /// Members now, and records declined since start (`status.campus`). The members are counted
+    /// again only after a certificate arrives or one expires, so `status` costs the same however
+    /// many there are.
     public var counts: (members: Int, declinedRecords: Int, declinedAccounts: Int) {
         let now = self.now()
-        return lock.withLock { (members.values.filter { $0.expires > now }.count, declinedRecords, declined.count) }
+        return lock.withLock {
+            if now >= memberCount.validUntil {
+                var count = 0
+                var until = UInt64.max
+                for m in members.values where m.expires > now { count += 1; until = min(until, m.expires) }
+                memberCount = (count, until)
+            }
+            return (memberCount.value, declinedRecords, declined.count)
+        }
     }
 
     /// Takes note of a certificate whose signature was verified: one of this campus's counts
@@ -94,6 +106,7 @@ public final class Campus: @unchecked Sendable {
         lock.withLock {
             if let known = members[certificate.account], known.expires >= certificate.expires { return }
             members[certificate.account] = Member(domain: certificate.domain, expires: certificate.expires)
+            memberCount.validUntil = 0
             declined.remove(certificate.account)
             if var h = hidden {
                 if certificate.expires > now() { h.accounts.remove(certificate.account) }
@@ -104,10 +117,18 @@ public final class Campus: @unchecked Sendable {
     }
 
     /// A current certificate of this campus in a verified card, if it carries one.
-    func certificate(in v: VerifiedRecord, at now: UInt64) -> MembershipCertificate? {
-        guard let ca = settings.caKey, v.record.type == .profile,
-              let c = ProfileCard.membership(inBody: v.record.body), c.ca == ca, c.isCurrent(at: now) else { return nil }
+    func certificate(in record: Record, at now: UInt64) -> MembershipCertificate? {
+        guard let ca = settings.caKey, record.type == .profile,
+              let c = ProfileCard.membership(inBody: record.body), c.ca == ca, c.isCurrent(at: now) else { return nil }
         return c
+    }
+
+    /// Takes note of the certificates of this campus among records the replica just stored
+    /// (`Node.afterApply`: from peers, released when due, or written here).
+    func note(stored records: [Record]) {
+        guard settings.caKey != nil, records.contains(where: { $0.type == .profile }) else { return }
+        let now = self.now()
+        for r in records { if let c = certificate(in: r, at: now) { note(c) } }
     }
 
     /// On the apply queue, after verification: which of the verified records (nil: refused by
@@ -123,7 +144,7 @@ public final class Campus: @unchecked Sendable {
         let now = self.now()
         var readmitted: Set<PublicKey> = []
         for case let v? in records {
-            guard let c = certificate(in: v, at: now) else { continue }
+            guard let c = certificate(in: v.record, at: now) else { continue }
             if lock.withLock({ declined.contains(c.account) }) { readmitted.formUnion([c.account, v.record.author]) }
             note(c)
         }

@@ -354,12 +354,6 @@ public final class Node: @unchecked Sendable {
         // `stored` includes held records this batch released, so they are indexed and pushed on too.
         let report = try replica.applyReporting(verified: batches.flatMap(\.verified))
         let (outcomes, stored) = (report.outcomes, report.stored)
-        // The campus's certificates among them (each verified: it counts whatever became of
-        // its card — stored, held back, superseded — as in the replica's `memberships`).
-        let now = config.now()
-        for case .success(let v) in batches.flatMap(\.verified) {
-            if let c = campus.certificate(in: v, at: now) { campus.note(c) }
-        }
         queue.sync { afterApply(stored.map(\.record), pairs: report.pairs) }
         var origins: [[UInt8]: UInt64] = [:]
         for batch in batches {
@@ -753,6 +747,9 @@ public final class Node: @unchecked Sendable {
                            ["uid": "\(uid)", "account": writer.account.shortID, "device": Self.deviceID(writer.author)])
             }
         }
+        // Certificates of the campus count from now on (those in cards held back were noted
+        // by the pipeline's `Campus.admit`, and are in the replica's `memberships` at start).
+        campus.note(stored: records)
         // The cards the batch touched are read again when the feed is next asked for.
         let touched = records.filter { $0.type == .profile }.map(\.account)
         if !touched.isEmpty {

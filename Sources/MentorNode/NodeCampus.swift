@@ -57,7 +57,6 @@ extension Node {
         card.membership = certificate
         let seen = try replica.cardClock(of: me)
         try write(caller.uid) { w, now throws(RecordError) in try w.profile(card, clock: seen, at: now) }
-        campus.note(certificate)
         logger.info("membership certificate published", ["uid": "\(caller.uid)", "domain": certificate.domain])
         guard let state = try replica.card(of: me) else { throw RPCError(.internalError, "card missing after write") }
         return shownCard(state)

@@ -31,11 +31,12 @@ extension Node {
             guard !wanted.isEmpty else { throw RPCError(.invalidParams, "people: course is empty") }
             filter.courses = Set(courseNames.indices.filter { courseNames[$0].lowercased() == wanted }.map { Int32($0) })
         }
-        var excluded = campusHidden(viewer: nil)
+        var excluded: Set<PublicKey>
         if let me = try replica.nodeAccount(uid: caller.uid)?.account {
-            excluded.remove(me)
+            excluded = try hiddenAccounts(of: me)
             excluded.insert(me)
-            excluded.formUnion(try hiddenAccounts(of: me))
+        } else {
+            excluded = campusHidden(viewer: nil)
         }
         let (people, more) = People.select(index.candidates.values, filter: filter, excluded: excluded, limit: limit,
                                            courseNames: courseNames, name: { index.names[$0] })

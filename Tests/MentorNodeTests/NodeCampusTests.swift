@@ -136,6 +136,7 @@ import MentorSystem
         // A year on, Ana's certificate has expired: she is hidden too.
         t.wall.advance(days: 400)
         #expect(try t.call(1001, "people")["people"]?.arrayValue?.isEmpty == true)
+        #expect(try t.call(1001, "status")["campus"]?["members"] == 0, "the count follows the expiry")
         #expect(t.error(1001, "profile.show", ["id": .string(anaID)])?.code == RPCError.Code.notFound.rawValue)
     }
 

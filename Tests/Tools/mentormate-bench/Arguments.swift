@@ -46,6 +46,21 @@ struct TokenReader {
         }
         return n * scale
     }
+
+    /// A comma-separated list of counts, each in `range` (`_` allowed inside a number, `k` ×1000).
+    mutating func counts(for name: String, inline: String?, range: ClosedRange<Int>) throws(UsageError) -> [Int] {
+        let text = try value(for: name, inline: inline)
+        let counts = text.split(separator: ",").map { part -> Int? in
+            var digits = part.trimmingCharacters(in: .whitespaces).filter { $0 != "_" }
+            var scale = 1
+            if digits.hasSuffix("k") || digits.hasSuffix("K") { digits.removeLast(); scale = 1000 }
+            return Int(digits).map { $0 * scale }
+        }
+        guard !counts.isEmpty, counts.allSatisfy({ $0.map(range.contains) ?? false }) else {
+            throw UsageError("\(command): \(name) wants counts from \(range.lowerBound) to \(range.upperBound), comma-separated, got '\(text)'")
+        }
+        return counts.compactMap { $0 }
+    }
 }
 
 /// The whole program's usage.

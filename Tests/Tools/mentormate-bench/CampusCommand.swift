@@ -43,16 +43,7 @@ struct CampusCommand {
             case .option("--help", _), .option("-h", _):
                 return .help
             case .option("--accounts", let v):
-                let text = try reader.value(for: "--accounts", inline: v)
-                var counts: [Int] = []
-                for part in text.split(separator: ",") {
-                    guard let n = Int(part.replacingOccurrences(of: "_", with: "")), (100...200_000).contains(n) else {
-                        throw UsageError("\(name): --accounts takes counts from 100 to 200000, comma-separated, not '\(part)'")
-                    }
-                    counts.append(n)
-                }
-                guard !counts.isEmpty else { throw UsageError("\(name): --accounts needs at least one count") }
-                command.accounts = counts
+                command.accounts = try reader.counts(for: "--accounts", inline: v, range: 100...200_000)
             case .option(let other, _):
                 throw UsageError("\(name): unknown option '\(other)'")
             case .argument(let other):

@@ -64,12 +64,7 @@ struct HubCommand {
             switch token {
             case .option("--help", _), .option("-h", _): return .help
             case .option("--clients", let v):
-                let text = try reader.value(for: "--clients", inline: v)
-                let counts = text.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-                guard !counts.isEmpty, counts.allSatisfy({ $0 != nil && $0! >= 2 && $0! <= 2000 }) else {
-                    throw UsageError("hub: --clients wants counts from 2 to 2000, comma-separated, got '\(text)'")
-                }
-                command.clients = counts.compactMap { $0 }
+                command.clients = try reader.counts(for: "--clients", inline: v, range: 2...2000)
             case .option("--writes", let v): command.writes = try reader.integer(for: "--writes", inline: v)
             case .option("--idle", let v): command.idleSeconds = try reader.integer(for: "--idle", inline: v)
             case .option("--keep", nil): command.keep = true
